@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* The btrace command: shared helpers of the subcommands. */
+#ifndef BT_CLI_H
+#define BT_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <btrace/btrace.h>
+
+/* Exit codes. */
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAIL 1
+#define CLI_EXIT_USAGE 2
+
+struct cli_command {
+	const char *name;
+	const char *summary;
+	int (*run)(int argc, char **argv);   /* argv[0] is the command name */
+};
+
+/* Print "btrace <cmd>: <msg>" and "hint: <hint>" from @err; returns 1. */
+int cli_fail(const char *cmd, const struct btrace_error *err);
+/* Print "btrace <cmd>: <formatted>" (and an optional hint); returns 1. */
+int cli_failf(const char *cmd, const char *hint, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Usage error: message, then "see 'btrace <cmd> --help'"; returns 2. */
+int cli_usage(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Parse sizes such as 4096, 64K, 4M, 1G (binary units); -1 if invalid. */
+int cli_parse_size(const char *s, uint64_t *out);
+/* Parse an unsigned integer (decimal or 0x); -1 if invalid. */
+int cli_parse_u64(const char *s, uint64_t *out);
+
+/* Minimal JSON writer on a FILE with indentation and proper escaping. */
+struct json {
+	FILE *f;
+	int depth;
+	bool need_comma[64];
+	bool pretty;
+};
+void json_init(struct json *j, FILE *f, bool pretty);
+void json_begin_object(struct json *j, const char *key);  /* key NULL in arrays */
+void json_end_object(struct json *j);
+void json_begin_array(struct json *j, const char *key);
+void json_end_array(struct json *j);
+void json_str(struct json *j, const char *key, const char *val);  /* NULL -> null */
+void json_int(struct json *j, const char *key, long long val);
+void json_uint(struct json *j, const char *key, unsigned long long val);
+void json_hex(struct json *j, const char *key, unsigned long long val); /* "0x.." */
+void json_bool(struct json *j, const char *key, bool val);
+void json_null(struct json *j, const char *key);
+void json_finish(struct json *j);  /* final newline */
+
+/* Subcommands. */
+int cmd_record(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_decode(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
+
+#endif /* BT_CLI_H */

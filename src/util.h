@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal helpers shared by every module of libbtrace. */
+#ifndef BT_UTIL_H
+#define BT_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <btrace/btrace.h>
+
+#define BT_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/*
+ * Fill @err (may be NULL) and return @code (negative).  The message is
+ * "<object>: <operation> failed: <reason>" by convention; callers format it.
+ */
+int bt_error(struct btrace_error *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Set the hint of an error already filled in; returns err->code. */
+int bt_hint(struct btrace_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void bt_error_clear(struct btrace_error *err);
+
+/* Growable array: *arr of *n elements of @size bytes, capacity *cap. */
+int bt_grow(void **arr, size_t *cap, size_t n, size_t size);
+
+/* Little-endian access. */
+static inline uint16_t bt_le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+static inline uint32_t bt_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+	       ((uint32_t)p[3] << 24);
+}
+static inline uint64_t bt_le64(const uint8_t *p)
+{
+	return (uint64_t)bt_le32(p) | ((uint64_t)bt_le32(p + 4) << 32);
+}
+static inline void bt_put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+static inline void bt_put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void bt_put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Read a whole small file (procfs/sysfs); NUL-terminated, *len excludes it. */
+int bt_read_file(const char *path, char **out, size_t *len, size_t max);
+
+/* Human-readable size ("4.0 MiB") into @buf. */
+const char *bt_fmt_size(char *buf, size_t len, uint64_t bytes);
+
+#endif /* BT_UTIL_H */

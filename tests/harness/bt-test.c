@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+#include "bt-test.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+void bt_test_diag(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("# ", stdout);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fputc('\n', stdout);
+}
+
+void bt_test_fail(struct bt_test *t, const char *file, int line,
+		  const char *fmt, ...)
+{
+	va_list ap;
+
+	t->failed++;
+	printf("# %s:%d: ", file, line);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fputc('\n', stdout);
+}
+
+_Noreturn void bt_test_skip_all(const char *reason)
+{
+	printf("1..0 # SKIP %s\n", reason);
+	fflush(stdout);
+	exit(77);
+}
+
+int bt_test_run(const struct bt_test_case *cases, int n)
+{
+	const char *only = getenv("BT_TEST_ONLY");
+	int failed = 0;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("1..%d\n", n);
+	for (int i = 0; i < n; i++) {
+		struct bt_test t = { .name = cases[i].name };
+
+		if (only && !strstr(cases[i].name, only)) {
+			printf("ok %d - %s # SKIP not selected\n", i + 1,
+			       cases[i].name);
+			continue;
+		}
+		cases[i].fn(&t);
+		if (t.skip && !t.failed) {
+			printf("ok %d - %s # SKIP %s\n", i + 1, t.name, t.skip);
+		} else if (t.failed || !t.checks) {
+			if (!t.checks)
+				printf("# %s: the test made no check\n", t.name);
+			printf("not ok %d - %s\n", i + 1, t.name);
+			failed++;
+		} else {
+			printf("ok %d - %s (%d checks)\n", i + 1, t.name,
+			       t.checks);
+		}
+	}
+	return failed ? 1 : 0;
+}
