@@ -1,9 +1,202 @@
 /* SPDX-License-Identifier: MIT */
+/* btrace record: run a program (or attach) with a flight recorder. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <btrace/record.h>
+
 #include "cli.h"
+
+static void help(void)
+{
+	printf(
+"usage: btrace record [--snapshot] [options] -- PROGRAM [ARGS...]\n"
+"       btrace record [--snapshot] [options] -p PID\n\n"
+"Run PROGRAM (or attach to PID) with a branch-trace flight recorder and\n"
+"write a snapshot file when it dies of a fatal signal.  The program's\n"
+"input, output, environment and exit status pass through unchanged; btrace\n"
+"exits with the program's status (128+N when killed by signal N).\n\n"
+"  --snapshot           flight-recorder mode: keep the last history, write\n"
+"                       it on a crash (the default and only mode)\n"
+"  -b, --backend NAME   auto (default), pt, bts or qemu; auto picks Intel PT,\n"
+"                       then BTS, then QEMU, and says why\n"
+"  --format pt|bts      trace format written by the qemu backend (pt)\n"
+"  -o, --output FILE    snapshot file (default btrace-COMM-PID.btrace)\n"
+"  --size SIZE          history kept per thread, as trace bytes (4M)\n"
+"  --pad SIZE           extra room for what runs after the fault\n"
+"  --on LIST            events that write a snapshot: signal names or\n"
+"                       numbers, 'default' (SEGV,BUS,ILL,FPE,ABRT,TRAP,SYS)\n"
+"                       and 'exit' (every exit); comma-separated\n"
+"  -p, --pid PID        attach to a running process (hardware backends)\n"
+"  --no-ptrace          passive crash watch (snapshot after death)\n"
+"  --no-code            do not embed executable code in the snapshot\n"
+"  --keep-core          keep QEMU's guest core next to the snapshot\n"
+"  -q, --quiet          no summary line\n"
+"  --help               this text\n\n"
+"SIZE takes K, M and G suffixes (binary units).\n");
+}
+
+static int parse_on(const char *list, uint64_t *out)
+{
+	char *copy = strdup(list), *save = NULL;
+	uint64_t mask = 0;
+	int ret = 0;
+
+	if (!copy)
+		return -1;
+	for (char *t = strtok_r(copy, ",", &save); t;
+	     t = strtok_r(NULL, ",", &save)) {
+		uint64_t n;
+		int sig;
+
+		if (!strcasecmp(t, "exit")) {
+			mask |= BTRACE_ON_EXIT;
+			continue;
+		}
+		if (!strcasecmp(t, "default")) {
+			mask |= BTRACE_ON_DEFAULT;
+			continue;
+		}
+		if (!cli_parse_u64(t, &n)) {
+			sig = n > 0 && n < 63 ? (int)n : -1;
+		} else {
+			const char *name = t;
+
+			if (!strncasecmp(name, "SIG", 3))
+				name += 3;
+			sig = -1;
+			for (int s = 1; s < 32; s++) {
+				const char *a = sigabbrev_np(s);
+
+				if (a && !strcasecmp(a, name)) {
+					sig = s;
+					break;
+				}
+			}
+		}
+		if (sig < 0 || sig == SIGKILL || sig == SIGSTOP) {
+			ret = -1;
+			break;
+		}
+		mask |= BTRACE_ON_SIGNAL(sig);
+	}
+	free(copy);
+	*out = mask;
+	return ret ? ret : (mask ? 0 : -1);
+}
 
 int cmd_record(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return cli_failf("record", NULL, "not implemented in this build");
+	enum { O_SNAPSHOT = 256, O_FORMAT, O_SIZE, O_PAD, O_ON, O_NO_PTRACE,
+	       O_NO_CODE, O_KEEP_CORE, O_HELP };
+	static const struct option opts[] = {
+		{ "snapshot", no_argument, NULL, O_SNAPSHOT },
+		{ "backend", required_argument, NULL, 'b' },
+		{ "format", required_argument, NULL, O_FORMAT },
+		{ "output", required_argument, NULL, 'o' },
+		{ "size", required_argument, NULL, O_SIZE },
+		{ "pad", required_argument, NULL, O_PAD },
+		{ "on", required_argument, NULL, O_ON },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "no-ptrace", no_argument, NULL, O_NO_PTRACE },
+		{ "no-code", no_argument, NULL, O_NO_CODE },
+		{ "keep-core", no_argument, NULL, O_KEEP_CORE },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, O_HELP },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct btrace_record_opts ro = { .sz = sizeof(ro) };
+	struct btrace_record_result res;
+	struct btrace_error err = { 0 };
+	uint64_t v;
+	int c, ret;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+b:o:p:q", opts, NULL)) != -1) {
+		switch (c) {
+		case O_SNAPSHOT:
+			break;
+		case 'b':
+			if (!strcmp(optarg, "auto"))
+				ro.backend = BTRACE_BACKEND_UNKNOWN;
+			else if (!strcmp(optarg, "pt"))
+				ro.backend = BTRACE_BACKEND_PT;
+			else if (!strcmp(optarg, "bts"))
+				ro.backend = BTRACE_BACKEND_BTS;
+			else if (!strcmp(optarg, "qemu"))
+				ro.backend = BTRACE_BACKEND_QEMU;
+			else
+				return cli_usage("record", "unknown backend "
+						 "'%s' (auto, pt, bts, qemu)",
+						 optarg);
+			break;
+		case O_FORMAT:
+			if (!strcmp(optarg, "pt"))
+				ro.trace_kind = BTRACE_TRACE_PT;
+			else if (!strcmp(optarg, "bts"))
+				ro.trace_kind = BTRACE_TRACE_BTS;
+			else
+				return cli_usage("record", "unknown format "
+						 "'%s' (pt, bts)", optarg);
+			break;
+		case 'o':
+			ro.output = optarg;
+			break;
+		case O_SIZE:
+			if (cli_parse_size(optarg, &ro.size) || !ro.size)
+				return cli_usage("record", "invalid --size "
+						 "'%s'", optarg);
+			break;
+		case O_PAD:
+			if (cli_parse_size(optarg, &ro.pad))
+				return cli_usage("record", "invalid --pad "
+						 "'%s'", optarg);
+			break;
+		case O_ON:
+			if (parse_on(optarg, &ro.on))
+				return cli_usage("record", "invalid --on '%s' "
+						 "(signal names or numbers, "
+						 "default, exit)", optarg);
+			break;
+		case 'p':
+			if (cli_parse_u64(optarg, &v) || !v || v > 0x7fffffff)
+				return cli_usage("record", "invalid pid '%s'",
+						 optarg);
+			ro.pid = (int)v;
+			break;
+		case O_NO_PTRACE:
+			ro.flags |= BTRACE_RECORD_NO_PTRACE;
+			break;
+		case O_NO_CODE:
+			ro.flags |= BTRACE_RECORD_NO_CODE;
+			break;
+		case O_KEEP_CORE:
+			ro.flags |= BTRACE_RECORD_KEEP_CORE;
+			break;
+		case 'q':
+			ro.flags |= BTRACE_RECORD_QUIET;
+			break;
+		case O_HELP:
+			help();
+			return CLI_EXIT_OK;
+		default:
+			return cli_usage("record", "unknown option");
+		}
+	}
+	if (ro.pid && optind < argc)
+		return cli_usage("record", "give either -p PID or a program, "
+				 "not both");
+	if (!ro.pid && optind >= argc)
+		return cli_usage("record", "no program given (btrace record "
+				 "-- PROGRAM [ARGS...])");
+	if (!ro.pid)
+		ro.argv = argv + optind;
+
+	ret = btrace_record(&ro, &res, &err);
+	if (ret)
+		return cli_fail("record", &err);
+	return res.shell_status;
 }

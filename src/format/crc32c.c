@@ -1,1 +1,85 @@
 /* SPDX-License-Identifier: MIT */
+/* CRC-32C (Castagnoli, reflected polynomial 0x82f63b78), with the SSE4.2
+ * crc32 instruction when the CPU has it. */
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "format.h"
+
+static uint32_t crc_table[8][256];
+static int crc_mode;  /* 1: table, 2: sse4.2 */
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_init(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+
+		for (int k = 0; k < 8; k++)
+			c = (c & 1) ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+		crc_table[0][i] = c;
+	}
+	for (uint32_t i = 0; i < 256; i++)
+		for (int s = 1; s < 8; s++)
+			crc_table[s][i] = (crc_table[s - 1][i] >> 8) ^
+					  crc_table[0][crc_table[s - 1][i] & 0xff];
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	crc_mode = __builtin_cpu_supports("sse4.2") ? 2 : 1;
+#else
+	crc_mode = 1;
+#endif
+}
+
+static uint32_t crc_sw(uint32_t c, const uint8_t *p, size_t len)
+{
+	while (len >= 8) {
+		uint64_t v;
+
+		memcpy(&v, p, 8);
+		v ^= c;
+		c = crc_table[7][v & 0xff] ^ crc_table[6][(v >> 8) & 0xff] ^
+		    crc_table[5][(v >> 16) & 0xff] ^ crc_table[4][(v >> 24) & 0xff] ^
+		    crc_table[3][(v >> 32) & 0xff] ^ crc_table[2][(v >> 40) & 0xff] ^
+		    crc_table[1][(v >> 48) & 0xff] ^ crc_table[0][v >> 56];
+		p += 8;
+		len -= 8;
+	}
+	while (len--)
+		c = (c >> 8) ^ crc_table[0][(c ^ *p++) & 0xff];
+	return c;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2")))
+static uint32_t crc_hw(uint32_t c, const uint8_t *p, size_t len)
+{
+	uint64_t c64 = c;
+
+	while (len >= 8) {
+		uint64_t v;
+
+		memcpy(&v, p, 8);
+		c64 = __builtin_ia32_crc32di(c64, v);
+		p += 8;
+		len -= 8;
+	}
+	c = (uint32_t)c64;
+	while (len--)
+		c = __builtin_ia32_crc32qi(c, *p++);
+	return c;
+}
+#endif
+
+uint32_t bt_crc32c(uint32_t crc, const void *data, size_t len)
+{
+	uint32_t c = ~crc;
+
+	pthread_once(&crc_once, crc_init);
+#if defined(__x86_64__)
+	if (crc_mode == 2)
+		return ~crc_hw(c, data, len);
+#endif
+	return ~crc_sw(c, data, len);
+}

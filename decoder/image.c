@@ -1,0 +1,477 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The decoder's image: which code bytes sit at which address.  Built from
+ * the snapshot's executable mappings and embedded code (file code by build
+ * ID and file offset, vDSO and anonymous code by address).  A file on disk
+ * fills what the snapshot lacks only when its build ID matches the one
+ * recorded for the mapping; otherwise the hole is noted and every decode
+ * that runs into it reports a gap.
+ *
+ * libipt reads the code through file sections (its block cache only works
+ * on sections), so embedded code is copied once into a memfd and added as
+ * /proc/self/fd/N sections.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <intel-pt.h>
+
+#include "decode-internal.h"
+#include "util.h"
+
+#define BT_PROT_EXEC 0x4u
+
+int bt_elf_build_id(const char *path, uint8_t *id, uint32_t *size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int ret = -ENOENT;
+
+	if (fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!e) {
+		close(fd);
+		return -BTRACE_ERR_FORMAT;
+	}
+	Elf_Scn *scn = NULL;
+	while (ret < 0 && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		size_t off = 0, noff, doff;
+		GElf_Nhdr nh;
+		while (d && (off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    !memcmp((char *)d->d_buf + noff, "GNU", 4) &&
+			    nh.n_descsz <= BTRACE_BUILD_ID_MAX) {
+				memcpy(id, (char *)d->d_buf + doff, nh.n_descsz);
+				*size = nh.n_descsz;
+				ret = 0;
+				break;
+			}
+		}
+	}
+	elf_end(e);
+	close(fd);
+	return ret;
+}
+
+/* ELF type and the vaddr of the first PT_LOAD's page (for the load bias). */
+static int elf_load_info(const char *path, int *type, uint64_t *first_vaddr,
+			 uint64_t *first_off)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int ret = -BTRACE_ERR_FORMAT;
+
+	if (fd < 0)
+		return -errno;
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	GElf_Ehdr eh;
+	size_t n;
+	if (e && gelf_getehdr(e, &eh) && !elf_getphdrnum(e, &n)) {
+		*type = eh.e_type;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Phdr ph;
+			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD) {
+				*first_vaddr = ph.p_vaddr;
+				*first_off = ph.p_offset;
+				ret = 0;
+				break;
+			}
+		}
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return ret;
+}
+
+static void hexid(char *out, const uint8_t *id, uint32_t n)
+{
+	out[0] = 0;
+	for (uint32_t i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", id[i]);
+	if (!n)
+		strcpy(out, "(none)");
+}
+
+static int add_region(struct bt_ctx *c, uint64_t start, uint64_t end,
+		      const uint8_t *data, int module)
+{
+	if (bt_grow((void **)&c->regions, &c->cregions, c->nregions + 1,
+		    sizeof(*c->regions)))
+		return -ENOMEM;
+	c->regions[c->nregions++] = (struct bt_region){ start, end, data, module };
+	return 0;
+}
+
+static int find_module(struct bt_ctx *c, const struct btrace_mapping *m)
+{
+	const char *path = m->path ? m->path : "//anon";
+
+	for (size_t i = 0; i < c->nmodules; i++)
+		if (!strcmp(c->modules[i].path, path))
+			return (int)i;
+	if (bt_grow((void **)&c->modules, &c->cmodules, c->nmodules + 1,
+		    sizeof(*c->modules)))
+		return -ENOMEM;
+	struct bt_module *mod = &c->modules[c->nmodules];
+	memset(mod, 0, sizeof(*mod));
+	mod->path = strdup(path);
+	if (!mod->path)
+		return -ENOMEM;
+	mod->lo = UINT64_MAX;
+	memcpy(mod->build_id, m->build_id, sizeof(mod->build_id));
+	mod->build_id_size = m->build_id_size;
+	return (int)c->nmodules++;
+}
+
+/* Copy code into the memfd once; returns its memfd offset. */
+static int64_t memfd_put(struct bt_ctx *c, const struct btrace_code *code)
+{
+	if (c->memfd < 0) {
+		c->memfd = memfd_create("btrace-code", MFD_CLOEXEC);
+		if (c->memfd < 0)
+			return -errno;
+	}
+	uint64_t off = c->memfd_size;
+	const uint8_t *p = code->data;
+	uint64_t left = code->size;
+	while (left) {
+		ssize_t w = pwrite(c->memfd, p, left, (off_t)(off + (code->size - left)));
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		left -= (uint64_t)w;
+	}
+	c->memfd_size += (code->size + 4095) & ~4095ull;
+	return (int64_t)off;
+}
+
+/* Add [vaddr, vaddr+size) backed by embedded @code at @code_off. */
+static int add_embedded(struct bt_ctx *c, const struct btrace_code *code,
+			int64_t *memoff, uint64_t code_off, uint64_t vaddr,
+			uint64_t size, int module)
+{
+	char fdpath[64];
+	int ret;
+
+	if (*memoff < 0) {
+		*memoff = memfd_put(c, code);
+		if (*memoff < 0)
+			return (int)*memoff;
+	}
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", c->memfd);
+	ret = pt_image_add_file(c->image, fdpath, (uint64_t)*memoff + code_off,
+				size, NULL, vaddr);
+	if (ret < 0)
+		return bt_error(c->err, -BTRACE_ERR_INTERNAL,
+				"image: adding embedded code at 0x%llx failed: %s",
+				(unsigned long long)vaddr,
+				pt_errstr(pt_errcode(ret)));
+	return add_region(c, vaddr, vaddr + size, code->data + code_off, module);
+}
+
+/* Cover [start, end) of a file mapping from the disk file, if it matches. */
+static int add_from_disk(struct bt_ctx *c, const struct btrace_mapping *m,
+			 int mi, uint64_t start, uint64_t end)
+{
+	struct bt_module *mod = &c->modules[mi];
+	char want[2 * BTRACE_BUILD_ID_MAX + 8], have[2 * BTRACE_BUILD_ID_MAX + 8];
+	uint8_t id[BTRACE_BUILD_ID_MAX];
+	uint32_t idsz = 0;
+	struct stat st;
+	int ret;
+
+	if (c->opts.flags & BTRACE_DECODE_NO_DISK)
+		return bt_ctx_note(c, "%s: code at 0x%llx-0x%llx is not in the snapshot (disk files not used)",
+				   mod->path, (unsigned long long)start,
+				   (unsigned long long)end);
+	if (mod->path[0] != '/')
+		return bt_ctx_note(c, "%s: code at 0x%llx-0x%llx is not in the snapshot",
+				   mod->path, (unsigned long long)start,
+				   (unsigned long long)end);
+	ret = bt_elf_build_id(mod->path, id, &idsz);
+	hexid(want, m->build_id, m->build_id_size);
+	if (ret < 0)
+		return bt_ctx_note(c, "%s: code at 0x%llx-0x%llx is not in the snapshot and the file cannot be read (%s)",
+				   mod->path, (unsigned long long)start,
+				   (unsigned long long)end, btrace_strerror(ret));
+	hexid(have, id, idsz);
+	if (!m->build_id_size || idsz != m->build_id_size ||
+	    memcmp(id, m->build_id, idsz))
+		return bt_ctx_note(c, "%s: code at 0x%llx-0x%llx is not in the snapshot and the file on disk has build ID %s, recorded %s: not used",
+				   mod->path, (unsigned long long)start,
+				   (unsigned long long)end, have, want);
+	if (!mod->map) {
+		int fd = open(mod->path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) < 0 || !st.st_size) {
+			if (fd >= 0)
+				close(fd);
+			return bt_ctx_note(c, "%s: open failed", mod->path);
+		}
+		mod->map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		close(fd);
+		if (mod->map == MAP_FAILED) {
+			mod->map = NULL;
+			return bt_ctx_note(c, "%s: mmap failed", mod->path);
+		}
+		mod->map_size = (size_t)st.st_size;
+	}
+	uint64_t foff = m->pgoff + (start - m->start);
+	if (foff >= mod->map_size)
+		return 0;
+	if (foff + (end - start) > mod->map_size)
+		end = start + (mod->map_size - foff);
+	ret = pt_image_add_file(c->image, mod->path, foff, end - start, NULL, start);
+	if (ret < 0)
+		return bt_ctx_note(c, "%s: adding to the image failed: %s",
+				   mod->path, pt_errstr(pt_errcode(ret)));
+	return add_region(c, start, end, (const uint8_t *)mod->map + foff, mi);
+}
+
+static int cmp_u64pair(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+	return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+static int add_mapping(struct bt_ctx *c, const struct btrace_mapping *m,
+		       int64_t *memoffs)
+{
+	const struct btrace_snapshot *s = c->snap;
+	int mi = find_module(c, m);
+	uint64_t (*cov)[2] = NULL;
+	size_t ncov = 0, ccov = 0;
+	int ret = 0;
+
+	if (mi < 0)
+		return mi;
+	struct bt_module *mod = &c->modules[mi];
+	if (m->start < mod->lo)
+		mod->lo = m->start;
+	if (m->end > mod->hi)
+		mod->hi = m->end;
+	if (!mod->build_id_size && m->build_id_size) {
+		memcpy(mod->build_id, m->build_id, sizeof(mod->build_id));
+		mod->build_id_size = m->build_id_size;
+	}
+	if (!(m->prot & BT_PROT_EXEC))
+		return 0;
+
+	for (size_t i = 0; i < s->ncode; i++) {
+		const struct btrace_code *code = &s->code[i];
+		uint64_t lo, hi, vaddr, coff;
+
+		if (!code->size || !code->data)
+			continue;
+		if (code->kind == BTRACE_CODE_FILE) {
+			if (!m->build_id_size || code->build_id_size != m->build_id_size ||
+			    memcmp(code->build_id, m->build_id, m->build_id_size))
+				continue;
+			uint64_t mlen = m->end - m->start;
+			lo = code->file_offset > m->pgoff ? code->file_offset : m->pgoff;
+			hi = code->file_offset + code->size;
+			if (hi > m->pgoff + mlen)
+				hi = m->pgoff + mlen;
+			if (lo >= hi)
+				continue;
+			vaddr = m->start + (lo - m->pgoff);
+			coff = lo - code->file_offset;
+		} else {
+			lo = code->vaddr > m->start ? code->vaddr : m->start;
+			hi = code->vaddr + code->size;
+			if (hi > m->end)
+				hi = m->end;
+			if (lo >= hi)
+				continue;
+			vaddr = lo;
+			coff = lo - code->vaddr;
+			hi = vaddr + (hi - lo);
+			lo = vaddr;
+		}
+		uint64_t len = hi - lo;
+		ret = add_embedded(c, code, &memoffs[i], coff, vaddr, len, mi);
+		if (ret < 0)
+			goto out;
+		if (bt_grow((void **)&cov, &ccov, ncov + 1, sizeof(*cov))) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		cov[ncov][0] = vaddr;
+		cov[ncov][1] = vaddr + len;
+		ncov++;
+	}
+
+	/* Fill the holes from disk (when the build ID matches). */
+	qsort(cov, ncov, sizeof(*cov), cmp_u64pair);
+	uint64_t at = m->start;
+	for (size_t i = 0; i <= ncov && at < m->end; i++) {
+		uint64_t next = i < ncov ? cov[i][0] : m->end;
+		if (next > m->end)
+			next = m->end;
+		if (next > at) {
+			ret = add_from_disk(c, m, mi, at, next);
+			if (ret < 0)
+				goto out;
+		}
+		if (i < ncov && cov[i][1] > at)
+			at = cov[i][1];
+	}
+out:
+	free(cov);
+	return ret;
+}
+
+static void module_bias(struct bt_ctx *c, struct bt_module *mod)
+{
+	const struct btrace_snapshot *s = c->snap;
+	const char *path = mod->elf;
+	int type = 0;
+	uint64_t v0 = 0, o0 = 0;
+
+	mod->bias = 0;
+	for (size_t i = 0; i < s->nmappings; i++) {
+		const struct btrace_mapping *m = &s->mappings[i];
+		if (!m->path || strcmp(m->path, mod->path) || m->pgoff)
+			continue;
+		if (path && !elf_load_info(path, &type, &v0, &o0)) {
+			if (type == ET_EXEC)
+				mod->bias = 0;
+			else
+				mod->bias = m->start - (v0 & ~0xfffull) + (o0 & ~0xfffull);
+		} else {
+			mod->bias = m->start;
+		}
+		mod->have_bias = 1;
+		return;
+	}
+}
+
+int bt_image_build(struct bt_ctx *c)
+{
+	const struct btrace_snapshot *s = c->snap;
+	int64_t *memoffs;
+	int ret = 0;
+
+	c->memfd = -1;
+	c->image = pt_image_alloc("btrace");
+	if (!c->image)
+		return bt_error(c->err, -ENOMEM, "image: allocation failed: out of memory");
+	memoffs = malloc((s->ncode + 1) * sizeof(*memoffs));
+	if (!memoffs)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->ncode; i++)
+		memoffs[i] = -1;
+	/* Embedded code first so that lookups prefer it. */
+	for (size_t i = 0; i < s->nmappings && ret >= 0; i++)
+		ret = add_mapping(c, &s->mappings[i], memoffs);
+	free(memoffs);
+	if (ret < 0)
+		return ret;
+
+	/* The file used for symbols: the disk file if its build ID matches,
+	 * else the separate debug file named by the build ID. */
+	for (size_t i = 0; i < c->nmodules; i++) {
+		struct bt_module *mod = &c->modules[i];
+		uint8_t id[BTRACE_BUILD_ID_MAX];
+		uint32_t idsz = 0;
+		char p[4200], hex[2 * BTRACE_BUILD_ID_MAX + 8];
+
+		if (mod->path[0] == '/' && !bt_elf_build_id(mod->path, id, &idsz) &&
+		    mod->build_id_size && idsz == mod->build_id_size &&
+		    !memcmp(id, mod->build_id, idsz)) {
+			mod->elf = strdup(mod->path);
+		} else if (mod->build_id_size >= 2) {
+			hexid(hex, mod->build_id, mod->build_id_size);
+			snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s.debug",
+				 c->opts.debug_dir ? c->opts.debug_dir : "/usr/lib/debug",
+				 hex, hex + 2);
+			if (!access(p, R_OK))
+				mod->elf = strdup(p);
+		}
+		module_bias(c, mod);
+	}
+	return 0;
+}
+
+void bt_image_free(struct bt_ctx *c)
+{
+	if (c->image)
+		pt_image_free(c->image);
+	c->image = NULL;
+	for (size_t i = 0; i < c->nmodules; i++) {
+		free(c->modules[i].path);
+		free(c->modules[i].elf);
+		if (c->modules[i].map)
+			munmap(c->modules[i].map, c->modules[i].map_size);
+	}
+	free(c->modules);
+	free(c->regions);
+	if (c->memfd >= 0)
+		close(c->memfd);
+	c->memfd = -1;
+}
+
+const struct bt_region *bt_image_region(const struct bt_ctx *c, uint64_t ip)
+{
+	for (size_t i = 0; i < c->nregions; i++)
+		if (ip >= c->regions[i].start && ip < c->regions[i].end)
+			return &c->regions[i];
+	return NULL;
+}
+
+const uint8_t *bt_image_bytes(const struct bt_ctx *c, uint64_t ip,
+			      size_t *avail)
+{
+	const struct bt_region *r = bt_image_region(c, ip);
+
+	if (!r)
+		return NULL;
+	*avail = (size_t)(r->end - ip);
+	return r->data + (ip - r->start);
+}
+
+int bt_image_module_of(const struct bt_ctx *c, uint64_t ip)
+{
+	const struct btrace_snapshot *s = c->snap;
+
+	for (size_t i = 0; i < s->nmappings; i++) {
+		const struct btrace_mapping *m = &s->mappings[i];
+		if (ip < m->start || ip >= m->end)
+			continue;
+		const char *path = m->path ? m->path : "//anon";
+		for (size_t j = 0; j < c->nmodules; j++)
+			if (!strcmp(c->modules[j].path, path))
+				return (int)j;
+	}
+	return -1;
+}
+
+const char *bt_image_why_missing(struct bt_ctx *c, uint64_t ip)
+{
+	int mi;
+
+	if (bt_is_kernel(ip))
+		return bt_ctx_printf(c, "kernel code at 0x%llx (not in the image)",
+				     (unsigned long long)ip);
+	mi = bt_image_module_of(c, ip);
+	if (mi < 0)
+		return bt_ctx_printf(c, "no mapping at 0x%llx in the snapshot",
+				     (unsigned long long)ip);
+	return bt_ctx_printf(c, "no code for %s at 0x%llx (not in the snapshot, no matching file)",
+			     c->modules[mi].path, (unsigned long long)ip);
+}

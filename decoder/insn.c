@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/* Instruction classification and disassembly (capstone), cached by IP. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <capstone/capstone.h>
+
+#include "decode-internal.h"
+#include "util.h"
+
+/* --- u64 -> u32 hash map --- */
+
+static size_t hash64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return (size_t)k;
+}
+
+uint32_t bt_map_get(const struct bt_map *m, uint64_t key)
+{
+	if (!m->cap)
+		return UINT32_MAX;
+	size_t mask = m->cap - 1;
+	for (size_t i = hash64(key) & mask;; i = (i + 1) & mask) {
+		if (m->vals[i] == UINT32_MAX)
+			return UINT32_MAX;
+		if (m->keys[i] == key)
+			return m->vals[i];
+	}
+}
+
+int bt_map_put(struct bt_map *m, uint64_t key, uint32_t val)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t ncap = m->cap ? m->cap * 2 : 1024;
+		uint64_t *nk = malloc(ncap * sizeof(*nk));
+		uint32_t *nv = malloc(ncap * sizeof(*nv));
+		if (!nk || !nv) {
+			free(nk);
+			free(nv);
+			return -ENOMEM;
+		}
+		memset(nv, 0xff, ncap * sizeof(*nv));
+		for (size_t i = 0; i < m->cap; i++) {
+			if (m->vals[i] == UINT32_MAX)
+				continue;
+			size_t j = hash64(m->keys[i]) & (ncap - 1);
+			while (nv[j] != UINT32_MAX)
+				j = (j + 1) & (ncap - 1);
+			nk[j] = m->keys[i];
+			nv[j] = m->vals[i];
+		}
+		free(m->keys);
+		free(m->vals);
+		m->keys = nk;
+		m->vals = nv;
+		m->cap = ncap;
+	}
+	size_t mask = m->cap - 1;
+	for (size_t i = hash64(key) & mask;; i = (i + 1) & mask) {
+		if (m->vals[i] == UINT32_MAX) {
+			m->keys[i] = key;
+			m->vals[i] = val;
+			m->n++;
+			return 0;
+		}
+		if (m->keys[i] == key) {
+			m->vals[i] = val;
+			return 0;
+		}
+	}
+}
+
+void bt_map_free(struct bt_map *m)
+{
+	free(m->keys);
+	free(m->vals);
+	memset(m, 0, sizeof(*m));
+}
+
+/* --- capstone --- */
+
+int bt_insn_init(struct bt_ctx *c)
+{
+	csh h;
+
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK)
+		return bt_error(c->err, -BTRACE_ERR_INTERNAL,
+				"capstone: opening x86-64 failed");
+	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
+	c->cs = h;
+	c->cs_ok = 1;
+	return 0;
+}
+
+void bt_insn_fini(struct bt_ctx *c)
+{
+	if (c->cs_ok) {
+		csh h = c->cs;
+		cs_close(&h);
+	}
+	c->cs_ok = 0;
+	bt_map_free(&c->insn_map);
+	free(c->insns);
+	c->insns = NULL;
+}
+
+static int is_far(unsigned id)
+{
+	switch (id) {
+	case X86_INS_SYSCALL: case X86_INS_SYSENTER: case X86_INS_SYSEXIT:
+	case X86_INS_SYSRET: case X86_INS_INT: case X86_INS_INT1:
+	case X86_INS_INT3: case X86_INS_INTO: case X86_INS_IRET:
+	case X86_INS_IRETD: case X86_INS_IRETQ: case X86_INS_RETF:
+	case X86_INS_RETFQ: case X86_INS_LCALL: case X86_INS_LJMP:
+	case X86_INS_UD2: case X86_INS_HLT:
+		return 1;
+	}
+	return 0;
+}
+
+static void classify(const cs_insn *in, struct bt_insn_info *out)
+{
+	const cs_x86 *x = &in->detail->x86;
+	int imm = x->op_count >= 1 && x->operands[0].type == X86_OP_IMM;
+
+	out->size = (uint8_t)in->size;
+	out->target = 0;
+	out->cls = BTRACE_INSN_OTHER;
+	if (in->id == X86_INS_CALL) {
+		out->cls = imm ? BTRACE_INSN_CALL : BTRACE_INSN_CALL_IND;
+	} else if (in->id == X86_INS_JMP) {
+		out->cls = imm ? BTRACE_INSN_JMP : BTRACE_INSN_JMP_IND;
+	} else if (in->id == X86_INS_RET) {
+		out->cls = BTRACE_INSN_RET;
+	} else if (is_far(in->id)) {
+		out->cls = BTRACE_INSN_FAR;
+	} else {
+		for (int i = 0; i < in->detail->groups_count; i++)
+			if (in->detail->groups[i] == CS_GRP_JUMP)
+				out->cls = BTRACE_INSN_JCC;
+	}
+	if (imm && out->cls != BTRACE_INSN_OTHER && out->cls != BTRACE_INSN_FAR)
+		out->target = (uint64_t)x->operands[0].imm;
+}
+
+const struct bt_insn_info *bt_insn_classify(struct bt_ctx *c, uint64_t ip)
+{
+	static const struct bt_insn_info unknown = { BTRACE_INSN_UNKNOWN, 0, 0 };
+	uint32_t v = bt_map_get(&c->insn_map, ip);
+	size_t avail;
+	const uint8_t *p;
+	cs_insn *in;
+
+	if (v != UINT32_MAX)
+		return &c->insns[v];
+	p = bt_image_bytes(c, ip, &avail);
+	if (!p || !c->cs_ok)
+		return &unknown;
+	if (avail > 16)
+		avail = 16;
+	if (cs_disasm(c->cs, p, avail, ip, 1, &in) != 1)
+		return &unknown;
+	if (bt_grow((void **)&c->insns, &c->cinsns, c->ninsns + 1,
+		    sizeof(*c->insns))) {
+		cs_free(in, 1);
+		return &unknown;
+	}
+	classify(in, &c->insns[c->ninsns]);
+	cs_free(in, 1);
+	if (bt_map_put(&c->insn_map, ip, (uint32_t)c->ninsns) < 0)
+		return &unknown;
+	return &c->insns[c->ninsns++];
+}
+
+int bt_insn_disasm(struct bt_ctx *c, uint64_t ip, struct btrace_insn *out)
+{
+	size_t avail;
+	const uint8_t *p = bt_image_bytes(c, ip, &avail);
+	cs_insn *in;
+
+	memset(out, 0, sizeof(*out));
+	out->ip = ip;
+	if (!p || !c->cs_ok)
+		return -BTRACE_ERR_NOMAP;
+	if (avail > 16)
+		avail = 16;
+	if (cs_disasm(c->cs, p, avail, ip, 1, &in) != 1) {
+		snprintf(out->text, sizeof(out->text), "(bad)");
+		return -BTRACE_ERR_BAD_PACKET;
+	}
+	out->size = in->size;
+	memcpy(out->bytes, in->bytes, in->size < 16 ? in->size : 16);
+	if (in->op_str[0])
+		snprintf(out->text, sizeof(out->text), "%s %s", in->mnemonic,
+			 in->op_str);
+	else
+		snprintf(out->text, sizeof(out->text), "%s", in->mnemonic);
+	cs_free(in, 1);
+	return 0;
+}
+
+int bt_insn_walk(struct bt_ctx *c, uint64_t ip, uint64_t end_ip,
+		 uint64_t *count)
+{
+	uint64_t n = 0;
+
+	while (ip <= end_ip) {
+		const struct bt_insn_info *ii = bt_insn_classify(c, ip);
+		if (!ii->size) {
+			*count = n;
+			return -BTRACE_ERR_NOMAP;
+		}
+		n++;
+		if (ip == end_ip)
+			break;
+		ip += ii->size;
+		if (n > (1u << 20))
+			break;
+	}
+	*count = n;
+	return ip == end_ip ? 0 : -BTRACE_ERR_BAD_PACKET;
+}

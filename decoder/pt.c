@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Intel PT decoding with libipt's block decoder: sync at a PSB, drain
+ * events, collect blocks, turn errors and overflows into gaps and resync at
+ * the next PSB.  Tail-only decoding starts at a PSB near the end of the
+ * buffer, found by scanning backwards for the PSB pattern.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <intel-pt.h>
+
+#include "decode-internal.h"
+#include "pt.h"
+#include "util.h"
+
+static const uint8_t psb_pattern[16] = {
+	0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+	0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+};
+
+static int is_psb(const uint8_t *d, uint64_t size, uint64_t off)
+{
+	return off + 16 <= size && !memcmp(d + off, psb_pattern, 16);
+}
+
+/* Offset of the last PSB starting before @before, or -1. */
+int64_t bt_pt_psb_before(const uint8_t *d, uint64_t size, uint64_t before)
+{
+	if (before > size)
+		before = size;
+	if (before < 16)
+		return -1;
+	for (uint64_t off = before - 1;; off--) {
+		/* look for 0x82 bytes cheaply, then check the pattern */
+		if (d[off] == 0x82 && off >= 15 && is_psb(d, size, off - 15)) {
+			uint64_t p = off - 15;
+			/* a longer run of 02 82: the PSB is its last 16 bytes,
+			 * which is where we are. */
+			return (int64_t)p;
+		}
+		if (off == 0)
+			break;
+	}
+	return -1;
+}
+
+/* Offset of the first PSB at or after @from, or -1. */
+int64_t bt_pt_psb_after(const uint8_t *d, uint64_t size, uint64_t from)
+{
+	for (uint64_t off = from; off + 16 <= size; off++) {
+		const uint8_t *p = memchr(d + off, 0x02, size - off);
+		if (!p)
+			return -1;
+		off = (uint64_t)(p - d);
+		if (is_psb(d, size, off))
+			return (int64_t)off;
+	}
+	return -1;
+}
+
+static void config_cpu(struct bt_ctx *c, struct pt_config *cfg)
+{
+	const struct btrace_snapshot *s = c->snap;
+
+	if (!s->has_config || s->config.cpu_vendor != BTRACE_CPU_INTEL)
+		return;
+	cfg->cpu.vendor = pcv_intel;
+	cfg->cpu.family = s->config.cpu_family;
+	cfg->cpu.model = s->config.cpu_model;
+	cfg->cpu.stepping = s->config.cpu_stepping;
+	if (pt_cpu_errata(&cfg->errata, &cfg->cpu) < 0)
+		memset(&cfg->errata, 0, sizeof(cfg->errata));
+	cfg->cpuid_0x15_eax = s->config.cpuid_0x15_eax;
+	cfg->cpuid_0x15_ebx = s->config.cpuid_0x15_ebx;
+	cfg->nom_freq = (uint8_t)s->config.nom_freq;
+	cfg->mtc_freq = (uint8_t)s->config.mtc_freq;
+}
+
+struct pt_state {
+	struct bt_ctx *c;
+	struct bt_thread_build *b;
+	struct pt_block_decoder *dec;
+	int64_t far_item;        /* ITEM_FAR waiting for its return IP */
+	int64_t async_item;      /* ITEM_ASYNC waiting for its target */
+	uint64_t last_ip;        /* last instruction decoded */
+};
+
+static uint64_t cur_offset(struct pt_state *st)
+{
+	uint64_t off = 0;
+
+	if (pt_blk_get_offset(st->dec, &off) < 0)
+		return 0;
+	return off;
+}
+
+static int add_item(struct pt_state *st, uint32_t kind, uint64_t ip,
+		    uint64_t end_ip)
+{
+	struct btrace_block it = { 0 };
+
+	it.kind = kind;
+	it.ip = ip;
+	it.end_ip = end_ip;
+	it.offset = cur_offset(st);
+	return bt_thread_add_block(st->c, st->b, &it);
+}
+
+static int handle_event(struct pt_state *st, const struct pt_event *ev)
+{
+	struct bt_thread_build *b = st->b;
+	int ret = 0;
+
+	switch (ev->type) {
+	case ptev_enabled:
+		if (st->far_item >= 0) {
+			b->t->blocks[st->far_item].end_ip = ev->variant.enabled.ip;
+			st->far_item = -1;
+		} else if (st->async_item >= 0) {
+			b->t->blocks[st->async_item].end_ip = ev->variant.enabled.ip;
+			st->async_item = -1;
+			ret = add_item(st, BTRACE_ITEM_ENABLED, ev->variant.enabled.ip, 0);
+		} else {
+			ret = add_item(st, BTRACE_ITEM_ENABLED, ev->variant.enabled.ip, 0);
+		}
+		b->ended_async = 0;
+		break;
+	case ptev_disabled:
+		/* A synchronous disable at a far branch (syscall). */
+		ret = add_item(st, BTRACE_ITEM_FAR, st->last_ip, 0);
+		st->far_item = (int64_t)b->t->nblocks - 1;
+		st->async_item = -1;
+		b->ended_async = 0;
+		break;
+	case ptev_async_disabled:
+		ret = add_item(st, BTRACE_ITEM_ASYNC, ev->variant.async_disabled.at, 0);
+		st->async_item = (int64_t)b->t->nblocks - 1;
+		st->far_item = -1;
+		b->last_async_ip = ev->variant.async_disabled.at;
+		b->last_async_block = st->async_item;
+		b->ended_async = 1;
+		break;
+	case ptev_async_branch:
+		if (!bt_is_kernel(ev->variant.async_branch.from) &&
+		    bt_is_kernel(ev->variant.async_branch.to)) {
+			ret = add_item(st, BTRACE_ITEM_ASYNC,
+				       ev->variant.async_branch.from,
+				       ev->variant.async_branch.to);
+			b->last_async_ip = ev->variant.async_branch.from;
+			b->last_async_block = (int64_t)b->t->nblocks - 1;
+			b->ended_async = 1;
+		}
+		break;
+	case ptev_overflow:
+		ret = bt_thread_add_gap(st->c, b, BTRACE_GAP_OVERFLOW,
+					-BTRACE_ERR_OVERFLOW, cur_offset(st),
+					ev->ip_suppressed ? 0 : ev->variant.overflow.ip,
+					0, "trace overflow: the hardware dropped trace");
+		st->far_item = st->async_item = -1;
+		b->ended_async = 0;
+		break;
+	default:
+		break;
+	}
+	return ret;
+}
+
+static int drain(struct pt_state *st, int status)
+{
+	while (status & pts_event_pending) {
+		struct pt_event ev;
+		status = pt_blk_event(st->dec, &ev, sizeof(ev));
+		if (status < 0)
+			return status;
+		int r = handle_event(st, &ev);
+		if (r < 0)
+			return r;
+	}
+	return status;
+}
+
+static int add_error_gap(struct pt_state *st, int status, uint64_t ip)
+{
+	struct bt_ctx *c = st->c;
+	int code = pt_errcode(status);
+	uint64_t off = cur_offset(st);
+	uint32_t kind = BTRACE_GAP_DECODE;
+	int err = -BTRACE_ERR_BAD_PACKET;
+	const char *why;
+
+	if (code == pte_nomap) {
+		kind = bt_is_kernel(ip) ? BTRACE_GAP_KERNEL : BTRACE_GAP_NOIMAGE;
+		err = -BTRACE_ERR_NOMAP;
+		why = bt_image_why_missing(c, ip);
+	} else {
+		why = bt_ctx_printf(c, "decode error at trace offset %llu, ip 0x%llx: %s",
+				    (unsigned long long)off,
+				    (unsigned long long)ip, pt_errstr(code));
+	}
+	st->far_item = st->async_item = -1;
+	st->b->ended_async = 0;
+	return bt_thread_add_gap(c, st->b, kind, err, off, ip, 0, why);
+}
+
+int bt_pt_decode_from(struct bt_ctx *c, const struct btrace_buffer *buf,
+		      struct bt_thread_build *b, uint64_t start)
+{
+	struct pt_config cfg;
+	struct pt_state st = { c, b, NULL, -1, -1, 0 };
+	int status, ret = 0;
+	uint64_t sync_off = start;
+
+	pt_config_init(&cfg);
+	cfg.begin = (uint8_t *)buf->data;
+	cfg.end = (uint8_t *)buf->data + buf->size;
+	config_cpu(c, &cfg);
+	st.dec = pt_blk_alloc_decoder(&cfg);
+	if (!st.dec)
+		return bt_error(c->err, -ENOMEM,
+				"trace of thread %d: allocating a decoder failed",
+				buf->tid);
+	status = pt_blk_set_image(st.dec, c->image);
+	if (status >= 0)
+		status = pt_blk_sync_set(st.dec, start);
+	if (status < 0)
+		status = pt_blk_sync_forward(st.dec);
+	if (status < 0) {
+		ret = bt_thread_add_gap(c, b, BTRACE_GAP_DECODE, -BTRACE_ERR_NOSYNC,
+					start, 0, buf->size - start,
+					"no PSB in the trace: nothing could be decoded");
+		goto out;
+	}
+	pt_blk_get_sync_offset(st.dec, &sync_off);
+
+	for (;;) {
+		struct pt_block blk;
+
+		status = drain(&st, status);
+		if (status >= 0 && (status & pts_eos))
+			break;
+		if (status >= 0) {
+			memset(&blk, 0, sizeof(blk));
+			status = pt_blk_next(st.dec, &blk, sizeof(blk));
+			if (blk.ninsn) {
+				struct btrace_block it = { 0 };
+				it.kind = BTRACE_ITEM_BLOCK;
+				it.ip = blk.ip;
+				it.end_ip = blk.end_ip;
+				it.ninsn = blk.ninsn;
+				it.offset = cur_offset(&st);
+				ret = bt_thread_add_block(c, b, &it);
+				if (ret < 0)
+					goto out;
+				st.last_ip = blk.end_ip;
+				b->ended_async = 0;
+			}
+			if (status >= 0)
+				continue;
+			if (pt_errcode(status) == pte_eos)
+				break;
+			ret = add_error_gap(&st, status, blk.ninsn ? blk.end_ip : blk.ip);
+		} else {
+			if (pt_errcode(status) == pte_eos)
+				break;
+			ret = add_error_gap(&st, status, st.last_ip);
+		}
+		if (ret < 0)
+			goto out;
+		/* Resync at the next PSB; stop when it no longer advances. */
+		uint64_t prev = sync_off;
+		status = pt_blk_sync_forward(st.dec);
+		if (status < 0)
+			break;
+		pt_blk_get_sync_offset(st.dec, &sync_off);
+		if (sync_off <= prev)
+			break;
+		b->t->gaps[b->t->ngaps - 1].bytes = sync_off - b->t->gaps[b->t->ngaps - 1].offset;
+	}
+out:
+	pt_blk_free_decoder(st.dec);
+	return ret;
+}
+
+int bt_pt_decode(struct bt_ctx *c, const struct btrace_buffer *buf,
+		 struct bt_thread_build *b)
+{
+	int64_t first = bt_pt_psb_after(buf->data, buf->size, 0);
+
+	if (first < 0)
+		return bt_thread_add_gap(c, b, BTRACE_GAP_DECODE, -BTRACE_ERR_NOSYNC,
+					 0, 0, buf->size,
+					 "no PSB in the trace: nothing could be decoded");
+	b->t->unusable_bytes = (uint64_t)first;
+	if (first > 0) {
+		int ret = bt_thread_add_gap(c, b, BTRACE_GAP_UNUSABLE, 0, 0, 0,
+					    (uint64_t)first,
+					    bt_ctx_printf(c, "%lld bytes before the first PSB are unusable (ring wrapped mid-packet)",
+							  (long long)first));
+		if (ret < 0)
+			return ret;
+	}
+	b->t->decoded_bytes = buf->size - (uint64_t)first;
+	return bt_pt_decode_from(c, buf, b, (uint64_t)first);
+}

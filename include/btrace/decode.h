@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libbtrace-decode: turn a snapshot (include/btrace/snapshot.h) into the
+ * path a program took before it stopped: blocks, the function-call history,
+ * the call stack at the fault, symbols and source lines.
+ *
+ * Usage:
+ *
+ *	struct btrace_decode_opts o = { .sz = sizeof(o), .unit =
+ *		BTRACE_UNIT_BLOCKS, .last = 64 };
+ *	struct btrace_decode_result *r;
+ *	if (btrace_decode(snap, &o, &r, &err) < 0) ...
+ *	for (size_t i = 0; i < r->nthreads; i++) ... r->threads[i].blocks ...
+ *	btrace_decode_result_free(r);
+ *
+ * Everything reachable from a result is owned by it; @snap must outlive it.
+ * Unknown values are NULL (strings) or 0 (numbers: line 0 = unknown).
+ */
+#ifndef BTRACE_DECODE_H
+#define BTRACE_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <btrace/btrace.h>
+#include <btrace/snapshot.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Unit of the history asked for with btrace_decode_opts.last. */
+enum btrace_unit {
+	BTRACE_UNIT_BLOCKS = 0,   /* default */
+	BTRACE_UNIT_CALLS = 1,    /* entries of the function-call history */
+	BTRACE_UNIT_INSNS = 2,    /* instructions */
+};
+
+/* Decode flags. */
+#define BTRACE_DECODE_FULL      0x1u  /* decode every buffer from its start */
+#define BTRACE_DECODE_NO_DISK   0x2u  /* never read code from disk files */
+#define BTRACE_DECODE_NO_SYMS   0x4u  /* no symbol lookup (libdw) */
+
+struct btrace_decode_opts {
+	size_t sz;                 /* sizeof(struct btrace_decode_opts) */
+	uint64_t last;             /* history wanted, in @unit; 0: everything
+				    * (same as BTRACE_DECODE_FULL) */
+	uint32_t unit;             /* enum btrace_unit */
+	uint32_t flags;            /* BTRACE_DECODE_* */
+	int32_t tid;               /* only this thread's buffers; 0: all */
+	uint32_t reserved;
+	const char *debug_dir;     /* separate debug info root; NULL:
+				    * /usr/lib/debug (.build-id/xx/yyyy.debug) */
+	size_t :0;
+};
+
+/* A symbolised address.  Strings are owned by the result. */
+struct btrace_symbol {
+	const char *module;        /* path of the mapped file, "[vdso]", ... */
+	const char *function;      /* innermost function (an inlined one when
+				    * the address is in inlined code) */
+	uint64_t offset;           /* address - start of the (outer) function */
+	const char *file;          /* source file */
+	int line;                  /* source line, 0 unknown */
+	const char *outer;         /* the real (not inlined) function; equals
+				    * @function outside inlined code */
+	uint64_t module_offset;    /* address - load bias of @module */
+};
+
+/* Gaps: places where the history has a hole. */
+enum btrace_gap_kind {
+	BTRACE_GAP_UNUSABLE = 1,   /* bytes before the first sync point */
+	BTRACE_GAP_OVERFLOW = 2,   /* the hardware dropped trace */
+	BTRACE_GAP_DECODE = 3,     /* decode error: resynced at the next PSB */
+	BTRACE_GAP_NOIMAGE = 4,    /* no code for an address */
+	BTRACE_GAP_KERNEL = 5,     /* kernel code (not traced/decoded) */
+	BTRACE_GAP_LOST = 6,       /* the capture recorded lost data */
+	BTRACE_GAP_TRUNCATED = 7,  /* history starts here: older trace not decoded */
+};
+
+struct btrace_gap {
+	uint32_t kind;             /* enum btrace_gap_kind */
+	int32_t error;             /* negative BTRACE_ERR_* or 0 */
+	uint64_t offset;           /* trace offset (bytes) where it happened */
+	uint64_t ip;               /* last known IP, 0 unknown */
+	uint64_t bytes;            /* trace bytes lost or skipped, 0 unknown */
+	const char *reason;        /* one line, owned by the result */
+};
+
+/* Entry kinds of the block list. */
+enum btrace_item_kind {
+	BTRACE_ITEM_BLOCK = 0,     /* straight-line instructions */
+	BTRACE_ITEM_GAP = 1,       /* a hole: gap index in @gap */
+	BTRACE_ITEM_ASYNC = 2,     /* interrupted at @ip (signal, fault) */
+	BTRACE_ITEM_FAR = 3,       /* left user space at @ip (syscall), back
+				    * at @end_ip */
+	BTRACE_ITEM_ENABLED = 4,   /* tracing (re)started at @ip */
+	BTRACE_ITEM_FAULT = 5,     /* the fault at @ip: did not complete */
+};
+
+/* Class of the last instruction of a block. */
+enum btrace_insn_class {
+	BTRACE_INSN_OTHER = 0,
+	BTRACE_INSN_JCC = 1,
+	BTRACE_INSN_JMP = 2,       /* direct */
+	BTRACE_INSN_JMP_IND = 3,
+	BTRACE_INSN_CALL = 4,      /* direct */
+	BTRACE_INSN_CALL_IND = 5,
+	BTRACE_INSN_RET = 6,
+	BTRACE_INSN_FAR = 7,       /* syscall, int, iret, ... */
+	BTRACE_INSN_UNKNOWN = 8,   /* no code to look at */
+};
+
+struct btrace_block {
+	uint32_t kind;             /* enum btrace_item_kind */
+	uint32_t gap;              /* BTRACE_ITEM_GAP: index in thread gaps */
+	uint64_t ip;               /* first instruction */
+	uint64_t end_ip;           /* last instruction */
+	uint64_t offset;           /* trace offset near which it was decoded */
+	uint32_t ninsn;
+	uint32_t iclass;           /* enum btrace_insn_class of the last insn */
+	uint32_t end_size;         /* size of the last instruction, 0 unknown */
+	int32_t depth;             /* call depth, 0 = shallowest in the history */
+	struct btrace_symbol sym;  /* of @ip */
+};
+
+/* Flags of call-history entries and stack frames. */
+#define BTRACE_CALL_PARTIAL   0x1u  /* entered before the history started */
+#define BTRACE_CALL_TAILCALL  0x2u  /* entered by a jump (tail call) */
+#define BTRACE_CALL_SIGNAL    0x4u  /* a signal handler (entered async) */
+#define BTRACE_CALL_GAP       0x8u  /* this entry is a gap (see @gap) */
+#define BTRACE_CALL_INLINE    0x10u /* stack: an inline frame */
+#define BTRACE_CALL_UNWOUND   0x20u /* entered by longjmp/exception unwind */
+
+/* One entry of the function-call history: a run of blocks in one function
+ * at one depth (gdb's record function-call-history). */
+struct btrace_call {
+	int32_t depth;             /* >= 0, indentation */
+	uint32_t flags;            /* BTRACE_CALL_* */
+	uint64_t ip;               /* first address executed in the entry */
+	uint64_t end_ip;           /* last instruction executed */
+	uint64_t first_block;      /* index in the thread's blocks */
+	uint64_t nblocks;
+	uint64_t ninsn;
+	uint32_t gap;              /* BTRACE_CALL_GAP: index in gaps */
+	uint32_t reserved;
+	struct btrace_symbol sym;  /* of @ip */
+};
+
+/* One frame of the call stack at the fault, innermost first. */
+struct btrace_frame {
+	uint64_t ip;               /* frame 0: the fault; others: the call */
+	uint32_t flags;            /* BTRACE_CALL_* */
+	uint32_t reserved;
+	struct btrace_symbol sym;
+};
+
+struct btrace_fault {
+	int found;                 /* 0: no fault in this thread */
+	int exact;                 /* 1: the faulting instruction is exact;
+				    * 0: only the block/area is known */
+	uint64_t ip;
+	const char *how;           /* "registers", "trace: async disable", ... */
+	struct btrace_symbol sym;
+	char insn[96];             /* disassembly, "" unknown */
+	uint8_t bytes[16];
+	uint32_t size;             /* instruction size, 0 unknown */
+};
+
+struct btrace_thread {
+	int32_t tid;               /* -1 for a per-CPU buffer */
+	int32_t cpu;               /* -1 for a per-task buffer */
+	int crashed;               /* received the fatal signal */
+	uint32_t kind;             /* enum btrace_trace_kind */
+
+	/* History: what was decoded against what was asked for. */
+	uint64_t buffer_bytes;     /* bytes in the snapshot's buffer */
+	uint64_t decoded_bytes;    /* bytes of trace behind the history */
+	uint64_t requested_bytes;  /* history the capture asked for */
+	uint64_t unusable_bytes;   /* bytes before the first sync point */
+	uint64_t ninsn;            /* instructions in the blocks */
+	int complete;              /* no gap, and no history cut short */
+	int truncated;             /* tail-only: older trace not decoded */
+
+	struct btrace_block *blocks;  /* oldest first (gaps included) */
+	size_t nblocks;
+	struct btrace_call *calls;    /* oldest first */
+	size_t ncalls;
+	struct btrace_frame *stack;   /* at the end of the trace, innermost first */
+	size_t nstack;
+	struct btrace_gap *gaps;
+	size_t ngaps;
+
+	struct btrace_fault fault;
+};
+
+struct btrace_decode_result {
+	uint32_t backend;          /* enum btrace_backend */
+	uint32_t kind;             /* enum btrace_trace_kind */
+	int32_t pid;
+	int32_t reserved;
+	const char *command;       /* comm or exe of the process, may be NULL */
+	const struct btrace_signal *signal;  /* NULL: no signal recorded */
+	const char *signal_name;   /* "SIGSEGV", NULL if none */
+
+	struct btrace_thread *threads;  /* the crashed thread first */
+	size_t nthreads;
+	int crashed_thread;        /* index in threads, -1 if none */
+
+	char **image_notes;        /* missing or stale code, one line each */
+	size_t nimage_notes;
+};
+
+/**
+ * @brief Decode the trace buffers of a snapshot.
+ *
+ * Builds the image from the snapshot's mappings and embedded code (a file on
+ * disk is used only when its build ID matches), decodes each buffer (or only
+ * its tail when @opts->last is set), finds the fault and reconstructs the
+ * call stack, the call history and symbols.  Gaps never fail the call: they
+ * are reported in the result.  @opts may be NULL.
+ *
+ * @return 0 and *@out, or a negative error code with @err filled.
+ */
+BTRACE_API int btrace_decode(const struct btrace_snapshot *snap,
+			     const struct btrace_decode_opts *opts,
+			     struct btrace_decode_result **out,
+			     struct btrace_error *err);
+
+/** @brief Free a result; NULL is allowed. */
+BTRACE_API void btrace_decode_result_free(struct btrace_decode_result *res);
+
+/* One disassembled instruction. */
+struct btrace_insn {
+	uint64_t ip;
+	uint32_t size;             /* 0: no code for @ip */
+	uint32_t reserved;
+	uint8_t bytes[16];
+	char text[96];             /* "mov eax, dword ptr [rdx]" */
+	struct btrace_symbol sym;
+};
+
+/**
+ * @brief The instructions of a block, disassembled (capstone).
+ *
+ * Fills up to @n entries of @out for the block @blk of @res.
+ * @return the number of instructions the block has (may be > @n), or a
+ * negative error code.
+ */
+BTRACE_API int btrace_decode_block_insns(struct btrace_decode_result *res,
+					 const struct btrace_block *blk,
+					 struct btrace_insn *out, size_t n);
+
+/** @brief Symbolise an address with the result's image and debug info. */
+BTRACE_API int btrace_decode_symbolize(struct btrace_decode_result *res,
+				       uint64_t ip, struct btrace_symbol *out);
+
+/** @brief Name of a gap kind ("overflow", ...). */
+BTRACE_API const char *btrace_gap_kind_name(uint32_t kind);
+
+/** @brief "SIGSEGV" for 11; NULL when unknown. */
+BTRACE_API const char *btrace_signal_name(int signo);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BTRACE_DECODE_H */

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/* /proc helpers for the capture engine. */
+#include "capture-internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util.h"
+
+static char *status_line(pid_t pid, const char *key, char **buf)
+{
+	char path[64];
+	size_t klen = strlen(key);
+	char *p;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/status");
+	if (bt_read_file(path, buf, NULL, 1 << 16) < 0)
+		return NULL;
+	for (p = *buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, key, klen) && p[klen] == ':')
+			return p + klen + 1;
+	return NULL;
+}
+
+bool bt_has_cap(int cap)
+{
+	char *buf = NULL, *v = status_line(0, "CapEff", &buf);
+	unsigned long long caps = v ? strtoull(v, NULL, 16) : 0;
+
+	free(buf);
+	return (caps >> cap) & 1;
+}
+
+uint64_t bt_proc_status_kb(pid_t pid, const char *key)
+{
+	char *buf = NULL, *v = status_line(pid, key, &buf);
+	uint64_t n = v ? strtoull(v, NULL, 10) : 0;
+
+	free(buf);
+	return n;
+}
+
+long bt_proc_status_long(pid_t pid, const char *key)
+{
+	char *buf = NULL, *v = status_line(pid, key, &buf);
+	long n = v ? strtol(v, NULL, 10) : -1;
+
+	free(buf);
+	return n;
+}
+
+uint64_t bt_proc_starttime(pid_t pid)
+{
+	char path[64], *buf, *p;
+	unsigned long long st = 0;
+	int field = 2;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (bt_read_file(path, &buf, NULL, 1 << 16) < 0)
+		return 0;
+	p = strrchr(buf, ')');
+	if (p) {
+		p++;
+		while (*p && field < 22) {
+			if (*p == ' ')
+				field++;
+			p++;
+		}
+		if (field == 22)
+			st = strtoull(p, NULL, 10);
+	}
+	free(buf);
+	return st;
+}
+
+void bt_proc_comm(pid_t pid, pid_t tid, char *buf, size_t len)
+{
+	char path[64], *data;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid,
+		 (int)tid);
+	buf[0] = '\0';
+	if (bt_read_file(path, &data, &n, 4096) < 0)
+		return;
+	if (n && data[n - 1] == '\n')
+		data[n - 1] = '\0';
+	snprintf(buf, len, "%s", data);
+	free(data);
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+	return *(const pid_t *)a - *(const pid_t *)b;
+}
+
+int bt_proc_tids(pid_t pid, pid_t **tids)
+{
+	char path[64];
+	struct dirent *de;
+	size_t n = 0, cap = 0;
+	pid_t *arr = NULL;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		if (bt_grow((void **)&arr, &cap, n, sizeof(*arr)) < 0) {
+			closedir(d);
+			free(arr);
+			return -ENOMEM;
+		}
+		arr[n++] = (pid_t)atoi(de->d_name);
+	}
+	closedir(d);
+	qsort(arr, n, sizeof(*arr), cmp_pid);
+	*tids = arr;
+	return (int)n;
+}
+
+uint64_t bt_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * btrace_record(): pick a backend and run the recording.  `auto` takes Intel
+ * PT, then BTS, then the QEMU software backend, and says why on stderr.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <btrace/record.h>
+
+#include "util.h"
+
+/* Backends.  Weak so that a library built without one still links; the
+ * dispatcher then says the backend is missing. */
+int bt_perf_probe(uint32_t backend, const char *sysfs_root,
+		  struct btrace_error *err) __attribute__((weak));
+int bt_perf_record(const struct btrace_record_opts *opts,
+		   struct btrace_record_result *res,
+		   struct btrace_error *err) __attribute__((weak));
+int bt_qemu_record(const struct btrace_record_opts *opts,
+		   struct btrace_record_result *res,
+		   struct btrace_error *err) __attribute__((weak));
+
+static const char *backend_label(uint32_t b)
+{
+	switch (b) {
+	case BTRACE_BACKEND_PT: return "Intel PT";
+	case BTRACE_BACKEND_BTS: return "Intel BTS";
+	case BTRACE_BACKEND_QEMU: return "QEMU software trace";
+	}
+	return "unknown";
+}
+
+static int probe(uint32_t backend, const struct btrace_record_opts *opts,
+		 struct btrace_error *err)
+{
+	if (!bt_perf_probe)
+		return bt_error(err, -BTRACE_ERR_UNSUPPORTED, "%s: probe "
+				"failed: hardware capture is not built in",
+				backend_label(backend));
+	return bt_perf_probe(backend, opts->sysfs_root, err);
+}
+
+static uint32_t pick_auto(const struct btrace_record_opts *opts, int quiet)
+{
+	static const uint32_t order[] = { BTRACE_BACKEND_PT, BTRACE_BACKEND_BTS };
+	struct btrace_error why;
+
+	for (size_t i = 0; i < BT_ARRAY_SIZE(order); i++) {
+		bt_error_clear(&why);
+		if (probe(order[i], opts, &why) == 0) {
+			if (!quiet)
+				fprintf(stderr, "btrace record: using %s\n",
+					backend_label(order[i]));
+			return order[i];
+		}
+		if (!quiet)
+			fprintf(stderr, "btrace record: %s unavailable: %s\n",
+				backend_label(order[i]), why.msg);
+	}
+	if (!quiet)
+		fprintf(stderr, "btrace record: using the QEMU software trace "
+			"(the program runs emulated, 2-5x slower)\n");
+	return BTRACE_BACKEND_QEMU;
+}
+
+int btrace_record(const struct btrace_record_opts *opts,
+		  struct btrace_record_result *res, struct btrace_error *err)
+{
+	uint32_t backend;
+
+	if (!opts || !res || opts->sz < sizeof(size_t))
+		return bt_error(err, -EINVAL, "record: start failed: invalid "
+				"options");
+	if (opts->sz > sizeof(*opts)) {
+		const uint8_t *p = (const uint8_t *)opts;
+
+		for (size_t i = sizeof(*opts); i < opts->sz; i++)
+			if (p[i])
+				return bt_error(err, -EINVAL, "record: start "
+						"failed: unknown options set "
+						"(built against a newer "
+						"btrace?)");
+	}
+	if (!!(opts->argv && opts->argv[0]) == !!opts->pid)
+		return bt_error(err, -EINVAL, "record: start failed: give "
+				"either a program to launch or a pid");
+	memset(res, 0, sizeof(*res));
+	res->exit_status = -1;
+
+	backend = opts->backend;
+	if (backend == BTRACE_BACKEND_UNKNOWN)
+		backend = pick_auto(opts, opts->flags & BTRACE_RECORD_QUIET);
+	res->backend = backend;
+
+	switch (backend) {
+	case BTRACE_BACKEND_PT:
+	case BTRACE_BACKEND_BTS:
+		if (!bt_perf_record)
+			return bt_error(err, -BTRACE_ERR_UNSUPPORTED, "%s: "
+					"record failed: hardware capture is "
+					"not built in", backend_label(backend));
+		return bt_perf_record(opts, res, err);
+	case BTRACE_BACKEND_QEMU:
+		if (!bt_qemu_record)
+			return bt_error(err, -BTRACE_ERR_UNSUPPORTED, "QEMU "
+					"backend: record failed: not built in");
+		return bt_qemu_record(opts, res, err);
+	}
+	return bt_error(err, -EINVAL, "record: start failed: unknown backend "
+			"%u", backend);
+}
