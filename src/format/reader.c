@@ -718,6 +718,26 @@ static int parse_sections(struct rd *r)
 			next = r->size;
 		payload = r->base + r->payload_off;
 
+		/* The alignment padding is not in the checksum: it must be
+		 * zero, so that no byte of the file can change unnoticed. */
+		for (uint64_t o = r->payload_off + stored; o < next; o++) {
+			if (r->base[o]) {
+				bt_error(r->err, -BTRACE_ERR_FORMAT, "%s: read "
+					 "failed: section %u: padding at file "
+					 "offset %llu is not zero", r->name,
+					 index, (unsigned long long)o);
+				ret = damaged(r, &si, -BTRACE_ERR_FORMAT);
+				if (ret)
+					return ret;
+				break;
+			}
+		}
+		if (si.status) {
+			off = next;
+			index++;
+			continue;
+		}
+
 		if (bt_crc32c(0, payload, (size_t)stored) != bt_le32(h + 12)) {
 			bt_error(r->err, -BTRACE_ERR_CHECKSUM, "%s: read failed: "
 				 "section %u (%s) at file offset %llu: payload "
