@@ -196,10 +196,10 @@ int bt_insn_disasm(struct bt_ctx *c, uint64_t ip, struct btrace_insn *out)
 	out->size = in->size;
 	memcpy(out->bytes, in->bytes, in->size < 16 ? in->size : 16);
 	if (in->op_str[0])
-		snprintf(out->text, sizeof(out->text), "%s %s", in->mnemonic,
+		snprintf(out->text, sizeof(out->text), "%.31s %.62s", in->mnemonic,
 			 in->op_str);
 	else
-		snprintf(out->text, sizeof(out->text), "%s", in->mnemonic);
+		snprintf(out->text, sizeof(out->text), "%.31s", in->mnemonic);
 	cs_free(in, 1);
 	return 0;
 }

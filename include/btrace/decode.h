@@ -165,6 +165,9 @@ struct btrace_fault {
 	char insn[96];             /* disassembly, "" unknown */
 	uint8_t bytes[16];
 	uint32_t size;             /* instruction size, 0 unknown */
+	uint64_t block_index;      /* blocks[0, block_index) ran before the
+				    * fault; blocks[block_index] is the
+				    * ITEM_ASYNC/ITEM_FAULT entry marking it */
 };
 
 struct btrace_thread {

@@ -130,7 +130,7 @@ int bt_pmu_read(const char *root, const char *name, struct bt_pmu *pmu,
 			struct bt_pmu_field *f = &pmu->fields[pmu->nfields];
 			char fpath[800];
 
-			snprintf(fpath, sizeof(fpath), "%s/%s", path, names[i]);
+			snprintf(fpath, sizeof(fpath), "%.600s/%.39s", path, names[i]);
 			r = read_trimmed(fpath, val, sizeof(val));
 			if (r < 0)
 				return bt_error(err, r, "%s: reading %s failed: %s",
@@ -139,7 +139,7 @@ int bt_pmu_read(const char *root, const char *name, struct bt_pmu *pmu,
 				return bt_error(err, -EINVAL,
 						"%s: parsing %s failed: \"%s\" is not configN:lo[-hi]",
 						name, fpath, val);
-			snprintf(f->name, sizeof(f->name), "%s", names[i]);
+			snprintf(f->name, sizeof(f->name), "%.31s", names[i]);
 			pmu->nfields++;
 		}
 	}
@@ -151,7 +151,7 @@ int bt_pmu_read(const char *root, const char *name, struct bt_pmu *pmu,
 			char fpath[800];
 			unsigned long v;
 
-			snprintf(fpath, sizeof(fpath), "%s/%s", path, names[i]);
+			snprintf(fpath, sizeof(fpath), "%.600s/%.39s", path, names[i]);
 			r = read_trimmed(fpath, val, sizeof(val));
 			if (r < 0)
 				return bt_error(err, r, "%s: reading %s failed: %s",
@@ -163,7 +163,7 @@ int bt_pmu_read(const char *root, const char *name, struct bt_pmu *pmu,
 				return bt_error(err, -EINVAL,
 						"%s: parsing %s failed: \"%s\" is not a hex value",
 						name, fpath, val);
-			snprintf(c->name, sizeof(c->name), "%s", names[i]);
+			snprintf(c->name, sizeof(c->name), "%.39s", names[i]);
 			c->value = (uint32_t)v;
 			pmu->ncaps++;
 		}

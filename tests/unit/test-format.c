@@ -15,13 +15,25 @@
 
 static char tmpdir[] = "/tmp/bt-format-XXXXXX";
 
+static void remove_tmpdir(void)
+{
+	char cmd[64];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmpdir);
+}
+
 static const char *tmp_path(const char *name)
 {
 	static char buf[256];
 	static int made;
 
-	if (!made++ && !mkdtemp(tmpdir))
-		abort();
+	if (!made++) {
+		if (!mkdtemp(tmpdir))
+			abort();
+		atexit(remove_tmpdir);
+	}
 	snprintf(buf, sizeof(buf), "%s/%s", tmpdir, name);
 	return buf;
 }

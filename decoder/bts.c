@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * BTS decoding: 24-byte {from, to, flags} records of taken branches.  The
+ * straight-line code between one record's @to and the next one's @from is
+ * walked through the image to count its instructions.  Kernel addresses
+ * are filtered in software: a user->kernel record ends a user block (a
+ * syscall, or a fault/interrupt when the instruction is not a far branch),
+ * a kernel->user record says where user code resumed.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "decode-internal.h"
+#include "util.h"
+
+#define BTS_REC 24
+#define WALK_MAX 65536
+
+struct bts_state {
+	struct bt_ctx *c;
+	struct bt_thread_build *b;
+	uint64_t prev_to;         /* start of the current block, 0 unknown */
+	int64_t far_item;
+	int64_t async_item;
+};
+
+static int add_item(struct bts_state *st, uint32_t kind, uint64_t ip,
+		    uint64_t end_ip, uint32_t ninsn, uint64_t off)
+{
+	struct btrace_block it = { 0 };
+
+	it.kind = kind;
+	it.ip = ip;
+	it.end_ip = end_ip;
+	it.ninsn = ninsn;
+	it.offset = off;
+	return bt_thread_add_block(st->c, st->b, &it);
+}
+
+/* The block from st->prev_to up to @last (inclusive, @incl) or up to the
+ * instruction before @last (!@incl). */
+static int add_span(struct bts_state *st, uint64_t last, int incl, uint64_t off)
+{
+	struct bt_ctx *c = st->c;
+	uint64_t ip = st->prev_to, n = 0, prev = 0;
+
+	if (!ip) {
+		/* first record: only the branch itself is known */
+		return incl ? add_item(st, BTRACE_ITEM_BLOCK, last, last, 1, off) : 0;
+	}
+	while (n < WALK_MAX) {
+		if (ip == last)
+			break;
+		const struct bt_insn_info *ii = bt_insn_classify(c, ip);
+		if (!ii->size) {
+			int r = bt_thread_add_gap(c, st->b, BTRACE_GAP_NOIMAGE,
+						  -BTRACE_ERR_NOMAP, off, ip, 0,
+						  bt_image_why_missing(c, ip));
+			if (r < 0 || !incl)
+				return r;
+			return add_item(st, BTRACE_ITEM_BLOCK, last, last, 1, off);
+		}
+		prev = ip;
+		n++;
+		ip += ii->size;
+		if (ip > last)
+			break;
+	}
+	if (ip != last) {
+		int r = bt_thread_add_gap(c, st->b, BTRACE_GAP_DECODE,
+					  -BTRACE_ERR_BAD_PACKET, off, st->prev_to, 0,
+					  bt_ctx_printf(c, "BTS record at offset %llu: no straight-line path from 0x%llx to 0x%llx",
+							(unsigned long long)off,
+							(unsigned long long)st->prev_to,
+							(unsigned long long)last));
+		if (r < 0 || !incl)
+			return r;
+		return add_item(st, BTRACE_ITEM_BLOCK, last, last, 1, off);
+	}
+	if (incl)
+		return add_item(st, BTRACE_ITEM_BLOCK, st->prev_to, last,
+				(uint32_t)n + 1, off);
+	if (!n)
+		return 0;
+	return add_item(st, BTRACE_ITEM_BLOCK, st->prev_to, prev, (uint32_t)n, off);
+}
+
+static int record(struct bts_state *st, uint64_t from, uint64_t to, uint64_t off)
+{
+	struct bt_thread_build *b = st->b;
+	int fk = bt_is_kernel(from), tk = bt_is_kernel(to);
+	int ret = 0;
+
+	if (fk && tk)
+		return 0;
+	if (!fk && tk) {
+		const struct bt_insn_info *ii = bt_insn_classify(st->c, from);
+		if (ii->cls == BTRACE_INSN_FAR) {
+			ret = add_span(st, from, 1, off);
+			if (ret >= 0)
+				ret = add_item(st, BTRACE_ITEM_FAR, from, 0, 0, off);
+			st->far_item = (int64_t)b->t->nblocks - 1;
+			b->ended_async = 0;
+		} else {
+			ret = add_span(st, from, 0, off);
+			if (ret >= 0)
+				ret = add_item(st, BTRACE_ITEM_ASYNC, from, 0, 0, off);
+			st->async_item = (int64_t)b->t->nblocks - 1;
+			b->last_async_ip = from;
+			b->last_async_block = st->async_item;
+			b->ended_async = 1;
+		}
+		st->prev_to = 0;
+		return ret;
+	}
+	if (fk && !tk) {
+		if (st->far_item >= 0) {
+			b->t->blocks[st->far_item].end_ip = to;
+		} else {
+			ret = add_item(st, BTRACE_ITEM_ENABLED, to, 0, 0, off);
+		}
+		st->far_item = st->async_item = -1;
+		st->prev_to = to;
+		b->ended_async = 0;
+		return ret;
+	}
+	ret = add_span(st, from, 1, off);
+	st->prev_to = to;
+	b->ended_async = 0;
+	return ret;
+}
+
+static int bts_decode_range(struct bt_ctx *c, const struct btrace_buffer *buf,
+			    struct bt_thread_build *b, uint64_t first)
+{
+	struct bts_state st = { c, b, 0, -1, -1 };
+	int ret = 0;
+
+	for (uint64_t off = first; off + BTS_REC <= buf->size && ret >= 0;
+	     off += BTS_REC) {
+		uint64_t from = bt_le64(buf->data + off);
+		uint64_t to = bt_le64(buf->data + off + 8);
+		if (!from && !to)
+			continue;
+		ret = record(&st, from, to, off);
+	}
+	if (ret < 0)
+		return ret;
+	/* The code after the last branch: known up to the fault only when
+	 * the registers say where it is. */
+	const struct btrace_signal *sig = c->snap->signal;
+	if (st.prev_to && sig && sig->code > 0 && sig->fault_ip &&
+	    (sig->fault_source == BTRACE_FAULT_REGS ||
+	     sig->fault_source == BTRACE_FAULT_CORE) &&
+	    (!sig->tid || sig->tid == buf->tid))
+		ret = add_span(&st, sig->fault_ip, 0, buf->size);
+	return ret;
+}
+
+int bt_bts_decode(struct bt_ctx *c, const struct btrace_buffer *buf,
+		  struct bt_thread_build *b)
+{
+	uint64_t first = buf->size % BTS_REC;
+	uint64_t nrec = buf->size / BTS_REC;
+	int ret;
+
+	b->t->unusable_bytes = first;
+	if (first) {
+		ret = bt_thread_add_gap(c, b, BTRACE_GAP_UNUSABLE, 0, 0, 0, first,
+					bt_ctx_printf(c, "%llu bytes before the first whole BTS record are unusable (ring wrapped mid-record)",
+						      (unsigned long long)first));
+		if (ret < 0)
+			return ret;
+	}
+	if (c->opts.last && !(c->opts.flags & BTRACE_DECODE_FULL)) {
+		/* tail only: records are fixed-size, start near the end */
+		uint64_t want = c->opts.last * (c->opts.unit == BTRACE_UNIT_INSNS ? 1 : 4) + 64;
+		if (want < nrec) {
+			uint64_t start = first + (nrec - want) * BTS_REC;
+			b->t->truncated = 1;
+			b->t->decoded_bytes = buf->size - start;
+			return bts_decode_range(c, buf, b, start);
+		}
+	}
+	b->t->decoded_bytes = buf->size - first;
+	return bts_decode_range(c, buf, b, first);
+}

@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * btrace_decode(): the driver.  Builds the image, decodes every buffer
+ * (whole, or only the tail needed for the history asked for), then finds
+ * the fault and rebuilds the stack and the call history of each thread.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode-internal.h"
+#include "pt.h"
+#include "util.h"
+
+struct bt_result {
+	struct btrace_decode_result pub;
+	struct bt_ctx ctx;
+};
+
+#define RES(p) ((struct bt_result *)(void *)(p))
+
+const char *bt_ctx_strdup(struct bt_ctx *c, const char *s)
+{
+	char *d;
+
+	if (!s)
+		return NULL;
+	if (bt_grow((void **)&c->strs, &c->cstrs, c->nstrs + 1, sizeof(*c->strs)))
+		return NULL;
+	d = strdup(s);
+	if (d)
+		c->strs[c->nstrs++] = d;
+	return d;
+}
+
+const char *bt_ctx_printf(struct bt_ctx *c, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return bt_ctx_strdup(c, buf);
+}
+
+int bt_ctx_note(struct bt_ctx *c, const char *fmt, ...)
+{
+	char buf[1024], *d;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	for (size_t i = 0; i < c->nnotes; i++)
+		if (!strcmp(c->notes[i], buf))
+			return 0;
+	if (bt_grow((void **)&c->notes, &c->cnotes, c->nnotes + 1,
+		    sizeof(*c->notes)))
+		return -ENOMEM;
+	d = strdup(buf);
+	if (!d)
+		return -ENOMEM;
+	c->notes[c->nnotes++] = d;
+	return 0;
+}
+
+int bt_thread_add_block(struct bt_ctx *c, struct bt_thread_build *b,
+			const struct btrace_block *blk)
+{
+	struct btrace_thread *t = b->t;
+
+	if (bt_grow((void **)&t->blocks, &b->cblocks, t->nblocks + 1,
+		    sizeof(*t->blocks)))
+		return bt_error(c->err, -ENOMEM, "decode: out of memory");
+	t->blocks[t->nblocks++] = *blk;
+	return 0;
+}
+
+int bt_thread_add_gap(struct bt_ctx *c, struct bt_thread_build *b,
+		      uint32_t kind, int error, uint64_t offset, uint64_t ip,
+		      uint64_t bytes, const char *reason)
+{
+	struct btrace_thread *t = b->t;
+	struct btrace_block it = { 0 };
+
+	if (bt_grow((void **)&t->gaps, &b->cgaps, t->ngaps + 1, sizeof(*t->gaps)))
+		return bt_error(c->err, -ENOMEM, "decode: out of memory");
+	t->gaps[t->ngaps] = (struct btrace_gap){ kind, error, offset, ip, bytes,
+						 reason };
+	it.kind = BTRACE_ITEM_GAP;
+	it.gap = (uint32_t)t->ngaps++;
+	it.ip = ip;
+	it.offset = offset;
+	return bt_thread_add_block(c, b, &it);
+}
+
+static void thread_reset(struct bt_thread_build *b)
+{
+	struct btrace_thread *t = b->t;
+
+	free(t->blocks);
+	free(t->gaps);
+	free(t->calls);
+	free(t->stack);
+	t->blocks = NULL;
+	t->gaps = NULL;
+	t->calls = NULL;
+	t->stack = NULL;
+	t->nblocks = t->ngaps = t->ncalls = t->nstack = 0;
+	memset(&t->fault, 0, sizeof(t->fault));
+	b->cblocks = b->cgaps = b->ccalls = b->cstack = 0;
+	b->last_async_ip = 0;
+	b->last_async_block = -1;
+	b->ended_async = 0;
+}
+
+static uint64_t count_units(const struct btrace_thread *t, uint32_t unit)
+{
+	uint64_t n = 0;
+
+	if (unit == BTRACE_UNIT_CALLS)
+		return t->ncalls;
+	for (size_t i = 0; i < t->nblocks; i++) {
+		if (t->blocks[i].kind != BTRACE_ITEM_BLOCK)
+			continue;
+		n += unit == BTRACE_UNIT_INSNS ? t->blocks[i].ninsn : 1;
+	}
+	return n;
+}
+
+static int crashed_tid(const struct btrace_snapshot *s)
+{
+	if (s->signal && s->signal->tid > 0)
+		return s->signal->tid;
+	for (size_t i = 0; i < s->ntasks; i++)
+		if (s->tasks[i].flags & BTRACE_TASK_CRASHED)
+			return s->tasks[i].tid;
+	return 0;
+}
+
+/* PT, tail only: start at a PSB near the end and move back until the
+ * history holds what was asked for. */
+static int add_lost_gap(struct bt_ctx *c, const struct btrace_buffer *buf,
+			struct bt_thread_build *b);
+
+static int decode_pt_tail(struct bt_ctx *c, const struct btrace_buffer *buf,
+			  struct bt_thread_build *b)
+{
+	int64_t first = bt_pt_psb_after(buf->data, buf->size, 0);
+	uint64_t want = c->opts.last;
+	int64_t start = -1;
+	uint64_t step = 1;
+	int ret;
+
+	if (first < 0)
+		return bt_pt_decode(c, buf, b);
+	b->t->unusable_bytes = (uint64_t)first;
+	for (;;) {
+		/* the step-th PSB before the previous start */
+		int64_t s = start < 0 ? (int64_t)buf->size : start;
+		for (uint64_t k = 0; k < step; k++) {
+			int64_t p = bt_pt_psb_before(buf->data, buf->size,
+						     (uint64_t)s);
+			if (p < first)
+				break;
+			s = p;
+		}
+		if (s == start || s == (int64_t)buf->size)
+			s = first;
+		if (s <= first)
+			s = first;
+		start = s;
+		thread_reset(b);
+		ret = add_lost_gap(c, buf, b);
+		if (ret < 0)
+			return ret;
+		if (start == first && first > 0) {
+			ret = bt_thread_add_gap(c, b, BTRACE_GAP_UNUSABLE, 0, 0, 0,
+						(uint64_t)first,
+						bt_ctx_printf(c, "%lld bytes before the first PSB are unusable (ring wrapped mid-packet)",
+							      (long long)first));
+			if (ret < 0)
+				return ret;
+		}
+		ret = bt_pt_decode_from(c, buf, b, (uint64_t)start);
+		if (ret < 0)
+			return ret;
+		ret = bt_analyze_thread(c, b);
+		if (ret < 0)
+			return ret;
+		if (start == first || count_units(b->t, c->opts.unit) > want)
+			break;
+		step *= 2;
+	}
+	b->t->decoded_bytes = buf->size - (uint64_t)start;
+	b->t->truncated = start > first;
+	return 1;   /* analysed */
+}
+
+static int add_lost_gap(struct bt_ctx *c, const struct btrace_buffer *buf,
+			struct bt_thread_build *b)
+{
+	if (!buf->lost && !(buf->flags & BTRACE_BUF_LOST))
+		return 0;
+	return bt_thread_add_gap(c, b, BTRACE_GAP_LOST, -BTRACE_ERR_OVERFLOW,
+				 0, 0, buf->lost,
+				 bt_ctx_printf(c, "the capture recorded lost trace (%llu bytes or records); where is not known",
+					       (unsigned long long)buf->lost));
+}
+
+static int decode_buffer(struct bt_ctx *c, const struct btrace_buffer *buf,
+			 struct bt_thread_build *b)
+{
+	int ret;
+	int tail = c->opts.last && !(c->opts.flags & BTRACE_DECODE_FULL);
+
+	b->last_async_block = -1;
+	if (buf->kind == BTRACE_TRACE_PT && tail) {
+		ret = decode_pt_tail(c, buf, b);
+		return ret < 0 ? ret : 0;
+	}
+	ret = add_lost_gap(c, buf, b);
+	if (ret < 0)
+		return ret;
+	if (buf->kind == BTRACE_TRACE_BTS)
+		ret = bt_bts_decode(c, buf, b);
+	else
+		ret = bt_pt_decode(c, buf, b);
+	if (ret < 0)
+		return ret;
+	return bt_analyze_thread(c, b);
+}
+
+int btrace_decode(const struct btrace_snapshot *snap,
+		  const struct btrace_decode_opts *opts,
+		  struct btrace_decode_result **out,
+		  struct btrace_error *err)
+{
+	struct bt_result *r;
+	struct bt_ctx *c;
+	int ret, ctid;
+
+	bt_error_clear(err);
+	if (!snap || !out)
+		return bt_error(err, -EINVAL, "decode: invalid argument: NULL snapshot or result");
+	*out = NULL;
+	if (opts && opts->sz && opts->sz < offsetof(struct btrace_decode_opts, debug_dir))
+		return bt_error(err, -EINVAL, "decode: invalid options: size %zu too small",
+				opts->sz);
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return bt_error(err, -ENOMEM, "decode: out of memory");
+	c = &r->ctx;
+	c->snap = snap;
+	c->err = err;
+	c->memfd = -1;
+	if (opts) {
+		size_t n = opts->sz && opts->sz < sizeof(c->opts) ? opts->sz : sizeof(c->opts);
+		memcpy(&c->opts, opts, n);
+	}
+	c->opts.sz = sizeof(c->opts);
+
+	ret = bt_image_build(c);
+	if (ret >= 0)
+		ret = bt_insn_init(c);
+	if (ret >= 0)
+		ret = bt_syms_init(c);
+	if (ret < 0)
+		goto fail;
+
+	struct btrace_decode_result *res = &r->pub;
+	res->backend = snap->has_config ? snap->config.backend : 0;
+	res->kind = snap->has_config ? snap->config.trace_kind : 0;
+	res->signal = snap->signal;
+	res->signal_name = snap->signal ? btrace_signal_name(snap->signal->signo) : NULL;
+	res->crashed_thread = -1;
+	for (size_t i = 0; i < snap->ntasks; i++) {
+		if (!res->pid)
+			res->pid = snap->tasks[i].pid;
+		if (snap->tasks[i].tid == snap->tasks[i].pid || !res->command)
+			res->command = snap->tasks[i].comm ? snap->tasks[i].comm :
+				       snap->tasks[i].exe;
+	}
+	ctid = crashed_tid(snap);
+	if (!res->pid && snap->nmappings)
+		res->pid = snap->mappings[0].pid;
+
+	res->threads = calloc(snap->nbuffers + 1, sizeof(*res->threads));
+	if (!res->threads) {
+		ret = bt_error(err, -ENOMEM, "decode: out of memory");
+		goto fail;
+	}
+	/* crashed thread first */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < snap->nbuffers; i++) {
+			const struct btrace_buffer *buf = &snap->buffers[i];
+			int crashed = ctid && buf->tid == ctid;
+			if (crashed != (pass == 0))
+				continue;
+			if (c->opts.tid && buf->tid != c->opts.tid)
+				continue;
+			struct btrace_thread *t = &res->threads[res->nthreads];
+			struct bt_thread_build b = { 0 };
+			b.t = t;
+			t->tid = buf->tid;
+			t->cpu = buf->cpu;
+			t->crashed = crashed;
+			t->kind = buf->kind;
+			t->buffer_bytes = buf->size;
+			t->requested_bytes = buf->requested_size;
+			t->decoded_bytes = buf->size;
+			ret = decode_buffer(c, buf, &b);
+			if (ret < 0)
+				goto fail;
+			t->complete = !t->ngaps && !t->truncated &&
+				      (!t->requested_bytes ||
+				       t->decoded_bytes >= t->requested_bytes);
+			if (crashed && res->crashed_thread < 0)
+				res->crashed_thread = (int)res->nthreads;
+			res->nthreads++;
+		}
+	}
+	res->image_notes = c->notes;
+	res->nimage_notes = c->nnotes;
+	*out = res;
+	return 0;
+fail:
+	btrace_decode_result_free(&r->pub);
+	return ret;
+}
+
+void btrace_decode_result_free(struct btrace_decode_result *res)
+{
+	if (!res)
+		return;
+	struct bt_result *r = RES(res);
+	struct bt_ctx *c = &r->ctx;
+
+	for (size_t i = 0; i < res->nthreads; i++) {
+		free(res->threads[i].blocks);
+		free(res->threads[i].gaps);
+		free(res->threads[i].calls);
+		free(res->threads[i].stack);
+	}
+	free(res->threads);
+	bt_syms_fini(c);
+	bt_insn_fini(c);
+	bt_image_free(c);
+	for (size_t i = 0; i < c->nnotes; i++)
+		free(c->notes[i]);
+	free(c->notes);
+	for (size_t i = 0; i < c->nstrs; i++)
+		free(c->strs[i]);
+	free(c->strs);
+	free(r);
+}
+
+int btrace_decode_block_insns(struct btrace_decode_result *res,
+			      const struct btrace_block *blk,
+			      struct btrace_insn *out, size_t n)
+{
+	struct bt_ctx *c;
+	uint64_t ip;
+	size_t k = 0;
+
+	if (!res || !blk)
+		return -EINVAL;
+	c = &RES(res)->ctx;
+	if (blk->kind != BTRACE_ITEM_BLOCK)
+		return 0;
+	ip = blk->ip;
+	for (uint32_t i = 0; i < blk->ninsn; i++) {
+		struct btrace_insn in;
+		if (bt_insn_disasm(c, ip, &in) < 0 || !in.size)
+			return -BTRACE_ERR_NOMAP;
+		in.sym = *bt_syms_lookup(c, ip);
+		if (k < n)
+			out[k] = in;
+		k++;
+		ip += in.size;
+	}
+	return (int)k;
+}
+
+int btrace_decode_symbolize(struct btrace_decode_result *res, uint64_t ip,
+			    struct btrace_symbol *out)
+{
+	if (!res || !out)
+		return -EINVAL;
+	*out = *bt_syms_lookup(&RES(res)->ctx, ip);
+	return 0;
+}
+
+const char *btrace_gap_kind_name(uint32_t kind)
+{
+	switch (kind) {
+	case BTRACE_GAP_UNUSABLE: return "unusable";
+	case BTRACE_GAP_OVERFLOW: return "overflow";
+	case BTRACE_GAP_DECODE: return "decode-error";
+	case BTRACE_GAP_NOIMAGE: return "missing-image";
+	case BTRACE_GAP_KERNEL: return "kernel";
+	case BTRACE_GAP_LOST: return "lost";
+	case BTRACE_GAP_TRUNCATED: return "truncated";
+	}
+	return "unknown";
+}
+
+const char *btrace_signal_name(int signo)
+{
+	static const char *const names[] = {
+		[1] = "SIGHUP", [2] = "SIGINT", [3] = "SIGQUIT", [4] = "SIGILL",
+		[5] = "SIGTRAP", [6] = "SIGABRT", [7] = "SIGBUS", [8] = "SIGFPE",
+		[9] = "SIGKILL", [10] = "SIGUSR1", [11] = "SIGSEGV",
+		[12] = "SIGUSR2", [13] = "SIGPIPE", [14] = "SIGALRM",
+		[15] = "SIGTERM", [16] = "SIGSTKFLT", [17] = "SIGCHLD",
+		[18] = "SIGCONT", [19] = "SIGSTOP", [20] = "SIGTSTP",
+		[21] = "SIGTTIN", [22] = "SIGTTOU", [23] = "SIGURG",
+		[24] = "SIGXCPU", [25] = "SIGXFSZ", [26] = "SIGVTALRM",
+		[27] = "SIGPROF", [28] = "SIGWINCH", [29] = "SIGIO",
+		[30] = "SIGPWR", [31] = "SIGSYS",
+	};
+
+	if (signo <= 0 || (size_t)signo >= BT_ARRAY_SIZE(names))
+		return NULL;
+	return names[signo];
+}

@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Symbols through libdw: function names from the symbol table, source
+ * lines and inline frames from DWARF, separate debug info found by build ID
+ * under the debug directory (.build-id/xx/yyyy.debug).  Lookups are cached
+ * by address.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+
+#include "decode-internal.h"
+#include "util.h"
+
+static char *debuginfo_path;
+
+static const Dwfl_Callbacks dw_callbacks = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+	.debuginfo_path = &debuginfo_path,
+};
+
+int bt_syms_init(struct bt_ctx *c)
+{
+	static char pathbuf[4200];
+
+	if (c->opts.flags & BTRACE_DECODE_NO_SYMS)
+		return 0;
+	snprintf(pathbuf, sizeof(pathbuf), "-:.debug:%s",
+		 c->opts.debug_dir ? c->opts.debug_dir : "/usr/lib/debug");
+	debuginfo_path = pathbuf;
+	c->dwfl = dwfl_begin(&dw_callbacks);
+	if (!c->dwfl)
+		return bt_ctx_note(c, "symbols: libdw failed to start: %s",
+				   dwfl_errmsg(-1));
+	dwfl_report_begin(c->dwfl);
+	for (size_t i = 0; i < c->nmodules; i++) {
+		struct bt_module *m = &c->modules[i];
+		if (!m->elf || !m->have_bias)
+			continue;
+		m->dwmod = dwfl_report_elf(c->dwfl, m->path, m->elf, -1,
+					   m->bias, true);
+		if (!m->dwmod)
+			bt_ctx_note(c, "%s: symbols unavailable: %s", m->path,
+				    dwfl_errmsg(-1));
+	}
+	dwfl_report_end(c->dwfl, NULL, NULL);
+	c->dwfl_ok = 1;
+	return 0;
+}
+
+void bt_syms_fini(struct bt_ctx *c)
+{
+	if (c->dwfl)
+		dwfl_end(c->dwfl);
+	c->dwfl = NULL;
+	bt_map_free(&c->sym_map);
+	free(c->syms);
+	c->syms = NULL;
+}
+
+static const char *die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	Dwarf_Die origin;
+	const char *n;
+
+	n = dwarf_diename(die);
+	if (n)
+		return n;
+	if (dwarf_attr_integrate(die, DW_AT_abstract_origin, &a) &&
+	    dwarf_formref_die(&a, &origin))
+		return dwarf_diename(&origin);
+	return NULL;
+}
+
+static const char *linkage_or_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *n = NULL;
+
+	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a))
+		n = dwarf_formstring(&a);
+	return n ? n : die_name(die);
+}
+
+static void fill_module(struct bt_ctx *c, uint64_t ip, struct btrace_symbol *s)
+{
+	int mi = bt_image_module_of(c, ip);
+
+	if (mi < 0)
+		return;
+	s->module = c->modules[mi].path;
+	s->module_offset = ip - (c->modules[mi].have_bias ? c->modules[mi].bias : 0);
+}
+
+/* Inline chain at @ip; returns the number of symbols (innermost first). */
+int bt_syms_inline_chain(struct bt_ctx *c, uint64_t ip,
+			 struct btrace_symbol *out, int n)
+{
+	const struct btrace_symbol *base = bt_syms_lookup(c, ip);
+	Dwfl_Module *mod;
+	Dwarf_Die *cu, *scopes = NULL;
+	Dwarf_Addr bias;
+	int ns, k = 0;
+
+	if (n < 1)
+		return 0;
+	out[0] = *base;
+	if (!c->dwfl_ok || !(mod = dwfl_addrmodule(c->dwfl, ip)))
+		return 1;
+	cu = dwfl_module_addrdie(mod, ip, &bias);
+	if (!cu)
+		return 1;
+	ns = dwarf_getscopes(cu, ip - bias, &scopes);
+	if (ns <= 0)
+		return 1;
+	Dwarf_Files *files = NULL;
+	size_t nfiles = 0;
+	dwarf_getsrcfiles(cu, &files, &nfiles);
+	/* out[k] is the frame of the code inside scope i; the call site of
+	 * an inlined_subroutine gives the location in the next frame out. */
+	for (int i = 0; i < ns && k + 1 < n; i++) {
+		if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
+			continue;
+		const char *name = die_name(&scopes[i]);
+		Dwarf_Attribute a;
+		Dwarf_Word cf = 0, cl = 0;
+		out[k].function = bt_ctx_strdup(c, name);
+		struct btrace_symbol next = *base;
+		next.function = base->outer;
+		next.line = 0;
+		next.file = NULL;
+		if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &a), &cl) == 0)
+			next.line = (int)cl;
+		if (files && dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &a), &cf) == 0 &&
+		    cf < nfiles)
+			next.file = bt_ctx_strdup(c, dwarf_filesrc(files, cf, NULL, NULL));
+		/* find the enclosing function name for the next frame */
+		for (int j = i + 1; j < ns; j++) {
+			int tag = dwarf_tag(&scopes[j]);
+			if (tag == DW_TAG_inlined_subroutine ||
+			    tag == DW_TAG_subprogram) {
+				const char *nn = tag == DW_TAG_subprogram ?
+					linkage_or_name(&scopes[j]) : die_name(&scopes[j]);
+				if (nn && !(tag == DW_TAG_subprogram && base->outer))
+					next.function = bt_ctx_strdup(c, nn);
+				break;
+			}
+		}
+		out[++k] = next;
+	}
+	free(scopes);
+	return k + 1;
+}
+
+static void lookup(struct bt_ctx *c, uint64_t ip, struct btrace_symbol *s)
+{
+	Dwfl_Module *mod;
+	GElf_Off off = 0;
+	GElf_Sym sym;
+	const char *name;
+
+	memset(s, 0, sizeof(*s));
+	fill_module(c, ip, s);
+	if (!c->dwfl_ok || !(mod = dwfl_addrmodule(c->dwfl, ip)))
+		return;
+	name = dwfl_module_addrinfo(mod, ip, &off, &sym, NULL, NULL, NULL);
+	if (name) {
+		s->function = bt_ctx_strdup(c, name);
+		s->outer = s->function;
+		s->offset = off;
+	}
+	Dwfl_Line *l = dwfl_module_getsrc(mod, ip);
+	if (l) {
+		int line = 0;
+		const char *file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
+		if (file) {
+			s->file = bt_ctx_strdup(c, file);
+			s->line = line;
+		}
+	}
+	/* Innermost inlined function, if any. */
+	Dwarf_Addr bias;
+	Dwarf_Die *cu = dwfl_module_addrdie(mod, ip, &bias), *scopes = NULL;
+	if (cu) {
+		int ns = dwarf_getscopes(cu, ip - bias, &scopes);
+		for (int i = 0; i < ns; i++) {
+			if (dwarf_tag(&scopes[i]) == DW_TAG_inlined_subroutine) {
+				const char *n = die_name(&scopes[i]);
+				if (n)
+					s->function = bt_ctx_strdup(c, n);
+				break;
+			}
+			if (dwarf_tag(&scopes[i]) == DW_TAG_subprogram)
+				break;
+		}
+		free(scopes);
+	}
+}
+
+const struct btrace_symbol *bt_syms_lookup(struct bt_ctx *c, uint64_t ip)
+{
+	static const struct btrace_symbol none;
+	uint32_t v = bt_map_get(&c->sym_map, ip);
+
+	if (v != UINT32_MAX)
+		return &c->syms[v];
+	if (bt_grow((void **)&c->syms, &c->csyms, c->nsyms + 1, sizeof(*c->syms)))
+		return &none;
+	lookup(c, ip, &c->syms[c->nsyms]);
+	if (bt_map_put(&c->sym_map, ip, (uint32_t)c->nsyms) < 0)
+		return &none;
+	return &c->syms[c->nsyms++];
+}
+
+uint64_t bt_syms_func_start(struct bt_ctx *c, uint64_t ip)
+{
+	const struct btrace_symbol *s = bt_syms_lookup(c, ip);
+
+	if (!s->outer)
+		return 0;
+	return ip - s->offset;
+}

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+#include "ring.h"
+
+#include <string.h>
+
+#include "util.h"
+
+void bt_aux_locate(const uint8_t *ring, uint64_t size, uint64_t aux_head,
+		   struct bt_aux_span *out)
+{
+	uint64_t head = size ? aux_head & (size - 1) : 0;
+	uint64_t i;
+
+	memset(out, 0, sizeof(*out));
+	out->ring_size = size;
+	out->head = head;
+	if (!size)
+		return;
+	/* Word-wise scan of [head, size) for anything written. */
+	for (i = head; i < size && (i & 7); i++)
+		if (ring[i])
+			goto wrapped;
+	for (; i + 8 <= size; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, ring + i, 8);
+		if (w)
+			goto wrapped;
+	}
+	for (; i < size; i++)
+		if (ring[i])
+			goto wrapped;
+	out->len = head;
+	return;
+wrapped:
+	out->wrapped = true;
+	out->len = size;
+}
+
+void bt_aux_linearize(const uint8_t *ring, const struct bt_aux_span *span,
+		      uint8_t *dst)
+{
+	if (span->wrapped) {
+		uint64_t first = span->ring_size - span->head;
+
+		memcpy(dst, ring + span->head, first);
+		memcpy(dst + first, ring, span->head);
+	} else {
+		memcpy(dst, ring, span->len);
+	}
+}
+
+uint64_t bt_ring_iterate(const uint8_t *ring, uint64_t size, uint64_t tail,
+			 uint64_t head, uint8_t *scratch,
+			 int (*fn)(const struct bt_rec *rec, void *arg),
+			 void *arg, bool *corrupt)
+{
+	uint64_t mask = size - 1;
+
+	if (corrupt)
+		*corrupt = false;
+	/* The kernel never lets head run more than size ahead of tail in
+	 * normal mode; if it did, the oldest bytes are gone. */
+	if (head - tail > size)
+		tail = head - size;
+	while (head - tail >= 8) {
+		const uint8_t *p = ring + (tail & mask);
+		uint8_t hdr[8];
+		struct bt_rec rec;
+		uint64_t off = tail & mask;
+
+		if (off + 8 <= size) {
+			memcpy(hdr, p, 8);
+		} else {
+			memcpy(hdr, p, size - off);
+			memcpy(hdr + (size - off), ring, 8 - (size - off));
+		}
+		rec.type = bt_le32(hdr);
+		rec.misc = bt_le16(hdr + 4);
+		rec.size = bt_le16(hdr + 6);
+		if (rec.size < 8) {
+			if (corrupt)
+				*corrupt = true;
+			return head;
+		}
+		if (head - tail < rec.size)
+			break;
+		if (off + rec.size <= size) {
+			rec.data = p;
+		} else {
+			uint64_t first = size - off;
+
+			memcpy(scratch, p, first);
+			memcpy(scratch + first, ring, rec.size - first);
+			rec.data = scratch;
+		}
+		tail += rec.size;
+		if (fn && fn(&rec, arg))
+			break;
+	}
+	return tail;
+}

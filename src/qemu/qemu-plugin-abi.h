@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Our own declarations of the part of the QEMU 7.2 TCG plugin ABI that the
+ * btrace plugin uses (API version 1).  Written from the documented facts of
+ * the ABI (names, signatures, enum values); the qemu_plugin_* functions are
+ * resolved against the qemu-x86_64 executable at load time.
+ */
+#ifndef BT_QEMU_PLUGIN_ABI_H
+#define BT_QEMU_PLUGIN_ABI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define BT_QEMU_PLUGIN_API_VERSION 1
+
+typedef uint64_t qemu_plugin_id_t;
+
+typedef struct qemu_info_t {
+	const char *target_name;
+	struct {
+		int min;
+		int cur;
+	} version;
+	bool system_emulation;
+	union {
+		struct {
+			int smp_vcpus;
+			int max_vcpus;
+		} system;
+	};
+} qemu_info_t;
+
+struct qemu_plugin_tb;
+struct qemu_plugin_insn;
+
+enum qemu_plugin_cb_flags {
+	QEMU_PLUGIN_CB_NO_REGS = 0,
+	QEMU_PLUGIN_CB_R_REGS = 1,
+	QEMU_PLUGIN_CB_RW_REGS = 2,
+};
+
+typedef void (*qemu_plugin_vcpu_simple_cb_t)(qemu_plugin_id_t id,
+					     unsigned int vcpu_index);
+typedef void (*qemu_plugin_udata_cb_t)(qemu_plugin_id_t id, void *userdata);
+typedef void (*qemu_plugin_vcpu_udata_cb_t)(unsigned int vcpu_index,
+					    void *userdata);
+typedef void (*qemu_plugin_vcpu_tb_trans_cb_t)(qemu_plugin_id_t id,
+					       struct qemu_plugin_tb *tb);
+typedef void (*qemu_plugin_vcpu_syscall_cb_t)(qemu_plugin_id_t id,
+	unsigned int vcpu_index, int64_t num, uint64_t a1, uint64_t a2,
+	uint64_t a3, uint64_t a4, uint64_t a5, uint64_t a6, uint64_t a7,
+	uint64_t a8);
+typedef void (*qemu_plugin_vcpu_syscall_ret_cb_t)(qemu_plugin_id_t id,
+	unsigned int vcpu_idx, int64_t num, int64_t ret);
+
+void qemu_plugin_register_vcpu_init_cb(qemu_plugin_id_t id,
+				       qemu_plugin_vcpu_simple_cb_t cb);
+void qemu_plugin_register_vcpu_exit_cb(qemu_plugin_id_t id,
+				       qemu_plugin_vcpu_simple_cb_t cb);
+void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id,
+				    qemu_plugin_udata_cb_t cb, void *userdata);
+void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id,
+					   qemu_plugin_vcpu_tb_trans_cb_t cb);
+void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb *tb,
+					  qemu_plugin_vcpu_udata_cb_t cb,
+					  enum qemu_plugin_cb_flags flags,
+					  void *userdata);
+void qemu_plugin_register_vcpu_syscall_cb(qemu_plugin_id_t id,
+					  qemu_plugin_vcpu_syscall_cb_t cb);
+void qemu_plugin_register_vcpu_syscall_ret_cb(qemu_plugin_id_t id,
+	qemu_plugin_vcpu_syscall_ret_cb_t cb);
+
+size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
+uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
+struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb,
+						 size_t idx);
+const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *insn);
+size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
+uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *insn);
+char *qemu_plugin_path_to_binary(void);
+
+#endif /* BT_QEMU_PLUGIN_ABI_H */

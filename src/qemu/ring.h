@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ring file shared by the btrace QEMU plugin (writer, inside
+ * qemu-x86_64) and btrace (reader, after the emulator died).  Host byte
+ * order (both sides run on the same machine); every structure has a fixed
+ * size and offsets are file offsets, so the file can also be read by a
+ * process that did not map it at the same address.
+ *
+ * One file per emulated process, "<dir>/ring.<pid>", created by the plugin
+ * in the directory btrace gives it (plugin argument dir=):
+ *
+ *   offset 0            struct bt_ring_hdr (BT_RING_HDR_SIZE bytes)
+ *   hdr.maps_offset     the guest's memory map as text, /proc/PID/maps
+ *                       syntax, hdr.maps_len bytes (capacity maps_cap),
+ *                       rewritten after every guest mmap/munmap/mremap/
+ *                       mprotect/brk; guarded by hdr.maps_seq (odd while
+ *                       being written)
+ *   hdr.slot_offset     hdr.nslots slots of hdr.slot_size bytes: a struct
+ *                       bt_ring_slot followed by hdr.entries uint32_t TB
+ *                       indices (a ring: entry i at [i & (entries - 1)])
+ *   hdr.tb_offset       the TB table: hdr.tb_max struct bt_tb_info, of which
+ *                       hdr.tb_count are used (only in the root process's
+ *                       file: a forked child keeps appending to its
+ *                       parent's table, named by hdr.tb_pid)
+ *
+ * The hot path is one 4-byte store of the TB index into the ring plus the
+ * position update; everything else (from/to/kind of each transition) is
+ * rebuilt from the TB table afterwards.  Consecutive executions of a TB that
+ * ends in a rep-string instruction are stored once.
+ */
+#ifndef BT_QEMU_RING_H
+#define BT_QEMU_RING_H
+
+#include <stdint.h>
+
+#define BT_RING_MAGIC "BTQRING1"
+#define BT_RING_VERSION 1
+#define BT_RING_HDR_SIZE 4096
+
+/* Ring entry that stands for "a TB the table had no room for". */
+#define BT_RING_IDX_GAP 0xffffffffu
+
+#define BT_RING_MAX_HANDLERS 64
+
+/* TB kinds: how the last instruction of a TB leaves it. */
+enum bt_tb_kind {
+	BT_TB_NONE = 0,      /* no branch (page end, insn limit, ...) */
+	BT_TB_COND = 1,      /* jcc, loop, jrcxz */
+	BT_TB_JMP = 2,       /* direct jmp */
+	BT_TB_CALL = 3,      /* direct call */
+	BT_TB_JMP_IND = 4,
+	BT_TB_CALL_IND = 5,
+	BT_TB_RET = 6,
+	BT_TB_SYSCALL = 7,   /* syscall, int n, sysenter: comes back */
+	BT_TB_FAR = 8,       /* far call/jmp/ret, iret */
+	BT_TB_REP = 9,       /* rep-string: repeats itself, then falls through */
+	BT_TB_TRAP = 10,     /* ud2, int3, hlt: raises a signal */
+};
+
+/* One translated block.  32 bytes. */
+struct bt_tb_info {
+	uint64_t start;      /* address of the first instruction */
+	uint64_t target;     /* direct branch target, 0 if none */
+	uint32_t last_off;   /* last instruction's address - start */
+	uint16_t ninsn;
+	uint8_t last_len;    /* length of the last instruction */
+	uint8_t kind;        /* enum bt_tb_kind */
+	uint32_t flags;      /* BT_TB_F_* */
+	uint32_t reserved;
+};
+#define BT_TB_F_PAGEFIX 0x1u  /* TB ended before a page-crossing insn */
+
+/* Slot states. */
+#define BT_SLOT_FREE 0u
+#define BT_SLOT_ACTIVE 1u
+#define BT_SLOT_EXITED 2u
+
+/* Per-thread slot header; the ring follows it.  128 bytes. */
+struct bt_ring_slot {
+	int32_t tid;         /* guest thread id (== host tid) */
+	uint32_t state;      /* BT_SLOT_* */
+	uint64_t pos;        /* records ever written (next write at pos) */
+	/* The last host fault (SIGSEGV/SIGBUS with si_code > 0) this thread
+	 * took, noted by the plugin's chained handler. */
+	uint64_t fault_pos;  /* pos at the fault (the TB is at fault_pos - 1) */
+	uint64_t fault_addr; /* si_addr */
+	int32_t fault_signo; /* 0: none */
+	int32_t fault_code;
+	uint32_t nfaults;
+	uint32_t reserved0;
+	uint64_t seq;        /* attach order, to tell slot generations apart */
+	uint8_t reserved[72];
+};
+
+struct bt_ring_hdr {
+	char magic[8];       /* BT_RING_MAGIC */
+	uint32_t version;    /* BT_RING_VERSION */
+	uint32_t hdr_size;   /* BT_RING_HDR_SIZE */
+	int32_t pid;         /* the emulated process */
+	int32_t ppid;        /* its parent (for forked children) */
+	int32_t tb_pid;      /* whose file holds the TB table */
+	uint32_t nslots;
+	uint64_t entries;    /* ring entries per slot, a power of two */
+	uint64_t slot_offset;
+	uint64_t slot_size;  /* sizeof(struct bt_ring_slot) + 4 * entries */
+	uint64_t tb_offset;  /* 0 in a forked child's file */
+	uint64_t tb_max;
+	uint64_t tb_count;   /* TBs allocated (atomic) */
+	uint64_t maps_offset;
+	uint64_t maps_cap;
+	uint32_t maps_len;
+	uint32_t maps_seq;
+	uint64_t slot_seq;   /* attach counter */
+	uint32_t untraced;   /* threads that found no free slot */
+	uint32_t flags;      /* BT_RING_F_* */
+	uint32_t nhandlers;  /* guest signal handler addresses seen */
+	uint32_t reserved0;
+	uint64_t handlers[BT_RING_MAX_HANDLERS];
+	char exe[512];       /* guest program path */
+	char cwd[512];       /* guest working directory (for the guest core) */
+	char exec_path[512]; /* last execve() the guest attempted */
+};
+#define BT_RING_F_READY    0x1u  /* the plugin finished initialising */
+#define BT_RING_F_EXITED   0x2u  /* normal exit (exit_group seen) */
+#define BT_RING_F_EXEC     0x4u  /* an execve() was attempted */
+#define BT_RING_F_TB_FULL  0x8u  /* the TB table overflowed */
+#define BT_RING_F_FORKED   0x10u /* this file belongs to a forked child */
+
+static inline struct bt_ring_slot *bt_ring_slot_at(void *base,
+						   const struct bt_ring_hdr *h,
+						   uint32_t i)
+{
+	return (struct bt_ring_slot *)((uint8_t *)base + h->slot_offset +
+				       (uint64_t)i * h->slot_size);
+}
+
+static inline uint32_t *bt_ring_entries(struct bt_ring_slot *s)
+{
+	return (uint32_t *)(s + 1);
+}
+
+#endif /* BT_QEMU_RING_H */

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/* The locked-memory model, AUX ring sizing and the buffer planner. */
+#include <errno.h>
+#include <string.h>
+
+#include "bt-test.h"
+#include "capture/budget.h"
+
+static void env_default(struct bt_budget_env *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->page_size = 4096;
+	e->mlock_kb = 516;          /* 129 pages per CPU */
+	e->online_cpus = 2;         /* 258 pages per user */
+	e->rlimit_memlock = 8u << 20; /* 2048 pages */
+	e->paranoid = 2;
+}
+
+static void test_user_limit(struct bt_test *t)
+{
+	struct bt_budget_env e;
+
+	env_default(&e);
+	BT_EQ_U64(t, 258, bt_budget_user_limit(&e));
+	e.online_cpus = 8;
+	BT_EQ_U64(t, 1032, bt_budget_user_limit(&e));
+	BT_EQ_U64(t, 2048, bt_budget_rlimit_pages(&e));
+	e.rlimit_memlock = BT_UNLIMITED;
+	BT_EQ_U64(t, BT_UNLIMITED, bt_budget_rlimit_pages(&e));
+}
+
+static void test_charge_sequence(struct bt_test *t)
+{
+	struct bt_budget_env e;
+	struct bt_budget_state st;
+
+	env_default(&e);
+	e.rlimit_memlock = 64 * 4096;   /* 64 pages beyond the allowance */
+	bt_budget_state_init(&e, &st);
+	/* 1+128 pages: within the 258-page allowance */
+	BT_EQ_INT(t, 0, bt_budget_charge(&e, &st, 129));
+	BT_EQ_U64(t, 129, st.user_locked);
+	BT_EQ_U64(t, 0, st.pinned);
+	/* another 129: exactly the allowance */
+	BT_EQ_INT(t, 0, bt_budget_charge(&e, &st, 129));
+	BT_EQ_U64(t, 258, st.user_locked);
+	/* 65 pages all beyond: pinned 65 > 64 -> EPERM, nothing charged */
+	BT_EQ_INT(t, -EPERM, bt_budget_charge(&e, &st, 65));
+	BT_EQ_U64(t, 0, st.pinned);
+	/* 64 fits exactly (<=) */
+	BT_EQ_INT(t, 0, bt_budget_charge(&e, &st, 64));
+	BT_EQ_U64(t, 64, st.pinned);
+	BT_EQ_INT(t, -EPERM, bt_budget_charge(&e, &st, 1));
+	BT_EQ_U64(t, 0, bt_budget_available(&e, &st));
+	/* the bypasses */
+	e.cap_ipc_lock = true;
+	BT_EQ_INT(t, 0, bt_budget_charge(&e, &st, 1000));
+	e.cap_ipc_lock = false;
+	e.paranoid = -1;
+	BT_EQ_INT(t, 0, bt_budget_charge(&e, &st, 1000));
+	e.paranoid = 0;     /* CAP_PERFMON-like privilege does not bypass */
+	BT_EQ_INT(t, -EPERM, bt_budget_charge(&e, &st, 1));
+}
+
+static void test_split_charge(struct bt_test *t)
+{
+	struct bt_budget_env e;
+	struct bt_budget_state st;
+
+	env_default(&e);
+	e.rlimit_memlock = 10 * 4096;
+	bt_budget_state_init(&e, &st);
+	BT_EQ_INT(t, 0, bt_budget_charge(&e, &st, 250));
+	/* 17 pages: 8 from the allowance, 9 pinned */
+	BT_EQ_INT(t, 0, bt_budget_charge(&e, &st, 17));
+	BT_EQ_U64(t, 258, st.user_locked);
+	BT_EQ_U64(t, 9, st.pinned);
+	/* user counter above the limit (sysctl lowered) is clamped */
+	e.user_locked = 1000;
+	e.pinned = 0;
+	bt_budget_state_init(&e, &st);
+	BT_EQ_INT(t, 0, bt_budget_charge(&e, &st, 10));
+	BT_EQ_U64(t, 10, st.pinned);
+}
+
+static void test_ring_choose(struct bt_test *t)
+{
+	struct bt_ring_choice c;
+
+	/* 100 KiB + 16 KiB pad: 116 KiB -> 128 KiB, pad in the slack */
+	BT_EQ_INT(t, 0, bt_ring_choose(100 << 10, 16 << 10, 4096, 0, &c));
+	BT_EQ_U64(t, 128 << 10, c.ring);
+	BT_CHECK(t, c.pad_in_slack);
+	BT_EQ_U64(t, 12 << 10, c.slack);
+	/* 128 KiB + 16 KiB: doubles to 256 KiB, pad not in the slack */
+	BT_EQ_INT(t, 0, bt_ring_choose(128 << 10, 16 << 10, 4096, 0, &c));
+	BT_EQ_U64(t, 256 << 10, c.ring);
+	BT_CHECK(t, !c.pad_in_slack);
+	BT_EQ_U64(t, 112 << 10, c.slack);
+	/* 1 byte of history still needs a page */
+	BT_EQ_INT(t, 0, bt_ring_choose(1, 0, 4096, 0, &c));
+	BT_EQ_U64(t, 4096, c.ring);
+	/* BTS single-block limit: 4 MiB + pad is cut to 4 MiB */
+	BT_EQ_INT(t, 0, bt_ring_choose(4 << 20, 12 << 10, 4096, 4 << 20, &c));
+	BT_EQ_U64(t, 4 << 20, c.ring);
+	BT_EQ_U64(t, (4 << 20) - (12 << 10), c.history);
+	BT_CHECK(t, c.shrunk);
+	BT_EQ_INT(t, -EINVAL, bt_ring_choose(1, 8192, 4096, 4096, &c));
+	BT_EQ_U64(t, 1, bt_pow2_roundup(1));
+	BT_EQ_U64(t, 64, bt_pow2_roundup(33));
+	BT_EQ_U64(t, 0, bt_pow2_roundup(UINT64_MAX));
+}
+
+static void test_plan_fits(struct bt_test *t)
+{
+	struct btrace_error err = { 0 };
+	struct bt_budget_env e;
+	struct bt_plan p;
+	struct bt_plan_req r = {
+		.nthreads = 4, .ncpus = 2, .history = 60 << 10, .pad = 4096,
+		.data_pages = 8, .has_aux = true,
+	};
+
+	env_default(&e);
+	/* 4 x (1 + 8 + 16) = 100 pages */
+	BT_EQ_INT(t, 0, bt_budget_plan(&e, &r, &p, &err));
+	BT_EQ_INT(t, 4, p.per_task);
+	BT_EQ_INT(t, 0, p.catch_all);
+	BT_EQ_U64(t, 25, p.task_cost);
+	BT_EQ_U64(t, 100, p.total);
+	BT_CONTAINS(t, p.summary, "64.0 KiB");
+}
+
+static void test_plan_catch_all(struct bt_test *t)
+{
+	struct btrace_error err = { 0 };
+	struct bt_budget_env e;
+	struct bt_plan p;
+	struct bt_plan_req r = {
+		.nthreads = 40, .ncpus = 2, .history = 124 << 10, .pad = 4096,
+		.data_pages = 8, .has_aux = true,
+	};
+
+	env_default(&e);
+	e.rlimit_memlock = 0;
+	/* 258 pages; per buffer 1 + 8 + 32 = 41; catch-all 2 x 41 = 82;
+	 * (258 - 82) / 41 = 4 per-task buffers */
+	BT_EQ_INT(t, 0, bt_budget_plan(&e, &r, &p, &err));
+	BT_EQ_INT(t, 4, p.per_task);
+	BT_EQ_INT(t, 36, p.catch_all);
+	BT_CHECK(t, p.catch_all_rings);
+	BT_EQ_U64(t, 82 + 4 * 41, p.total);
+	BT_CHECK(t, p.total <= 258);
+}
+
+static void test_plan_refused(struct bt_test *t)
+{
+	struct btrace_error err = { 0 };
+	struct bt_budget_env e;
+	struct bt_plan p;
+	struct bt_plan_req r = {
+		.nthreads = 1, .ncpus = 2, .history = 4 << 20, .pad = 16 << 10,
+		.data_pages = 8, .has_aux = true,
+	};
+
+	env_default(&e);
+	e.rlimit_memlock = 64 << 10;
+	BT_EQ_INT(t, -EPERM, bt_budget_plan(&e, &r, &p, &err));
+	BT_CONTAINS(t, err.msg, "perf_event_mlock_kb 516 KiB x 2 CPUs");
+	BT_CONTAINS(t, err.msg, "RLIMIT_MEMLOCK 64.0 KiB");
+	BT_CONTAINS(t, err.hint, "--size");
+	BT_CONTAINS(t, err.hint, "ulimit -l");
+	BT_CONTAINS(t, err.hint, "perf_event_mlock_kb");
+	/* allowed to shrink (a handover): halves until it fits */
+	r.allow_shrink = true;
+	BT_EQ_INT(t, 0, bt_budget_plan(&e, &r, &p, &err));
+	BT_CHECK(t, p.ring.shrunk);
+	BT_CHECK(t, p.total <= 258 + 16);
+	BT_EQ_U64(t, p.ring.ring - (16 << 10), p.ring.history);
+	BT_CONTAINS(t, p.summary, "reduced");
+	/* with CAP_IPC_LOCK anything goes */
+	r.allow_shrink = false;
+	e.cap_ipc_lock = true;
+	BT_EQ_INT(t, 0, bt_budget_plan(&e, &r, &p, &err));
+	BT_CHECK(t, p.bypass);
+	/* not a power of two */
+	r.data_pages = 6;
+	BT_EQ_INT(t, -EINVAL, bt_budget_plan(&e, &r, &p, &err));
+}
+
+BT_TESTS(test_user_limit, test_charge_sequence, test_split_charge,
+	 test_ring_choose, test_plan_fits, test_plan_catch_all,
+	 test_plan_refused)

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Synthetic fixtures: run a small real program under ptrace single-step
+ * from main() to its death, keep the true instruction sequence, encode it
+ * as Intel PT (src/encode) or BTS, and write a .btrace snapshot with the
+ * mappings, embedded code and the signal.
+ */
+#ifndef BT_TEST_GEN_H
+#define BT_TEST_GEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct gen_opts {
+	char *const *argv;      /* program and its arguments */
+	const char *out;        /* .btrace path, NULL: none */
+	int bts;                /* BTS records instead of PT */
+	int retcomp;
+	int tnt64;
+	uint32_t psb_period;
+	uint64_t ring_size;     /* 0: keep everything */
+	uint64_t ovf_from, ovf_to;  /* drop truth[from, to) as an overflow */
+	int no_code;            /* do not embed code */
+	int no_regs;            /* do not record the fault registers */
+	uint64_t max_steps;     /* 0: 2,000,000 */
+};
+
+struct gen_truth {
+	uint64_t *ip;           /* every instruction that completed, in order */
+	size_t n;
+	uint64_t fault_ip;      /* the instruction that faulted (did not complete) */
+	int signo;              /* the fatal signal */
+	int code;               /* its si_code */
+	uint64_t handler_fault; /* first SIGSEGV fault when a handler ran, else 0 */
+	uint64_t ovf_keep;      /* PT overflow: first truth index after the hole */
+	int pid;
+};
+
+int gen_run(const struct gen_opts *o, struct gen_truth *t, char *errbuf,
+	    size_t errlen);
+void gen_truth_free(struct gen_truth *t);
+
+#endif /* BT_TEST_GEN_H */

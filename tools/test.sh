@@ -1,0 +1,26 @@
+#!/bin/sh
+# The tests: install dependencies, build, and run the whole suite, then the
+# same suite under AddressSanitizer + UndefinedBehaviorSanitizer, then the
+# libFuzzer targets for a fixed number of executions.
+#   tools/test.sh [--quick]     --quick: the plain build only
+set -eu
+cd "$(dirname "$0")/.."
+tools/deps.sh
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+
+rc=0
+tools/build.sh build
+meson test -C build --print-errorlogs --num-processes 2 || rc=1
+[ $quick -eq 1 ] && exit $rc
+
+tools/build.sh build-asan -Db_sanitize=address,undefined \
+	-Db_lundef=false -Dbuildtype=debug
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	meson test -C build-asan --print-errorlogs --num-processes 2 || rc=1
+
+CC=clang tools/build.sh build-fuzz -Dfuzz=true -Dbuildtype=debug \
+	-Db_sanitize=address,undefined -Db_lundef=false
+meson test -C build-fuzz --suite fuzz --print-errorlogs || rc=1
+exit $rc
