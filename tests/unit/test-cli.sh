@@ -1,0 +1,58 @@
+#!/bin/sh
+# The btrace command's conventions: --help for every command, --version,
+# exit codes 0/1/2, "btrace <cmd>: <object>: <operation> failed: <reason>".
+#   test-cli.sh BTRACE SAMPLE_SNAPSHOT
+set -u
+BTRACE=$1
+SAMPLE=$2
+n=0
+fails=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+check() {  # check NAME EXPECTED_STATUS PATTERN -- CMD...
+	name=$1 want=$2 pattern=$3
+	shift 4
+	n=$((n + 1))
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	got=$?
+	if [ "$got" -ne "$want" ]; then
+		echo "not ok $n - $name: exit status $got, expected $want"
+		sed 's/^/# /' "$tmp/err" | head -5
+		fails=$((fails + 1))
+	elif [ -n "$pattern" ] && ! grep -qE -- "$pattern" "$tmp/out" "$tmp/err"; then
+		echo "not ok $n - $name: output does not match /$pattern/"
+		sed 's/^/# /' "$tmp/out" "$tmp/err" | head -8
+		fails=$((fails + 1))
+	else
+		echo "ok $n - $name"
+	fi
+}
+
+check "version" 0 '^btrace [0-9]+\.[0-9]+\.[0-9]+$' -- "$BTRACE" --version
+check "help" 0 'usage: btrace <command>' -- "$BTRACE" --help
+check "no command is a usage error" 2 'usage:' -- "$BTRACE"
+check "unknown command is a usage error" 2 "'frobnicate' is not a btrace command" -- "$BTRACE" frobnicate
+for cmd in record snapshot report decode info export doctor calibrate; do
+	check "$cmd --help" 0 "usage: btrace $cmd" -- "$BTRACE" $cmd --help
+done
+check "info: unknown option" 2 "^btrace info: unknown option" -- "$BTRACE" info --bogus x
+check "info: missing file argument" 2 "expected one snapshot FILE" -- "$BTRACE" info
+check "info: missing file" 1 "^btrace info: /nonexistent.btrace: open failed: No such file or directory" -- "$BTRACE" info /nonexistent.btrace
+check "info: not a snapshot" 1 "^btrace info: .*: read failed: not a btrace snapshot" -- "$BTRACE" info /etc/hostname
+check "info: sample" 0 "buffers: 1" -- "$BTRACE" info "$SAMPLE"
+check "info: sample shows compression" 0 "x zstd" -- "$BTRACE" info "$SAMPLE"
+check "info --json" 0 '"complete": true' -- "$BTRACE" info --json "$SAMPLE"
+if command -v python3 >/dev/null; then
+	check "info --json parses" 0 "" -- sh -c "'$BTRACE' info --json '$SAMPLE' | python3 -m json.tool"
+fi
+head -c 1000 "$SAMPLE" > "$tmp/cut.btrace"
+check "info: truncated file is described with a warning" 0 "INCOMPLETE|truncated" -- "$BTRACE" info "$tmp/cut.btrace"
+check "record: no program" 2 "no program given" -- "$BTRACE" record
+check "record: bad backend" 2 "unknown backend 'x'" -- "$BTRACE" record --backend x -- true
+check "record: bad size" 2 "invalid --size" -- "$BTRACE" record --size 12Q -- true
+check "record: bad --on" 2 "invalid --on" -- "$BTRACE" record --on KILL -- true
+check "record: pid and program" 2 "not both" -- "$BTRACE" record -p 1 -- true
+
+echo "1..$n"
+[ $fails -eq 0 ]
