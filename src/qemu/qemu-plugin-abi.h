@@ -80,4 +80,9 @@ size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
 uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *insn);
 char *qemu_plugin_path_to_binary(void);
 
+/* Exported by the plugin. */
+extern int qemu_plugin_version;
+int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
+			int argc, char **argv);
+
 #endif /* BT_QEMU_PLUGIN_ABI_H */

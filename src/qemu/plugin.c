@@ -1,0 +1,853 @@
+// SPDX-License-Identifier: MIT
+/*
+ * btrace TCG plugin for qemu-x86_64 (QEMU 7.2 user mode, plugin API 1).
+ *
+ * Records the index of every executed translation block into a per-thread
+ * ring inside a MAP_SHARED file that outlives the emulator, so btrace can
+ * read the history after any death, SIGKILL included.  The layout is in
+ * ring.h; docs/qemu-backend.md explains the whole backend.
+ *
+ * Arguments (comma-separated after the plugin path):
+ *   dir=PATH      directory for the ring files (required)
+ *   slots=N       thread slots per process (default 64)
+ *   entries=N     ring entries per thread, rounded up to a power of two
+ *                 (default 1M = 4 MiB)
+ *   tbmax=N       TB table capacity (default 4M)
+ *   fixpage=0|1   work around QEMU 7.2's page-crossing instruction bug (1)
+ *   dumpable=0|1  0: make the emulator non-dumpable, so a fatal guest
+ *                 signal leaves only QEMU's guest core, not a host core of
+ *                 QEMU itself (default 1: leave it alone)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <capstone/capstone.h>
+
+#include "qemu-plugin-abi.h"
+#include "ring.h"
+
+#define BT_EXPORT __attribute__((visibility("default")))
+#define BT_MAX_VCPUS 4096
+#define BT_PAGE 4096ull
+#define BT_MAPS_CAP (1u << 20)
+
+BT_EXPORT int qemu_plugin_version = BT_QEMU_PLUGIN_API_VERSION;
+
+_Static_assert(sizeof(struct bt_ring_slot) == 128, "slot header size");
+_Static_assert(sizeof(struct bt_tb_info) == 32, "tb info size");
+_Static_assert(sizeof(struct bt_ring_hdr) <= BT_RING_HDR_SIZE, "header size");
+
+struct bt_range {
+	uint64_t start, end;
+};
+
+static struct {
+	char dir[PATH_MAX];
+	uint32_t nslots;
+	uint64_t entries;
+	uint64_t tb_max;
+	int fixpage;
+
+	/* The current process's file, and the root file with the TB table. */
+	struct bt_ring_hdr *hdr;
+	size_t map_size;
+	struct bt_ring_hdr *tbhdr;
+	struct bt_tb_info *tbs;
+	uint64_t mask;
+
+	struct bt_ring_slot *sink;       /* for threads without a slot */
+	pthread_mutex_t lock;
+	int started;                     /* first translation done */
+
+	struct bt_range *host;           /* QEMU's own mappings at install */
+	size_t nhost;
+
+	struct sigaction old_segv, old_bus;
+	csh cs;
+	int cs_ok;
+} g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static struct bt_ring_slot *g_vslot[BT_MAX_VCPUS];
+static uint64_t g_clone_flags[BT_MAX_VCPUS];
+
+static pid_t bt_gettid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+/* Read guest memory without risking a fault (guest_base is 0). */
+static ssize_t bt_peek(uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len };
+	struct iovec remote = { (void *)(uintptr_t)addr, len };
+
+	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+}
+
+/* ---- the ring file ---- */
+
+static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs,
+					  size_t *size_out)
+{
+	char path[PATH_MAX + 32];
+	uint64_t slot_size = sizeof(struct bt_ring_slot) + 4 * g.entries;
+	uint64_t maps_off = BT_RING_HDR_SIZE;
+	uint64_t slot_off = maps_off + BT_MAPS_CAP;
+	uint64_t tb_off = slot_off + g.nslots * slot_size;
+	uint64_t size = tb_off + (with_tbs ? g.tb_max * sizeof(struct bt_tb_info) : 0);
+	struct bt_ring_hdr *h;
+	void *p;
+	int fd;
+
+	size = (size + BT_PAGE - 1) & ~(BT_PAGE - 1);
+	snprintf(path, sizeof(path), "%s/ring.%d", g.dir, (int)pid);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		fprintf(stderr, "btrace-qemu: %s: create failed: %s\n", path,
+			strerror(errno));
+		return NULL;
+	}
+	if (ftruncate(fd, (off_t)size) < 0) {
+		fprintf(stderr, "btrace-qemu: %s: resize failed: %s\n", path,
+			strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		fprintf(stderr, "btrace-qemu: %s: mmap failed: %s\n", path,
+			strerror(errno));
+		return NULL;
+	}
+	h = p;
+	memcpy(h->magic, BT_RING_MAGIC, 8);
+	h->version = BT_RING_VERSION;
+	h->hdr_size = BT_RING_HDR_SIZE;
+	h->pid = pid;
+	h->ppid = getppid();
+	h->nslots = g.nslots;
+	h->entries = g.entries;
+	h->slot_offset = slot_off;
+	h->slot_size = slot_size;
+	h->maps_offset = maps_off;
+	h->maps_cap = BT_MAPS_CAP;
+	if (with_tbs) {
+		h->tb_offset = tb_off;
+		h->tb_max = g.tb_max;
+		h->tb_pid = pid;
+	}
+	if (!getcwd(h->cwd, sizeof(h->cwd)))
+		h->cwd[0] = 0;
+	*size_out = size;
+	return h;
+}
+
+/* ---- the guest's memory map ---- */
+
+static int bt_parse_range(const char *line, struct bt_range *r)
+{
+	unsigned long long s, e;
+
+	if (sscanf(line, "%llx-%llx", &s, &e) != 2)
+		return -1;
+	r->start = s;
+	r->end = e;
+	return 0;
+}
+
+static char *bt_read_maps(size_t *len)
+{
+	size_t cap = 65536, n = 0;
+	char *buf = malloc(cap);
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	if (!buf || fd < 0) {
+		free(buf);
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (n + 4096 > cap) {
+			char *nb = realloc(buf, cap * 2);
+
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(fd, buf + n, cap - n - 1);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	buf[n] = 0;
+	*len = n;
+	return buf;
+}
+
+/* QEMU's own mappings, before the guest is loaded. */
+static void bt_note_host_maps(void)
+{
+	size_t len, cap = 0;
+	char *maps = bt_read_maps(&len), *line, *save = NULL;
+
+	if (!maps)
+		return;
+	for (line = strtok_r(maps, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		struct bt_range r;
+
+		if (bt_parse_range(line, &r))
+			continue;
+		if (g.nhost == cap) {
+			struct bt_range *n;
+
+			cap = cap ? cap * 2 : 256;
+			n = realloc(g.host, cap * sizeof(*n));
+			if (!n)
+				break;
+			g.host = n;
+		}
+		g.host[g.nhost++] = r;
+	}
+	free(maps);
+}
+
+static int bt_is_host(const struct bt_range *r)
+{
+	for (size_t i = 0; i < g.nhost; i++)
+		if (g.host[i].start == r->start && g.host[i].end == r->end)
+			return 1;
+	return 0;
+}
+
+/*
+ * The guest's view: the host's map minus what QEMU had mapped before the
+ * guest existed, minus our own files.
+ */
+static void bt_refresh_maps(void)
+{
+	struct bt_ring_hdr *h = g.hdr;
+	char *out = (char *)h + h->maps_offset;
+	size_t len, n = 0, dirlen = strlen(g.dir);
+	char *maps, *line, *save = NULL;
+
+	pthread_mutex_lock(&g.lock);
+	maps = bt_read_maps(&len);
+	if (!maps) {
+		pthread_mutex_unlock(&g.lock);
+		return;
+	}
+	__atomic_store_n(&h->maps_seq, h->maps_seq + 1, __ATOMIC_RELEASE);
+	for (line = strtok_r(maps, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		struct bt_range r;
+		const char *path = strchr(line, '/');
+		size_t ll = strlen(line);
+
+		if (bt_parse_range(line, &r) || bt_is_host(&r))
+			continue;
+		if (path && !strncmp(path, g.dir, dirlen))
+			continue;
+		if (n + ll + 1 >= h->maps_cap)
+			break;
+		memcpy(out + n, line, ll);
+		out[n + ll] = '\n';
+		n += ll + 1;
+	}
+	h->maps_len = (uint32_t)n;
+	__atomic_store_n(&h->maps_seq, h->maps_seq + 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&g.lock);
+	free(maps);
+}
+
+/* ---- slots ---- */
+
+static struct bt_ring_slot *bt_attach(unsigned int vcpu)
+{
+	struct bt_ring_hdr *h = g.hdr;
+	struct bt_ring_slot *best = NULL, *s;
+	pid_t tid = bt_gettid();
+
+	pthread_mutex_lock(&g.lock);
+	for (uint32_t i = 0; i < h->nslots; i++) {
+		s = bt_ring_slot_at(h, h, i);
+		if (s->state == BT_SLOT_FREE) {
+			best = s;
+			break;
+		}
+		if (s->state == BT_SLOT_EXITED && (!best || s->seq < best->seq))
+			best = s;
+	}
+	if (best) {
+		memset(best, 0, sizeof(*best));
+		best->tid = tid;
+		best->seq = ++h->slot_seq;
+		__atomic_store_n(&best->state, BT_SLOT_ACTIVE, __ATOMIC_RELEASE);
+	} else {
+		h->untraced++;
+		best = g.sink;
+	}
+	g_vslot[vcpu] = best;
+	pthread_mutex_unlock(&g.lock);
+	return best;
+}
+
+static void bt_exec(unsigned int vcpu, void *udata)
+{
+	struct bt_ring_slot *s = g_vslot[vcpu & (BT_MAX_VCPUS - 1)];
+	uint64_t p;
+
+	if (__builtin_expect(!s, 0))
+		s = bt_attach(vcpu & (BT_MAX_VCPUS - 1));
+	p = s->pos;
+	bt_ring_entries(s)[p & g.mask] = (uint32_t)(uintptr_t)udata;
+	s->pos = p + 1;
+}
+
+/* TBs ending in a rep-string instruction: QEMU re-enters them once per
+ * iteration; store the TB once. */
+static void bt_exec_rep(unsigned int vcpu, void *udata)
+{
+	struct bt_ring_slot *s = g_vslot[vcpu & (BT_MAX_VCPUS - 1)];
+	uint32_t idx = (uint32_t)(uintptr_t)udata;
+	uint32_t *ring;
+	uint64_t p;
+
+	if (__builtin_expect(!s, 0))
+		s = bt_attach(vcpu & (BT_MAX_VCPUS - 1));
+	p = s->pos;
+	ring = bt_ring_entries(s);
+	if (p && ring[(p - 1) & g.mask] == idx)
+		return;
+	ring[p & g.mask] = idx;
+	s->pos = p + 1;
+}
+
+static void bt_vcpu_init(qemu_plugin_id_t id, unsigned int vcpu)
+{
+	/* A new thread: it attaches to a slot at its first block. */
+	g_vslot[vcpu & (BT_MAX_VCPUS - 1)] = NULL;
+}
+
+static void bt_vcpu_exit(qemu_plugin_id_t id, unsigned int vcpu)
+{
+	struct bt_ring_slot *s = g_vslot[vcpu & (BT_MAX_VCPUS - 1)];
+
+	if (s && s != g.sink)
+		__atomic_store_n(&s->state, BT_SLOT_EXITED, __ATOMIC_RELEASE);
+	g_vslot[vcpu & (BT_MAX_VCPUS - 1)] = NULL;
+}
+
+/* ---- host faults: note them, then let QEMU handle them ---- */
+
+static void bt_host_fault(int sig, siginfo_t *si, void *uc)
+{
+	struct sigaction *old = sig == SIGSEGV ? &g.old_segv : &g.old_bus;
+
+	if (si->si_code > 0 && g.hdr) {
+		pid_t tid = bt_gettid();
+
+		for (uint32_t i = 0; i < g.hdr->nslots; i++) {
+			struct bt_ring_slot *s = bt_ring_slot_at(g.hdr, g.hdr, i);
+
+			if (s->tid != tid || s->state != BT_SLOT_ACTIVE)
+				continue;
+			s->fault_pos = s->pos;
+			s->fault_addr = (uint64_t)(uintptr_t)si->si_addr;
+			s->fault_code = si->si_code;
+			s->fault_signo = sig;
+			s->nfaults++;
+			break;
+		}
+	}
+	if (old->sa_flags & SA_SIGINFO) {
+		old->sa_sigaction(sig, si, uc);
+	} else if (old->sa_handler == SIG_DFL) {
+		signal(sig, SIG_DFL);   /* the fault repeats and kills */
+	} else if (old->sa_handler != SIG_IGN) {
+		old->sa_handler(sig);
+	}
+}
+
+static void bt_chain_handlers(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = bt_host_fault;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigfillset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, &g.old_segv);
+	sigaction(SIGBUS, &sa, &g.old_bus);
+}
+
+/* ---- instruction classification ---- */
+
+static int32_t bt_rel32(const uint8_t *p, size_t n)
+{
+	int32_t v;
+
+	memcpy(&v, p + n - 4, 4);
+	return v;
+}
+
+static uint8_t bt_classify(const uint8_t *p, size_t n, uint64_t addr,
+			   uint64_t *target)
+{
+	uint64_t end = addr + n;
+	size_t i = 0;
+	int rep = 0;
+	uint8_t b;
+
+	*target = 0;
+	while (i < n) {
+		b = p[i];
+		if (b == 0xf2 || b == 0xf3)
+			rep = 1;
+		else if (b != 0x66 && b != 0x67 && b != 0x2e && b != 0x3e &&
+			 b != 0x26 && b != 0x36 && b != 0x64 && b != 0x65 &&
+			 b != 0xf0)
+			break;
+		i++;
+	}
+	if (i < n && (p[i] & 0xf0) == 0x40)
+		i++;
+	if (i >= n)
+		return BT_TB_NONE;
+	b = p[i];
+	if ((b >= 0x70 && b <= 0x7f) || (b >= 0xe0 && b <= 0xe3)) {
+		*target = end + (uint64_t)(int64_t)(int8_t)p[n - 1];
+		return BT_TB_COND;
+	}
+	switch (b) {
+	case 0xeb:
+		*target = end + (uint64_t)(int64_t)(int8_t)p[n - 1];
+		return BT_TB_JMP;
+	case 0xe9:
+		if (n - i < 5)
+			return BT_TB_NONE;
+		*target = end + (uint64_t)(int64_t)bt_rel32(p, n);
+		return BT_TB_JMP;
+	case 0xe8:
+		if (n - i < 5)
+			return BT_TB_NONE;
+		*target = end + (uint64_t)(int64_t)bt_rel32(p, n);
+		return BT_TB_CALL;
+	case 0xc2:
+	case 0xc3:
+		return BT_TB_RET;
+	case 0xca:
+	case 0xcb:
+	case 0xcf:
+	case 0xea:
+	case 0x9a:
+		return BT_TB_FAR;
+	case 0xcd:
+		return BT_TB_SYSCALL;
+	case 0xcc:
+	case 0xce:
+	case 0xf4:
+		return BT_TB_TRAP;
+	case 0xff:
+		if (i + 1 >= n)
+			return BT_TB_NONE;
+		switch ((p[i + 1] >> 3) & 7) {
+		case 2:
+			return BT_TB_CALL_IND;
+		case 4:
+			return BT_TB_JMP_IND;
+		case 3:
+		case 5:
+			return BT_TB_FAR;
+		}
+		return BT_TB_NONE;
+	case 0x0f:
+		if (i + 1 >= n)
+			return BT_TB_NONE;
+		b = p[i + 1];
+		if (b >= 0x80 && b <= 0x8f) {
+			if (n - i < 6)
+				return BT_TB_NONE;
+			*target = end + (uint64_t)(int64_t)bt_rel32(p, n);
+			return BT_TB_COND;
+		}
+		if (b == 0x05 || b == 0x34)
+			return BT_TB_SYSCALL;
+		if (b == 0x07 || b == 0x35)
+			return BT_TB_FAR;
+		if (b == 0x0b || b == 0xb9 || b == 0xff)
+			return BT_TB_TRAP;
+		return BT_TB_NONE;
+	}
+	if (rep && ((b >= 0xa4 && b <= 0xa7) || (b >= 0xaa && b <= 0xaf) ||
+		    (b >= 0x6c && b <= 0x6f)))
+		return BT_TB_REP;
+	return BT_TB_NONE;
+}
+
+/*
+ * QEMU 7.2 ends a TB before a non-first instruction that crosses a page but
+ * still reports it as the TB's last instruction, truncated.  Returns 1 when
+ * the last instruction is such an abandoned one.
+ */
+static int bt_abandoned(uint64_t addr, size_t size)
+{
+	uint64_t page_end = (addr | (BT_PAGE - 1)) + 1;
+	uint8_t buf[16];
+	const uint8_t *code = buf;
+	uint64_t a = addr;
+	cs_insn *insn;
+	size_t n;
+	ssize_t r;
+	int crosses;
+
+	if (addr + 15 <= page_end)
+		return 0;   /* cannot cross */
+	if (addr + size > page_end)
+		return 1;
+	if (!g.cs_ok)
+		return 0;
+	/* Near the page end: decode the real bytes.  QEMU gave up part way
+	 * (the reported size is what it had fetched, e.g. 7 of an 11-byte
+	 * mov with imm32); the read stops at an unreadable page. */
+	r = bt_peek(addr, buf, 15);
+	if (r < (ssize_t)size)
+		return 0;
+	n = (size_t)r;
+	insn = cs_malloc(g.cs);
+	if (!insn)
+		return 0;
+	if (cs_disasm_iter(g.cs, &code, &n, &a, insn))
+		crosses = insn->size != size && addr + insn->size > page_end;
+	else
+		crosses = r < 15;   /* truncated by an unreadable page */
+	cs_free(insn, 1);
+	return crosses;
+}
+
+/* ---- translation ---- */
+
+static void bt_first_translation(void)
+{
+	char *exe = qemu_plugin_path_to_binary();
+
+	if (exe) {
+		snprintf(g.hdr->exe, sizeof(g.hdr->exe), "%s", exe);
+		free(exe);
+	}
+	bt_chain_handlers();
+	bt_refresh_maps();
+	__atomic_or_fetch(&g.hdr->flags, BT_RING_F_READY, __ATOMIC_RELEASE);
+}
+
+static void bt_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+	size_t n = qemu_plugin_tb_n_insns(tb);
+	struct qemu_plugin_insn *li;
+	struct bt_tb_info info;
+	uint64_t idx, last;
+	size_t size;
+
+	if (!n)
+		return;
+	if (!__atomic_load_n(&g.started, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&g.lock);
+		if (!g.started) {
+			pthread_mutex_unlock(&g.lock);
+			bt_first_translation();
+			pthread_mutex_lock(&g.lock);
+			__atomic_store_n(&g.started, 1, __ATOMIC_RELEASE);
+		}
+		pthread_mutex_unlock(&g.lock);
+	}
+
+	memset(&info, 0, sizeof(info));
+	info.start = qemu_plugin_tb_vaddr(tb);
+	info.ninsn = (uint16_t)n;
+	li = qemu_plugin_tb_get_insn(tb, n - 1);
+	last = qemu_plugin_insn_vaddr(li);
+	size = qemu_plugin_insn_size(li);
+	if (g.fixpage && n > 1 && bt_abandoned(last, size)) {
+		/* The TB really ends before it: falls through to it. */
+		li = qemu_plugin_tb_get_insn(tb, n - 2);
+		info.ninsn = (uint16_t)(n - 1);
+		info.last_off = (uint32_t)(qemu_plugin_insn_vaddr(li) - info.start);
+		info.last_len = (uint8_t)qemu_plugin_insn_size(li);
+		info.kind = BT_TB_NONE;
+		info.flags = BT_TB_F_PAGEFIX;
+	} else {
+		info.last_off = (uint32_t)(last - info.start);
+		info.last_len = (uint8_t)size;
+		info.kind = bt_classify(qemu_plugin_insn_data(li), size, last,
+					&info.target);
+	}
+
+	idx = __atomic_fetch_add(&g.tbhdr->tb_count, 1, __ATOMIC_RELAXED);
+	if (idx >= g.tbhdr->tb_max) {
+		__atomic_or_fetch(&g.tbhdr->flags, BT_RING_F_TB_FULL,
+				  __ATOMIC_RELAXED);
+		idx = BT_RING_IDX_GAP;
+	} else {
+		g.tbs[idx] = info;
+	}
+	qemu_plugin_register_vcpu_tb_exec_cb(tb,
+		info.kind == BT_TB_REP ? bt_exec_rep : bt_exec,
+		QEMU_PLUGIN_CB_NO_REGS, (void *)(uintptr_t)idx);
+}
+
+/* ---- syscalls ---- */
+
+#define BT_NR_MMAP 9
+#define BT_NR_MPROTECT 10
+#define BT_NR_MUNMAP 11
+#define BT_NR_BRK 12
+#define BT_NR_RT_SIGACTION 13
+#define BT_NR_MREMAP 25
+#define BT_NR_CLONE 56
+#define BT_NR_FORK 57
+#define BT_NR_VFORK 58
+#define BT_NR_EXECVE 59
+#define BT_NR_CHDIR 80
+#define BT_NR_FCHDIR 81
+#define BT_NR_EXIT_GROUP 231
+#define BT_NR_EXECVEAT 322
+#define BT_NR_CLONE3 435
+#define BT_CLONE_VM 0x100ull
+#define BT_CLONE_VFORK 0x4000ull
+
+static void bt_note_handler(uint64_t act)
+{
+	struct bt_ring_hdr *h = g.hdr;
+	uint64_t handler;
+
+	if (!act || bt_peek(act, &handler, 8) != 8 || handler <= 1)
+		return;
+	pthread_mutex_lock(&g.lock);
+	for (uint32_t i = 0; i < h->nhandlers; i++)
+		if (h->handlers[i] == handler)
+			goto out;
+	if (h->nhandlers < BT_RING_MAX_HANDLERS)
+		h->handlers[h->nhandlers++] = handler;
+out:
+	pthread_mutex_unlock(&g.lock);
+}
+
+static void bt_syscall(qemu_plugin_id_t id, unsigned int vcpu, int64_t num,
+		       uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4,
+		       uint64_t a5, uint64_t a6, uint64_t a7, uint64_t a8)
+{
+	struct bt_ring_hdr *h = g.hdr;
+	unsigned int v = vcpu & (BT_MAX_VCPUS - 1);
+
+	switch (num) {
+	case BT_NR_RT_SIGACTION:
+		bt_note_handler(a2);
+		break;
+	case BT_NR_CLONE:
+		g_clone_flags[v] = a1;
+		break;
+	case BT_NR_CLONE3:
+		if (bt_peek(a1, &g_clone_flags[v], 8) != 8)
+			g_clone_flags[v] = 0;
+		break;
+	case BT_NR_FORK:
+	case BT_NR_VFORK:
+		g_clone_flags[v] = 0;
+		break;
+	case BT_NR_EXECVE:
+	case BT_NR_EXECVEAT: {
+		char path[sizeof(h->exec_path)];
+		ssize_t r;
+
+		memset(path, 0, sizeof(path));
+		r = bt_peek(num == BT_NR_EXECVE ? a1 : a2, path,
+			    sizeof(path) - 1);
+		if (r > 0)
+			memcpy(h->exec_path, path, sizeof(path));
+		__atomic_or_fetch(&h->flags, BT_RING_F_EXEC, __ATOMIC_RELEASE);
+		break;
+	}
+	case BT_NR_EXIT_GROUP:
+		__atomic_or_fetch(&h->flags, BT_RING_F_EXITED, __ATOMIC_RELEASE);
+		break;
+	}
+}
+
+/* In a forked child: a file of its own, fresh slots, same TB table. */
+static void bt_child_init(void)
+{
+	struct bt_ring_hdr *h;
+	size_t size;
+
+	h = bt_file_create(getpid(), 0, &size);
+	if (!h)
+		return;
+	h->tb_pid = g.tbhdr->pid;
+	h->flags = BT_RING_F_FORKED | BT_RING_F_READY;
+	snprintf(h->exe, sizeof(h->exe), "%s", g.hdr->exe);
+	memcpy(h->handlers, g.hdr->handlers, sizeof(h->handlers));
+	h->nhandlers = g.hdr->nhandlers;
+	/* Keep the parent's mapping if it holds the TB table. */
+	if (g.hdr != g.tbhdr)
+		munmap(g.hdr, g.map_size);
+	g.hdr = h;
+	g.map_size = size;
+	memset(g_vslot, 0, sizeof(g_vslot));
+	pthread_mutex_init(&g.lock, NULL);
+	bt_refresh_maps();
+}
+
+static void bt_syscall_ret(qemu_plugin_id_t id, unsigned int vcpu,
+			   int64_t num, int64_t ret)
+{
+	unsigned int v = vcpu & (BT_MAX_VCPUS - 1);
+
+	switch (num) {
+	case BT_NR_MMAP:
+	case BT_NR_MPROTECT:
+	case BT_NR_MUNMAP:
+	case BT_NR_MREMAP:
+		if (ret >= 0 || ret < -4096)
+			bt_refresh_maps();
+		break;
+	case BT_NR_CLONE:
+	case BT_NR_CLONE3:
+	case BT_NR_FORK:
+	case BT_NR_VFORK:
+		if (ret == 0 && (num == BT_NR_FORK || num == BT_NR_VFORK ||
+				 !(g_clone_flags[v] & BT_CLONE_VM) ||
+				 (g_clone_flags[v] & BT_CLONE_VFORK)))
+			bt_child_init();
+		break;
+	case BT_NR_EXECVE:
+	case BT_NR_EXECVEAT:
+		if (ret < 0)
+			__atomic_and_fetch(&g.hdr->flags, ~BT_RING_F_EXEC,
+					   __ATOMIC_RELEASE);
+		break;
+	case BT_NR_CHDIR:
+	case BT_NR_FCHDIR:
+		if (ret == 0 && !getcwd(g.hdr->cwd, sizeof(g.hdr->cwd)))
+			g.hdr->cwd[0] = 0;
+		break;
+	}
+}
+
+static void bt_atexit(qemu_plugin_id_t id, void *udata)
+{
+	if (g.hdr)
+		__atomic_or_fetch(&g.hdr->flags, BT_RING_F_EXITED,
+				  __ATOMIC_RELEASE);
+}
+
+/* ---- install ---- */
+
+static int bt_parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 0);
+	return errno || end == s || *end ? -1 : 0;
+}
+
+static uint64_t bt_pow2(uint64_t v)
+{
+	uint64_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
+				  int argc, char **argv)
+{
+	int dumpable = 1;
+	size_t size;
+
+	g.nslots = 64;
+	g.entries = 1u << 20;
+	g.tb_max = 4u << 20;
+	g.fixpage = 1;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		uint64_t v = 0;
+		int bad = 0;
+
+		if (!strncmp(a, "dir=", 4))
+			snprintf(g.dir, sizeof(g.dir), "%s", a + 4);
+		else if (!strncmp(a, "slots=", 6))
+			bad = bt_parse_u64(a + 6, &v) || !v || v > 4096 ||
+			      ((g.nslots = (uint32_t)v), 0);
+		else if (!strncmp(a, "entries=", 8))
+			bad = bt_parse_u64(a + 8, &v) || v < 1024 ||
+			      v > (1ull << 28) || ((g.entries = bt_pow2(v)), 0);
+		else if (!strncmp(a, "tbmax=", 6))
+			bad = bt_parse_u64(a + 6, &v) || v < 1024 ||
+			      v >= BT_RING_IDX_GAP || ((g.tb_max = v), 0);
+		else if (!strncmp(a, "fixpage=", 8))
+			bad = bt_parse_u64(a + 8, &v) || ((g.fixpage = !!v), 0);
+		else if (!strncmp(a, "dumpable=", 9))
+			bad = bt_parse_u64(a + 9, &v) || ((dumpable = !!v), 0);
+		else
+			bad = 1;
+		if (bad) {
+			fprintf(stderr, "btrace-qemu: argument '%s': parse failed: "
+				"unknown or out of range\n", a);
+			return -1;
+		}
+	}
+	if (info && strcmp(info->target_name, "x86_64") != 0) {
+		fprintf(stderr, "btrace-qemu: target %s: load failed: only "
+			"x86_64 is supported\n", info->target_name);
+		return -1;
+	}
+	if (!g.dir[0]) {
+		fprintf(stderr, "btrace-qemu: load failed: no dir= argument\n");
+		return -1;
+	}
+	g.mask = g.entries - 1;
+	bt_note_host_maps();
+	g.hdr = bt_file_create(getpid(), 1, &size);
+	if (!g.hdr)
+		return -1;
+	g.map_size = size;
+	g.tbhdr = g.hdr;
+	g.tbs = (struct bt_tb_info *)((uint8_t *)g.hdr + g.hdr->tb_offset);
+	/* Threads beyond the slots write into a private sink. */
+	g.sink = mmap(NULL, sizeof(struct bt_ring_slot) + 4 * g.entries,
+		      PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
+		      MAP_NORESERVE, -1, 0);
+	if (g.sink == MAP_FAILED)
+		return -1;
+	g.cs_ok = cs_open(CS_ARCH_X86, CS_MODE_64, &g.cs) == CS_ERR_OK;
+	if (!dumpable)
+		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+
+	qemu_plugin_register_vcpu_init_cb(id, bt_vcpu_init);
+	qemu_plugin_register_vcpu_exit_cb(id, bt_vcpu_exit);
+	qemu_plugin_register_vcpu_tb_trans_cb(id, bt_tb_trans);
+	qemu_plugin_register_vcpu_syscall_cb(id, bt_syscall);
+	qemu_plugin_register_vcpu_syscall_ret_cb(id, bt_syscall_ret);
+	qemu_plugin_register_atexit_cb(id, bt_atexit, NULL);
+	return 0;
+}

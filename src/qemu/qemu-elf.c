@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Minimal ELF reading for the QEMU backend: program headers, the GNU build
+ * ID, and the NT_PRSTATUS notes of a guest core.  Bounds-checked; no libelf
+ * (libbtrace must not depend on it).
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "qemu-record.h"
+#include "util.h"
+
+static int bt_pread_all(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t r = pread(fd, (uint8_t *)buf + done, len - done,
+				  (off_t)(off + done));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -EIO;
+		done += (size_t)r;
+	}
+	return 0;
+}
+
+/* Walk the notes in [buf, buf+len); call @fn for each. */
+static void bt_notes(const uint8_t *buf, size_t len,
+		     void (*fn)(void *ctx, uint32_t type, const char *name,
+				const uint8_t *desc, uint32_t dsz),
+		     void *ctx)
+{
+	size_t off = 0;
+
+	while (off + 12 <= len) {
+		uint32_t nsz = bt_le32(buf + off);
+		uint32_t dsz = bt_le32(buf + off + 4);
+		uint32_t type = bt_le32(buf + off + 8);
+		size_t nal = ((size_t)nsz + 3) & ~(size_t)3;
+		size_t dal = ((size_t)dsz + 3) & ~(size_t)3;
+		const char *name = (const char *)buf + off + 12;
+
+		if (nsz > len || dsz > len || off + 12 + nal + dal > len)
+			break;
+		if (nsz && name[nsz - 1] != 0)
+			name = "";
+		fn(ctx, type, name, buf + off + 12 + nal, dsz);
+		off += 12 + nal + dal;
+	}
+}
+
+static void bt_buildid_note(void *ctx, uint32_t type, const char *name,
+			    const uint8_t *desc, uint32_t dsz)
+{
+	struct bt_qemu_elf *e = ctx;
+
+	if (type == NT_GNU_BUILD_ID && !strcmp(name, "GNU") && dsz &&
+	    dsz <= BTRACE_BUILD_ID_MAX && !e->build_id_size) {
+		memcpy(e->build_id, desc, dsz);
+		e->build_id_size = dsz;
+	}
+}
+
+/* Read the program headers of an ELF64 file; call @each for PT_NOTE. */
+static int bt_elf_phdrs(int fd, Elf64_Ehdr *eh, Elf64_Phdr **out)
+{
+	Elf64_Phdr *ph;
+	size_t n;
+
+	if (eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phnum == 0 ||
+	    eh->e_phnum > 4096)
+		return -EINVAL;
+	n = eh->e_phnum;
+	ph = calloc(n, sizeof(*ph));
+	if (!ph)
+		return -ENOMEM;
+	if (bt_pread_all(fd, ph, n * sizeof(*ph), eh->e_phoff)) {
+		free(ph);
+		return -EIO;
+	}
+	*out = ph;
+	return (int)n;
+}
+
+int bt_qemu_elf_read(const char *path, struct bt_qemu_elf *e)
+{
+	unsigned char ident[EI_NIDENT];
+	Elf64_Ehdr eh;
+	Elf64_Phdr *ph = NULL;
+	int fd, n, rc = 0;
+
+	memset(e, 0, sizeof(*e));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (bt_pread_all(fd, ident, sizeof(ident), 0) ||
+	    memcmp(ident, ELFMAG, SELFMAG)) {
+		rc = -ENOEXEC;
+		goto out;
+	}
+	if (ident[EI_CLASS] != ELFCLASS64 || ident[EI_DATA] != ELFDATA2LSB) {
+		/* Still report the machine for a clear message. */
+		Elf32_Ehdr e32;
+
+		if (!bt_pread_all(fd, &e32, sizeof(e32), 0))
+			e->machine = e32.e_machine;
+		rc = 0;
+		goto out;
+	}
+	e->is_elf64 = 1;
+	if (bt_pread_all(fd, &eh, sizeof(eh), 0)) {
+		rc = -ENOEXEC;
+		goto out;
+	}
+	e->machine = eh.e_machine;
+	e->type = eh.e_type;
+	n = bt_elf_phdrs(fd, &eh, &ph);
+	if (n < 0)
+		goto out;   /* no program headers: not loadable, no build id */
+	for (int i = 0; i < n; i++) {
+		if (ph[i].p_type == PT_INTERP)
+			e->has_interp = 1;
+		if (ph[i].p_type == PT_LOAD && e->nseg < BT_ARRAY_SIZE(e->seg)) {
+			struct bt_qemu_elf_seg *s = &e->seg[e->nseg++];
+
+			s->offset = ph[i].p_offset;
+			s->vaddr = ph[i].p_vaddr;
+			s->filesz = ph[i].p_filesz;
+			s->flags = ph[i].p_flags;
+		}
+		if (ph[i].p_type == PT_NOTE && ph[i].p_filesz &&
+		    ph[i].p_filesz < (1u << 20) && !e->build_id_size) {
+			uint8_t *buf = malloc(ph[i].p_filesz);
+
+			if (buf && !bt_pread_all(fd, buf, ph[i].p_filesz,
+						 ph[i].p_offset))
+				bt_notes(buf, ph[i].p_filesz, bt_buildid_note, e);
+			free(buf);
+		}
+	}
+out:
+	free(ph);
+	close(fd);
+	return rc;
+}
+
+/* elf_prstatus on x86-64: pr_cursig at 12, pr_pid at 32, pr_reg at 112. */
+#define BT_PRSTATUS_CURSIG 12
+#define BT_PRSTATUS_PID 32
+#define BT_PRSTATUS_REG 112
+#define BT_PRSTATUS_MIN (BT_PRSTATUS_REG + 8 * BTRACE_NREGS)
+
+static void bt_core_note(void *ctx, uint32_t type, const char *name,
+			 const uint8_t *desc, uint32_t dsz)
+{
+	struct bt_qemu_core *c = ctx;
+
+	if (type != NT_PRSTATUS || dsz < BT_PRSTATUS_MIN)
+		return;
+	c->nthreads++;
+	if (c->found)
+		return;   /* the first one is the thread that died */
+	c->found = 1;
+	c->signo = (int16_t)bt_le16(desc + BT_PRSTATUS_CURSIG);
+	c->tid = (int32_t)bt_le32(desc + BT_PRSTATUS_PID);
+	for (int i = 0; i < BTRACE_NREGS; i++)
+		c->regs[i] = bt_le64(desc + BT_PRSTATUS_REG + 8 * i);
+}
+
+int bt_qemu_core_read(const char *path, struct bt_qemu_core *c)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr *ph = NULL;
+	int fd, n, rc = -ENOEXEC;
+
+	memset(c, 0, sizeof(*c));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (bt_pread_all(fd, &eh, sizeof(eh), 0) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type != ET_CORE)
+		goto out;
+	n = bt_elf_phdrs(fd, &eh, &ph);
+	for (int i = 0; i < n; i++) {
+		uint8_t *buf;
+
+		if (ph[i].p_type != PT_NOTE || !ph[i].p_filesz ||
+		    ph[i].p_filesz > (64u << 20))
+			continue;
+		buf = malloc(ph[i].p_filesz);
+		if (buf && !bt_pread_all(fd, buf, ph[i].p_filesz, ph[i].p_offset))
+			bt_notes(buf, ph[i].p_filesz, bt_core_note, c);
+		free(buf);
+	}
+	rc = c->found ? 0 : -ENOENT;
+out:
+	free(ph);
+	close(fd);
+	return rc;
+}

@@ -1,0 +1,888 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The QEMU backend, host side: run the program under qemu-x86_64 with the
+ * btrace plugin, wait for it, and when it dies of a selected signal (or
+ * exits, with BTRACE_ON_EXIT) turn the plugin's rings into a snapshot: one
+ * Intel PT (or BTS) buffer per thread, tasks, mappings with build IDs, the
+ * code of every mapped executable file, and the signal with the exact fault
+ * registers from QEMU's guest core.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "qemu/qemu-config.h"
+#include "qemu-record.h"
+#include "util.h"
+
+#define BT_QEMU_DEFAULT_SIZE (4ull << 20)
+#define BT_QEMU_DEFAULT_PAD 4096ull
+#define BT_QEMU_PSB_PERIOD 4096u   /* bytes; field value 1 (2^(1+11)) */
+
+/* The guest CPU model QEMU 7.2 emulates with -cpu max under TCG. */
+#define BT_QEMU_CPU_VENDOR BTRACE_CPU_AMD
+#define BT_QEMU_CPU_FAMILY 15
+#define BT_QEMU_CPU_MODEL 107
+#define BT_QEMU_CPU_STEPPING 1
+
+/* ---- finding things ---- */
+
+static int bt_is_exec_file(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISREG(st.st_mode) && !access(path, X_OK);
+}
+
+static int bt_path_search(const char *name, char *out, size_t len)
+{
+	const char *path = getenv("PATH");
+	const char *p, *e;
+
+	if (strchr(name, '/')) {
+		snprintf(out, len, "%s", name);
+		return bt_is_exec_file(out) ? 0 : -ENOENT;
+	}
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path; *p; p = *e ? e + 1 : e) {
+		e = strchr(p, ':');
+		if (!e)
+			e = p + strlen(p);
+		snprintf(out, len, "%.*s/%s", (int)(e - p), e > p ? p : ".",
+			 name);
+		if (bt_is_exec_file(out))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+int bt_qemu_find_emulator(char *out, size_t len, struct btrace_error *err)
+{
+	const char *env = getenv("BTRACE_QEMU");
+	struct bt_qemu_elf e;
+	int rc;
+
+	rc = bt_path_search(env && *env ? env : "qemu-x86_64", out, len);
+	if (rc) {
+		bt_error(err, -ENOENT, "qemu-x86_64: find emulator failed: %s",
+			 env && *env ? "BTRACE_QEMU names no executable file" :
+				       "not found in PATH");
+		return bt_hint(err, "install the qemu-user package "
+			       "(apt install qemu-user), which provides "
+			       "qemu-x86_64 with plugin support");
+	}
+	rc = bt_qemu_elf_read(out, &e);
+	if (rc == 0 && e.is_elf64 && !e.has_interp) {
+		bt_error(err, -BTRACE_ERR_UNSUPPORTED,
+			 "%s: load plugin failed: this qemu-x86_64 is statically "
+			 "linked and cannot load TCG plugins", out);
+		return bt_hint(err, "install the qemu-user package (the "
+			       "dynamic build; qemu-user-static has no plugin "
+			       "support) or set BTRACE_QEMU to it");
+	}
+	return 0;
+}
+
+static int bt_try_plugin(char *out, size_t len, const char *dir,
+			 const char *rel)
+{
+	snprintf(out, len, "%s/%s", dir, rel);
+	return access(out, R_OK) == 0;
+}
+
+int bt_qemu_find_plugin(char *out, size_t len, struct btrace_error *err)
+{
+	const char *env = getenv("BTRACE_QEMU_PLUGIN");
+	char exe[PATH_MAX], *slash;
+	ssize_t n;
+
+	if (env && *env) {
+		snprintf(out, len, "%s", env);
+		if (access(out, R_OK) == 0)
+			return 0;
+		bt_error(err, -ENOENT, "%s: find plugin failed: %s", env,
+			 strerror(errno));
+		return bt_hint(err, "BTRACE_QEMU_PLUGIN must name "
+			       "libbtrace-qemu.so");
+	}
+	/* The build tree: <builddir>/src/cli/btrace or
+	 * <builddir>/tests/qemu/<test> -> <builddir>/src/qemu/. */
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = 0;
+		for (int up = 0; up < 4; up++) {
+			slash = strrchr(exe, '/');
+			if (!slash || slash == exe)
+				break;
+			*slash = 0;
+			if (bt_try_plugin(out, len, exe,
+					  "src/qemu/libbtrace-qemu.so"))
+				return 0;
+		}
+	}
+	if (bt_try_plugin(out, len, BTRACE_QEMU_PLUGIN_DIR, "libbtrace-qemu.so"))
+		return 0;
+	bt_error(err, -ENOENT, "libbtrace-qemu.so: find plugin failed: not in "
+		 "the build tree or %s", BTRACE_QEMU_PLUGIN_DIR);
+	return bt_hint(err, "reinstall btrace or set BTRACE_QEMU_PLUGIN to the "
+		       "plugin's path");
+}
+
+int bt_qemu_check_program(const char *prog, char *out, size_t len,
+			  struct btrace_error *err)
+{
+	struct bt_qemu_elf e;
+	int rc;
+
+	if (bt_path_search(prog, out, len)) {
+		bt_error(err, -ENOENT, "%s: find program failed: %s", prog,
+			 strchr(prog, '/') ? "no such executable file" :
+					     "not found in PATH");
+		return bt_hint(err, "check the program name and that it is "
+			       "executable");
+	}
+	rc = bt_qemu_elf_read(out, &e);
+	if (rc == -ENOEXEC) {
+		bt_error(err, -ENOEXEC, "%s: load program failed: not an ELF "
+			 "executable (a script?)", out);
+		return bt_hint(err, "record the interpreter instead, e.g. "
+			       "btrace record -- /bin/sh script");
+	}
+	if (rc)
+		return bt_error(err, rc, "%s: read program failed: %s", out,
+				strerror(-rc));
+	if (!e.is_elf64 || e.machine != EM_X86_64) {
+		bt_error(err, -ENOEXEC, "%s: load program failed: not an x86-64 "
+			 "program (ELF machine %u)", out, e.machine);
+		return bt_hint(err, "the QEMU backend emulates x86-64 user "
+			       "programs only");
+	}
+	return 0;
+}
+
+/* ---- running ---- */
+
+static volatile sig_atomic_t bt_child_pid;
+
+static void bt_forward(int sig, siginfo_t *si, void *uc)
+{
+	/* Signals from the terminal reach the child's process group
+	 * already; forward the ones sent to us alone. */
+	if (bt_child_pid > 0 && si->si_code <= 0)
+		kill(bt_child_pid, sig);
+}
+
+static uint64_t bt_pow2(uint64_t v)
+{
+	uint64_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+static int bt_rmtree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char p[PATH_MAX];
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		unlink(p);
+	}
+	closedir(d);
+	return rmdir(dir) ? -errno : 0;
+}
+
+/* ---- the snapshot ---- */
+
+struct bt_enc_ctx {
+	struct bt_pt_enc *pt;
+	struct bt_bts_enc *bts;
+};
+
+static int bt_enc_cb(void *ctx, const struct bt_branch *br)
+{
+	struct bt_enc_ctx *c = ctx;
+	static FILE *dbg;
+
+	if (!dbg && getenv("BTRACE_QEMU_DUMP"))
+		dbg = fopen(getenv("BTRACE_QEMU_DUMP"), "w");
+	if (dbg)
+		fprintf(dbg, "%u %d %#llx -> %#llx len %u\n", br->kind, br->taken,
+			(unsigned long long)br->from,
+			(unsigned long long)br->to, br->len);
+	if (c->bts)
+		return br->kind >= BT_QEMU_MARK_BEGIN ? 0 :
+		       bt_bts_enc_branch(c->bts, br);
+	if (br->kind == BT_QEMU_MARK_BEGIN)
+		return bt_pt_enc_begin(c->pt, br->to);
+	if (br->kind == BT_QEMU_MARK_GAP)
+		return bt_pt_enc_overflow(c->pt, br->to);
+	return bt_pt_enc_branch(c->pt, br);
+}
+
+struct bt_job {
+	const struct btrace_record_opts *opts;
+	const char *prog;               /* resolved program path */
+	const char *dir;                /* ring directory */
+	const char *start_cwd;
+	int pid;
+	int status;
+	uint64_t size, pad;
+	uint32_t kind;
+	struct btrace_writer *w;
+	struct btrace_error *err;
+};
+
+static void bt_core_path(const struct bt_job *j, const char *cwd, int pid,
+			 char *out, size_t len)
+{
+	char suffix[32];
+	DIR *d = opendir(cwd);
+	struct dirent *de;
+
+	out[0] = 0;
+	if (!d)
+		return;
+	snprintf(suffix, sizeof(suffix), "_%d.core", pid);
+	while ((de = readdir(d))) {
+		size_t nl = strlen(de->d_name), sl = strlen(suffix);
+
+		if (!strncmp(de->d_name, "qemu_", 5) && nl > sl &&
+		    !strcmp(de->d_name + nl - sl, suffix)) {
+			snprintf(out, len, "%s/%s", cwd, de->d_name);
+			break;
+		}
+	}
+	closedir(d);
+}
+
+static const char *bt_basename(const char *p)
+{
+	const char *s = strrchr(p, '/');
+
+	return s ? s + 1 : p;
+}
+
+struct bt_file_info {
+	char *path;
+	struct bt_qemu_elf elf;
+	int ok;
+};
+
+/* Mappings from the guest map text; code of mapped files. */
+static int bt_write_maps(struct bt_job *j, const struct bt_qemu_ring *r)
+{
+	struct bt_file_info *files = NULL;
+	size_t nfiles = 0, capf = 0;
+	char *text = strdup(r->maps), *line, *save = NULL;
+	int rc = 0;
+
+	if (!text)
+		return bt_error(j->err, -ENOMEM, "snapshot: mappings failed: "
+				"out of memory");
+	for (line = strtok_r(text, "\n", &save); line && !rc;
+	     line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long s, e, off, ino;
+		unsigned int maj, min;
+		char perms[8];
+		int n = 0;
+		struct btrace_mapping m;
+		const char *path;
+		struct bt_file_info *fi = NULL;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &s, &e,
+			   perms, &off, &maj, &min, &ino, &n) < 7)
+			continue;
+		path = line + n;
+		memset(&m, 0, sizeof(m));
+		m.pid = j->pid;
+		m.start = s;
+		m.end = e;
+		m.pgoff = off;
+		m.dev = ((uint64_t)maj << 8) | min;
+		m.ino = ino;
+		m.prot = (perms[0] == 'r' ? 1 : 0) | (perms[1] == 'w' ? 2 : 0) |
+			 (perms[2] == 'x' ? 4 : 0);
+		m.flags = perms[3] == 's' ? 1 : 2;
+		m.path = (char *)(*path ? path : "//anon");
+		if (*path == '/') {
+			for (size_t i = 0; i < nfiles; i++)
+				if (!strcmp(files[i].path, path))
+					fi = &files[i];
+			if (!fi && !bt_grow((void **)&files, &capf, nfiles,
+					    sizeof(*files))) {
+				fi = &files[nfiles++];
+				memset(fi, 0, sizeof(*fi));
+				fi->path = strdup(path);
+				fi->ok = fi->path &&
+					 !bt_qemu_elf_read(path, &fi->elf) &&
+					 fi->elf.is_elf64;
+			}
+		}
+		if (fi && fi->ok) {
+			/* QEMU maps guest code read-only on the host: take
+			 * the execute bit from the ELF segments. */
+			for (size_t k = 0; k < fi->elf.nseg; k++) {
+				const struct bt_qemu_elf_seg *sg = &fi->elf.seg[k];
+
+				if ((sg->flags & PF_X) &&
+				    sg->offset < off + (e - s) &&
+				    sg->offset + sg->filesz > off)
+					m.prot |= 4;
+			}
+			m.build_id_size = fi->elf.build_id_size;
+			memcpy(m.build_id, fi->elf.build_id, sizeof(m.build_id));
+		}
+		rc = btrace_writer_add_mapping(j->w, &m, j->err);
+	}
+
+	/* Code: every executable segment of every mapped ELF file. */
+	for (size_t i = 0; i < nfiles && !rc; i++) {
+		struct bt_file_info *fi = &files[i];
+
+		if (!fi->ok || (j->opts->flags & BTRACE_RECORD_NO_CODE))
+			continue;
+		for (size_t k = 0; k < fi->elf.nseg && !rc; k++) {
+			const struct bt_qemu_elf_seg *sg = &fi->elf.seg[k];
+			struct btrace_code c;
+			uint64_t vaddr = 0;
+			int fd, found = 0;
+			void *map;
+
+			if (!(sg->flags & PF_X) || !sg->filesz)
+				continue;
+			/* Where the segment is mapped. */
+			for (line = r->maps; line && *line && !found;) {
+				unsigned long long s, e, off;
+				int n = 0;
+				char *nl = strchr(line, '\n');
+
+				if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %n",
+					   &s, &e, &off, &n) >= 3 && n &&
+				    !strncmp(line + n, fi->path,
+					     strlen(fi->path)) &&
+				    (line[n + strlen(fi->path)] == '\n' ||
+				     !line[n + strlen(fi->path)]) &&
+				    sg->offset >= off && sg->offset < off + (e - s)) {
+					vaddr = s + (sg->offset - off);
+					found = 1;
+				}
+				line = nl ? nl + 1 : NULL;
+			}
+			if (!found)
+				continue;
+			fd = open(fi->path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			map = mmap(NULL, sg->offset + sg->filesz, PROT_READ,
+				   MAP_PRIVATE, fd, 0);
+			close(fd);
+			if (map == MAP_FAILED)
+				continue;
+			memset(&c, 0, sizeof(c));
+			c.kind = BTRACE_CODE_FILE;
+			c.build_id_size = fi->elf.build_id_size;
+			memcpy(c.build_id, fi->elf.build_id, sizeof(c.build_id));
+			c.vaddr = vaddr;
+			c.file_offset = sg->offset;
+			c.data = (const uint8_t *)map + sg->offset;
+			c.size = sg->filesz;
+			c.path = fi->path;
+			rc = btrace_writer_add_code(j->w, &c, j->err);
+			munmap(map, sg->offset + sg->filesz);
+		}
+	}
+	for (size_t i = 0; i < nfiles; i++)
+		free(files[i].path);
+	free(files);
+	free(text);
+	return rc;
+}
+
+static int bt_write_meta(struct bt_job *j)
+{
+	struct utsname u;
+	char tbuf[64], *cmd = NULL;
+	size_t cl = 0;
+	time_t now = time(NULL);
+	struct tm tm;
+	int rc = 0;
+
+	if (!uname(&u)) {
+		rc = btrace_writer_add_meta(j->w, "host", u.nodename, j->err);
+		if (!rc)
+			rc = btrace_writer_add_meta(j->w, "kernel", u.release,
+						    j->err);
+	}
+	if (!rc)
+		rc = btrace_writer_add_meta(j->w, "btrace_version",
+					    BTRACE_VERSION, j->err);
+	gmtime_r(&now, &tm);
+	strftime(tbuf, sizeof(tbuf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (!rc)
+		rc = btrace_writer_add_meta(j->w, "time", tbuf, j->err);
+	for (char *const *a = j->opts->argv; *a; a++)
+		cl += strlen(*a) + 1;
+	cmd = calloc(1, cl + 1);
+	if (cmd) {
+		for (char *const *a = j->opts->argv; *a; a++) {
+			strcat(cmd, *a);
+			if (a[1])
+				strcat(cmd, " ");
+		}
+		if (!rc)
+			rc = btrace_writer_add_meta(j->w, "command", cmd, j->err);
+		free(cmd);
+	}
+	if (!rc)
+		rc = btrace_writer_add_meta(j->w, "backend",
+					    "qemu-x86_64 TCG plugin (software)",
+					    j->err);
+	if (!rc)
+		rc = btrace_writer_add_meta(j->w, "guest_cpu",
+					    "qemu -cpu max (TCG)", j->err);
+	return rc;
+}
+
+static const char *bt_signame(int sig)
+{
+	static char buf[16];
+	const char *n = sigabbrev_np(sig);
+
+	if (n) {
+		snprintf(buf, sizeof(buf), "SIG%s", n);
+		return buf;
+	}
+	snprintf(buf, sizeof(buf), "signal %d", sig);
+	return buf;
+}
+
+static int bt_snapshot(struct bt_job *j, const char *ring_path,
+		       struct btrace_record_result *res)
+{
+	const struct btrace_record_opts *o = j->opts;
+	struct bt_qemu_ring r;
+	struct bt_qemu_core core;
+	struct btrace_config cfg;
+	struct btrace_signal sig;
+	char core_path[PATH_MAX], out[PATH_MAX];
+	int rc, signo = WIFSIGNALED(j->status) ? WTERMSIG(j->status) : 0;
+	int crashed_tid = 0, reraise = 0;
+	const struct bt_ring_slot *crashed = NULL;
+	uint64_t kept = 0, nthreads = 0;
+	char kbuf[32], sbuf[32];
+
+	rc = bt_qemu_ring_open(ring_path, &r, j->err);
+	if (rc)
+		return rc;
+
+	/* The guest core: exact registers of the thread that died. */
+	memset(&core, 0, sizeof(core));
+	core_path[0] = 0;
+	if (signo) {
+		bt_core_path(j, r.hdr->cwd[0] ? r.hdr->cwd : j->start_cwd, j->pid,
+			     core_path, sizeof(core_path));
+		if (!core_path[0] && strcmp(r.hdr->cwd, j->start_cwd))
+			bt_core_path(j, j->start_cwd, j->pid, core_path,
+				     sizeof(core_path));
+		if (core_path[0])
+			bt_qemu_core_read(core_path, &core);
+	}
+	if (core.found)
+		crashed_tid = core.tid;
+	for (uint32_t i = 0; i < r.hdr->nslots; i++) {
+		const struct bt_ring_slot *s = bt_qemu_ring_slot(&r, i);
+
+		if (s->state == BT_SLOT_FREE || !s->pos)
+			continue;
+		if (crashed_tid && s->tid == crashed_tid)
+			crashed = s;
+		if (!crashed_tid && s->nfaults && s->fault_signo == signo &&
+		    (!crashed || s->seq > crashed->seq))
+			crashed = s;
+	}
+	if (!crashed) {
+		for (uint32_t i = 0; i < r.hdr->nslots; i++) {
+			const struct bt_ring_slot *s = bt_qemu_ring_slot(&r, i);
+
+			if (s->state != BT_SLOT_FREE && s->tid == j->pid)
+				crashed = s;
+		}
+	}
+	if (crashed)
+		crashed_tid = crashed->tid;
+
+	/* Output path. */
+	if (o->output && *o->output) {
+		snprintf(out, sizeof(out), "%s", o->output);
+	} else {
+		char comm[16];
+
+		snprintf(comm, sizeof(comm), "%s", bt_basename(j->prog));
+		snprintf(out, sizeof(out), "btrace-%s-%d.btrace", comm, j->pid);
+	}
+	rc = btrace_writer_open(out, 0, &j->w, j->err);
+	if (rc)
+		goto done;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.backend = BTRACE_BACKEND_QEMU;
+	cfg.trace_kind = j->kind;
+	cfg.cpu_vendor = BT_QEMU_CPU_VENDOR;
+	cfg.cpu_family = BT_QEMU_CPU_FAMILY;
+	cfg.cpu_model = BT_QEMU_CPU_MODEL;
+	cfg.cpu_stepping = BT_QEMU_CPU_STEPPING;
+	cfg.psb_period = 1;
+	cfg.user_only = 1;
+	cfg.requested_size = j->size;
+	cfg.pad = j->pad;
+	cfg.crash_mode = signo ? BTRACE_CRASH_PASSIVE : BTRACE_CRASH_EXIT;
+	rc = btrace_writer_set_config(j->w, &cfg, j->err);
+
+	/* Signal: exact from the core, unless the program handled the
+	 * original fault and re-raised it; then the plugin's note of the
+	 * first fault names the block. */
+	memset(&sig, 0, sizeof(sig));
+	sig.exit_status = j->status;
+	sig.tid = crashed_tid;
+	sig.signo = signo;
+	if (crashed && crashed->nfaults && crashed->fault_signo == signo) {
+		const struct bt_tb_info *ft =
+			bt_qemu_tb_at(&r, crashed, crashed->fault_pos - 1);
+		uint64_t rip = core.regs[BTRACE_REG_RIP];
+
+		if (ft && (!core.found || rip < ft->start ||
+			   rip > ft->start + ft->last_off))
+			reraise = 1;
+		sig.addr = crashed->fault_addr;
+		sig.code = crashed->fault_code;
+		if (reraise) {
+			sig.fault_source = BTRACE_FAULT_BLOCK;
+			sig.fault_ip = ft->start;
+		}
+	}
+	if (!reraise && core.found) {
+		sig.fault_source = BTRACE_FAULT_CORE;
+		sig.fault_ip = core.regs[BTRACE_REG_RIP];
+		sig.has_regs = 1;
+		memcpy(sig.regs, core.regs, sizeof(sig.regs));
+	}
+
+	/* One buffer per thread. */
+	for (uint32_t i = 0; i < r.hdr->nslots && !rc; i++) {
+		const struct bt_ring_slot *s = bt_qemu_ring_slot(&r, i);
+		struct bt_pt_enc_opts po = { .retcomp = 1,
+					     .psb_period = BT_QEMU_PSB_PERIOD,
+					     .ring_size = j->size + j->pad };
+		struct bt_enc_ctx ec = { 0 };
+		struct bt_qemu_end end = { 0 };
+		struct bt_qemu_rebuild rb;
+		struct btrace_buffer b;
+		struct btrace_task t;
+		int wrapped = 0;
+
+		if (s->state == BT_SLOT_FREE || !s->pos)
+			continue;
+		if (s == crashed && core.found) {
+			end.have_ip = 1;
+			end.ip = core.regs[BTRACE_REG_RIP];
+		}
+		if (j->kind == BTRACE_TRACE_BTS)
+			rc = bt_bts_enc_new(j->size + j->pad, &ec.bts);
+		else
+			rc = bt_pt_enc_new(&po, &ec.pt);
+		if (rc) {
+			bt_error(j->err, rc, "thread %d: encode failed: %s",
+				 s->tid, strerror(-rc));
+			break;
+		}
+		rc = bt_qemu_rebuild(&r, s, &end, bt_enc_cb, &ec, &rb);
+		if (!rc && ec.pt)
+			rc = bt_pt_enc_end(ec.pt, rb.end_ip);
+		if (rc) {
+			bt_error(j->err, rc < 0 ? rc : -BTRACE_ERR_INTERNAL,
+				 "thread %d: encode failed: invalid branch "
+				 "sequence", s->tid);
+			bt_pt_enc_free(ec.pt);
+			bt_bts_enc_free(ec.bts);
+			break;
+		}
+		if (s == crashed && !sig.fault_ip) {
+			sig.fault_source = BTRACE_FAULT_BLOCK;
+			sig.fault_ip = rb.end_ip;
+		}
+		memset(&b, 0, sizeof(b));
+		b.kind = j->kind;
+		b.data = ec.pt ? bt_pt_enc_data(ec.pt, &b.size, &wrapped) :
+				 bt_bts_enc_data(ec.bts, &b.size, &wrapped);
+		b.flags = wrapped || s->pos > r.hdr->entries ?
+			  BTRACE_BUF_WRAPPED : 0;
+		if (rb.ngaps)
+			b.flags |= BTRACE_BUF_LOST;
+		b.lost = rb.ngaps;
+		b.tid = s->tid;
+		b.cpu = -1;
+		b.requested_size = j->size;
+		b.pad = j->pad;
+		b.ring_size = j->size + j->pad;
+		b.head = b.size;
+		rc = btrace_writer_add_buffer(j->w, &b, j->err);
+		if (s == crashed)
+			kept = b.size;
+		nthreads++;
+		bt_pt_enc_free(ec.pt);
+		bt_bts_enc_free(ec.bts);
+
+		memset(&t, 0, sizeof(t));
+		t.pid = j->pid;
+		t.tid = s->tid;
+		t.ppid = r.hdr->ppid;
+		t.flags = (s == crashed && signo ? BTRACE_TASK_CRASHED : 0) |
+			  (s->state == BT_SLOT_EXITED ? BTRACE_TASK_EXITED : 0);
+		t.comm = (char *)bt_basename(j->prog);
+		t.exe = (char *)j->prog;
+		if (!rc)
+			rc = btrace_writer_add_task(j->w, &t, j->err);
+	}
+	if (!rc)
+		rc = bt_write_maps(j, &r);
+	if (!rc && signo)
+		rc = btrace_writer_set_signal(j->w, &sig, j->err);
+	if (!rc)
+		rc = bt_write_meta(j);
+	if (!rc && reraise) {
+		char v[32];
+
+		snprintf(v, sizeof(v), "0x%llx",
+			 (unsigned long long)core.regs[BTRACE_REG_RIP]);
+		rc = btrace_writer_add_meta(j->w, "qemu.reraise_ip", v, j->err);
+	}
+	if (!rc && (r.hdr->flags & BT_RING_F_EXEC))
+		rc = btrace_writer_add_meta(j->w, "qemu.exec",
+					    r.hdr->exec_path, j->err);
+	if (!rc) {
+		rc = btrace_writer_commit(j->w, j->err);
+		j->w = NULL;
+	}
+	if (rc)
+		goto done;
+	res->snapshots++;
+	snprintf(res->snapshot_path, sizeof(res->snapshot_path), "%s", out);
+	if (!(o->flags & BTRACE_RECORD_QUIET))
+		fprintf(stderr, "btrace: wrote %s: %s in thread %d at %#llx%s, "
+			"%s of trace kept of %s asked (%llu thread%s, qemu)\n",
+			out, signo ? bt_signame(signo) : "exit", crashed_tid,
+			(unsigned long long)sig.fault_ip,
+			sig.fault_source == BTRACE_FAULT_BLOCK ? " (block)" : "",
+			bt_fmt_size(kbuf, sizeof(kbuf), kept),
+			bt_fmt_size(sbuf, sizeof(sbuf), j->size),
+			(unsigned long long)nthreads, nthreads == 1 ? "" : "s");
+done:
+	btrace_writer_free(j->w);
+	j->w = NULL;
+	if (core_path[0]) {
+		if (o->flags & BTRACE_RECORD_KEEP_CORE) {
+			char kp[PATH_MAX + 8];
+
+			snprintf(kp, sizeof(kp), "%s.core", out);
+			if (rename(core_path, kp))
+				unlink(core_path);
+		} else {
+			unlink(core_path);
+		}
+	}
+	bt_qemu_ring_close(&r);
+	return rc;
+}
+
+int bt_qemu_record(const struct btrace_record_opts *opts,
+		   struct btrace_record_result *res, struct btrace_error *err)
+{
+	char qemu[PATH_MAX], plugin[PATH_MAX], prog[PATH_MAX];
+	char dir[PATH_MAX], cwd[PATH_MAX], plugarg[PATH_MAX * 2 + 128];
+	char ring_path[PATH_MAX + 32];
+	const char *tmp = getenv("TMPDIR");
+	struct sigaction sa, old_int, old_term, old_hup;
+	struct bt_job j;
+	uint64_t on, entries;
+	int pipefd[2], rc, n = 0, k, cerr = 0;
+	char **argv, *extra, *save = NULL;
+	pid_t pid;
+
+	memset(res, 0, sizeof(*res));
+	res->backend = BTRACE_BACKEND_QEMU;
+	if (!opts || !opts->argv || !opts->argv[0])
+		return bt_error(err, -EINVAL, "qemu backend: record failed: "
+				"no program to run (attaching to a running "
+				"process is not possible with QEMU)");
+	rc = bt_qemu_find_emulator(qemu, sizeof(qemu), err);
+	if (!rc)
+		rc = bt_qemu_find_plugin(plugin, sizeof(plugin), err);
+	if (!rc)
+		rc = bt_qemu_check_program(opts->argv[0], prog, sizeof(prog), err);
+	if (rc)
+		return rc;
+	if (!getcwd(cwd, sizeof(cwd)))
+		return bt_error(err, -errno, "getcwd failed: %s", strerror(errno));
+
+	memset(&j, 0, sizeof(j));
+	j.opts = opts;
+	j.err = err;
+	j.prog = prog;
+	j.start_cwd = cwd;
+	j.size = opts->size ? opts->size : BT_QEMU_DEFAULT_SIZE;
+	j.pad = opts->pad ? opts->pad : BT_QEMU_DEFAULT_PAD;
+	j.kind = opts->trace_kind == BTRACE_TRACE_BTS ? BTRACE_TRACE_BTS :
+							  BTRACE_TRACE_PT;
+	on = opts->on ? opts->on : BTRACE_ON_DEFAULT;
+	/* TB records: about one PT byte each; BTS needs 24 bytes per taken
+	 * branch, so fewer records fill its ring. */
+	entries = bt_pow2(j.kind == BTRACE_TRACE_BTS ? j.size / 12 : j.size * 2);
+	if (entries < 65536)
+		entries = 65536;
+	if (entries > (1ull << 26))
+		entries = 1ull << 26;
+
+	snprintf(dir, sizeof(dir), "%s/btrace-qemu-XXXXXX",
+		 tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir))
+		return bt_error(err, -errno, "%s: create ring directory failed: "
+				"%s", dir, strerror(errno));
+	j.dir = dir;
+	snprintf(plugarg, sizeof(plugarg), "%s,dir=%s,entries=%llu,dumpable=0",
+		 plugin, dir, (unsigned long long)entries);
+
+	while (opts->argv[n])
+		n++;
+	/* BTRACE_QEMU_ARGS: extra emulator options (e.g. "-d exec,nochain
+	 * -D log"), split at spaces. */
+	extra = getenv("BTRACE_QEMU_ARGS");
+	extra = extra ? strdup(extra) : NULL;
+	argv = calloc((size_t)n + 10 + (extra ? strlen(extra) / 2 + 1 : 0),
+		      sizeof(*argv));
+	if (!argv) {
+		free(extra);
+		bt_rmtree(dir);
+		return bt_error(err, -ENOMEM, "qemu backend: out of memory");
+	}
+	argv[0] = qemu;
+	argv[1] = (char *)"-cpu";
+	argv[2] = (char *)"max";
+	argv[3] = (char *)"-0";
+	argv[4] = opts->argv[0];
+	k = 5;
+	for (char *tok = extra ? strtok_r(extra, " ", &save) : NULL; tok;
+	     tok = strtok_r(NULL, " ", &save))
+		argv[k++] = tok;
+	argv[k++] = (char *)"-plugin";
+	argv[k++] = plugarg;
+	argv[k++] = prog;
+	for (int i = 1; i < n; i++)
+		argv[k++] = opts->argv[i];
+
+	if (pipe2(pipefd, O_CLOEXEC)) {
+		free(argv);
+		free(extra);
+		bt_rmtree(dir);
+		return bt_error(err, -errno, "pipe failed: %s", strerror(errno));
+	}
+	pid = fork();
+	if (pid < 0) {
+		rc = -errno;
+		free(argv);
+		free(extra);
+		close(pipefd[0]);
+		close(pipefd[1]);
+		bt_rmtree(dir);
+		return bt_error(err, rc, "fork failed: %s", strerror(-rc));
+	}
+	if (pid == 0) {
+		struct rlimit rl;
+		int e;
+
+		/* A guest core gives the exact fault registers. */
+		if (!getrlimit(RLIMIT_CORE, &rl)) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_CORE, &rl);
+		}
+		execv(qemu, argv);
+		e = errno;
+		if (write(pipefd[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	if (read(pipefd[0], &cerr, sizeof(cerr)) != sizeof(cerr))
+		cerr = 0;
+	close(pipefd[0]);
+	free(argv);
+	free(extra);
+
+	bt_child_pid = pid;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = bt_forward;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	sigaction(SIGHUP, &sa, &old_hup);
+	while (waitpid(pid, &j.status, 0) < 0 && errno == EINTR)
+		;
+	bt_child_pid = 0;
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGHUP, &old_hup, NULL);
+
+	if (cerr) {
+		bt_rmtree(dir);
+		return bt_error(err, -cerr, "%s: exec failed: %s", qemu,
+				strerror(cerr));
+	}
+	j.pid = pid;
+	res->exit_status = j.status;
+	res->shell_status = WIFEXITED(j.status) ? WEXITSTATUS(j.status) :
+			    WIFSIGNALED(j.status) ? 128 + WTERMSIG(j.status) : 1;
+
+	snprintf(ring_path, sizeof(ring_path), "%s/ring.%d", dir, (int)pid);
+	if (access(ring_path, R_OK)) {
+		bt_rmtree(dir);
+		bt_error(err, -BTRACE_ERR_UNSUPPORTED, "%s: load plugin failed: "
+			 "qemu-x86_64 did not start the btrace plugin (exit "
+			 "status %d)", plugin, res->shell_status);
+		return bt_hint(err, "run 'btrace doctor'; the plugin must match "
+			       "QEMU 7.2's plugin API version 1");
+	}
+	rc = 0;
+	if ((WIFSIGNALED(j.status) && WTERMSIG(j.status) < 63 &&
+	     (on & BTRACE_ON_SIGNAL(WTERMSIG(j.status)))) ||
+	    (on & BTRACE_ON_EXIT))
+		rc = bt_snapshot(&j, ring_path, res);
+	if (getenv("BTRACE_QEMU_KEEP_RINGS"))
+		fprintf(stderr, "btrace: ring files kept in %s\n", dir);
+	else
+		bt_rmtree(dir);
+	return rc;
+}

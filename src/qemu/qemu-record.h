@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/* The QEMU software backend, host side (built into libbtrace). */
+#ifndef BT_QEMU_RECORD_H
+#define BT_QEMU_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <btrace/btrace.h>
+#include <btrace/record.h>
+#include <btrace/snapshot.h>
+
+#include "encode/encode.h"
+#include "ring.h"
+
+/* Launch opts->argv under qemu-x86_64 with the btrace plugin, wait, and
+ * write a snapshot on a selected death (see docs/qemu-backend.md). */
+int bt_qemu_record(const struct btrace_record_opts *opts,
+		   struct btrace_record_result *res, struct btrace_error *err);
+
+/* Locate qemu-x86_64 (env BTRACE_QEMU, then PATH) and check that it can
+ * load plugins.  @out gets the path. */
+int bt_qemu_find_emulator(char *out, size_t len, struct btrace_error *err);
+/* Locate the plugin (env BTRACE_QEMU_PLUGIN, the build tree next to the
+ * running executable, the install directory). */
+int bt_qemu_find_plugin(char *out, size_t len, struct btrace_error *err);
+/* Resolve @prog through PATH and check it is an x86-64 ELF executable. */
+int bt_qemu_check_program(const char *prog, char *out, size_t len,
+			  struct btrace_error *err);
+
+/* ---- ring files ---- */
+
+struct bt_qemu_ring {
+	uint8_t *base;                 /* the file, mapped read-only */
+	size_t size;
+	const struct bt_ring_hdr *hdr;
+	const struct bt_tb_info *tbs;  /* the TB table (maybe another file's) */
+	uint64_t ntbs;
+	char *maps;                    /* copy of the guest map text */
+};
+
+int bt_qemu_ring_open(const char *path, struct bt_qemu_ring *r,
+		      struct btrace_error *err);
+void bt_qemu_ring_close(struct bt_qemu_ring *r);
+struct bt_ring_slot *bt_qemu_ring_slot(const struct bt_qemu_ring *r,
+				       uint32_t i);
+
+/* How the thread's history ends. */
+struct bt_qemu_end {
+	int have_ip;          /* @ip is the exact next (not executed) insn */
+	uint64_t ip;
+};
+
+/* Pseudo-kinds passed to the rebuild callback besides enum bt_branch_kind:
+ * the history starts at @to, and trace was lost before @to. */
+#define BT_QEMU_MARK_BEGIN 0xfe
+#define BT_QEMU_MARK_GAP 0xff
+
+/*
+ * Rebuild one thread's branches from its ring and feed them to @cb (in
+ * order), ending per @end.  Returns the number of branches, or < 0.
+ * *@end_ip gets the address the trace ends at.
+ */
+typedef int (*bt_qemu_branch_cb)(void *ctx, const struct bt_branch *br);
+struct bt_qemu_rebuild {
+	uint64_t first_ip;    /* where the retained history starts */
+	uint64_t end_ip;      /* where it stops (not executed) */
+	uint64_t ntb;         /* TB records used */
+	uint64_t nasync;      /* asynchronous edges found */
+	uint64_t ngaps;       /* unknown TBs (table full) */
+	int end_exact;        /* end_ip is the exact faulting instruction */
+	uint64_t last_tb_start;
+};
+int bt_qemu_rebuild(const struct bt_qemu_ring *r,
+		    const struct bt_ring_slot *s, const struct bt_qemu_end *end,
+		    bt_qemu_branch_cb cb, void *ctx,
+		    struct bt_qemu_rebuild *out);
+/* The TB record at ring position @pos of @s, NULL if gone or unknown. */
+const struct bt_tb_info *bt_qemu_tb_at(const struct bt_qemu_ring *r,
+				       const struct bt_ring_slot *s,
+				       uint64_t pos);
+
+/* ---- ELF ---- */
+
+struct bt_qemu_elf_seg {
+	uint64_t offset;      /* p_offset */
+	uint64_t vaddr;       /* p_vaddr */
+	uint64_t filesz;
+	uint32_t flags;       /* PF_* */
+};
+
+struct bt_qemu_elf {
+	int is_elf64;
+	uint16_t machine;
+	uint16_t type;
+	int has_interp;
+	uint8_t build_id[BTRACE_BUILD_ID_MAX];
+	uint32_t build_id_size;
+	struct bt_qemu_elf_seg seg[16];
+	size_t nseg;
+};
+
+int bt_qemu_elf_read(const char *path, struct bt_qemu_elf *e);
+
+/* A guest core: the crashing thread's signal and registers. */
+struct bt_qemu_core {
+	int found;
+	int signo;
+	int tid;
+	uint64_t regs[BTRACE_NREGS];
+	int nthreads;
+};
+int bt_qemu_core_read(const char *path, struct bt_qemu_core *c);
+
+#endif /* BT_QEMU_RECORD_H */

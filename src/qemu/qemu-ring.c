@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Reading the plugin's ring files after the emulator died, and rebuilding
+ * each thread's branch sequence from consecutive TB indices.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "qemu-record.h"
+#include "util.h"
+
+static int bt_ring_map(const char *path, uint8_t **base, size_t *size,
+		       struct btrace_error *err)
+{
+	struct stat st;
+	void *p;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return bt_error(err, -errno, "%s: open failed: %s", path,
+				strerror(errno));
+	if (fstat(fd, &st) < 0 || st.st_size < BT_RING_HDR_SIZE) {
+		close(fd);
+		return bt_error(err, -BTRACE_ERR_FORMAT,
+				"%s: read ring failed: file too small", path);
+	}
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return bt_error(err, -errno, "%s: mmap failed: %s", path,
+				strerror(errno));
+	*base = p;
+	*size = (size_t)st.st_size;
+	return 0;
+}
+
+int bt_qemu_ring_open(const char *path, struct bt_qemu_ring *r,
+		      struct btrace_error *err)
+{
+	const struct bt_ring_hdr *h;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	rc = bt_ring_map(path, &r->base, &r->size, err);
+	if (rc)
+		return rc;
+	h = (const struct bt_ring_hdr *)r->base;
+	r->hdr = h;
+	if (memcmp(h->magic, BT_RING_MAGIC, 8) || h->version != BT_RING_VERSION) {
+		bt_qemu_ring_close(r);
+		return bt_error(err, -BTRACE_ERR_VERSION,
+				"%s: read ring failed: bad magic or version",
+				path);
+	}
+	if (!h->entries || (h->entries & (h->entries - 1)) ||
+	    h->slot_size != sizeof(struct bt_ring_slot) + 4 * h->entries ||
+	    h->slot_offset + h->nslots * h->slot_size > r->size ||
+	    h->maps_offset + h->maps_cap > r->size ||
+	    h->maps_len > h->maps_cap ||
+	    (h->tb_offset && h->tb_offset + h->tb_max *
+	     sizeof(struct bt_tb_info) > r->size)) {
+		bt_qemu_ring_close(r);
+		return bt_error(err, -BTRACE_ERR_FORMAT,
+				"%s: read ring failed: inconsistent header",
+				path);
+	}
+	r->maps = malloc((size_t)h->maps_len + 1);
+	if (!r->maps) {
+		bt_qemu_ring_close(r);
+		return bt_error(err, -ENOMEM, "%s: read failed: out of memory",
+				path);
+	}
+	memcpy(r->maps, r->base + h->maps_offset, h->maps_len);
+	r->maps[h->maps_len] = 0;
+	if (h->tb_offset) {
+		r->tbs = (const struct bt_tb_info *)(r->base + h->tb_offset);
+		r->ntbs = h->tb_count < h->tb_max ? h->tb_count : h->tb_max;
+	} else {
+		/* A forked child: the table is in the root process's file. */
+		char tpath[PATH_MAX];
+		const char *slash = strrchr(path, '/');
+		struct bt_qemu_ring root;
+		int dl = slash ? (int)(slash - path) : 1;
+
+		snprintf(tpath, sizeof(tpath), "%.*s/ring.%d", dl,
+			 slash ? path : ".", h->tb_pid);
+		rc = bt_qemu_ring_open(tpath, &root, err);
+		if (rc) {
+			bt_qemu_ring_close(r);
+			return rc;
+		}
+		/* Keep the root mapping alive: leak its struct into ours. */
+		r->tbs = root.tbs;
+		r->ntbs = root.ntbs;
+		free(root.maps);
+	}
+	return 0;
+}
+
+void bt_qemu_ring_close(struct bt_qemu_ring *r)
+{
+	if (r->base)
+		munmap(r->base, r->size);
+	free(r->maps);
+	memset(r, 0, sizeof(*r));
+}
+
+struct bt_ring_slot *bt_qemu_ring_slot(const struct bt_qemu_ring *r,
+				       uint32_t i)
+{
+	return bt_ring_slot_at(r->base, r->hdr, i);
+}
+
+static uint64_t bt_first_pos(const struct bt_qemu_ring *r,
+			     const struct bt_ring_slot *s)
+{
+	return s->pos > r->hdr->entries ? s->pos - r->hdr->entries : 0;
+}
+
+const struct bt_tb_info *bt_qemu_tb_at(const struct bt_qemu_ring *r,
+				       const struct bt_ring_slot *s,
+				       uint64_t pos)
+{
+	const uint32_t *ring = bt_ring_entries((struct bt_ring_slot *)s);
+	uint32_t idx;
+
+	if (pos >= s->pos || pos < bt_first_pos(r, s))
+		return NULL;
+	idx = ring[pos & (r->hdr->entries - 1)];
+	if (idx == BT_RING_IDX_GAP || idx >= r->ntbs)
+		return NULL;
+	return &r->tbs[idx];
+}
+
+static uint64_t tb_last(const struct bt_tb_info *t)
+{
+	return t->start + t->last_off;
+}
+
+static uint64_t tb_end(const struct bt_tb_info *t)
+{
+	return t->start + t->last_off + t->last_len;
+}
+
+static int bt_is_handler(const struct bt_qemu_ring *r, uint64_t ip)
+{
+	uint32_t n = r->hdr->nhandlers;
+
+	if (n > BT_RING_MAX_HANDLERS)
+		n = BT_RING_MAX_HANDLERS;
+	for (uint32_t i = 0; i < n; i++)
+		if (r->hdr->handlers[i] == ip)
+			return 1;
+	return 0;
+}
+
+/* Where an interrupted TB stopped, when nothing more precise is known. */
+static uint64_t bt_async_from(const struct bt_tb_info *p, int fault_here)
+{
+	if (p->kind == BT_TB_TRAP)
+		return tb_last(p);
+	if (fault_here)
+		return p->start;   /* the fault is somewhere in the block */
+	switch (p->kind) {
+	case BT_TB_NONE:
+	case BT_TB_REP:
+		return tb_end(p);
+	case BT_TB_JMP:
+	case BT_TB_CALL:
+		return p->target;
+	default:
+		return tb_last(p);
+	}
+}
+
+static void bt_set(struct bt_branch *b, uint8_t kind, uint64_t from,
+		   uint8_t len, uint64_t to, int taken)
+{
+	memset(b, 0, sizeof(*b));
+	b->kind = kind;
+	b->from = from;
+	b->len = len;
+	b->to = to;
+	b->taken = (uint8_t)taken;
+}
+
+/*
+ * The transition p -> @to.  Returns 1 with *b filled, 0 when it is not a
+ * branch (rep-string iteration), 2 for an asynchronous edge.
+ */
+static int bt_transition(const struct bt_qemu_ring *r,
+			 const struct bt_tb_info *p, uint64_t to,
+			 int fault_here, struct bt_branch *b)
+{
+	uint64_t last = tb_last(p), end = tb_end(p);
+	uint8_t len = p->last_len;
+	int async = 0;
+
+	switch (p->kind) {
+	case BT_TB_NONE:
+		if (to == end)
+			bt_set(b, BT_BR_NONE, last, len, to, 0);
+		else
+			async = 1;
+		break;
+	case BT_TB_COND:
+		if (to == p->target)
+			bt_set(b, BT_BR_COND, last, len, to, 1);
+		else if (to == end)
+			bt_set(b, BT_BR_COND, last, len, to, 0);
+		else
+			async = 1;
+		break;
+	case BT_TB_JMP:
+	case BT_TB_CALL:
+		if (to == p->target)
+			bt_set(b, p->kind == BT_TB_JMP ? BT_BR_JMP : BT_BR_CALL,
+			       last, len, to, 1);
+		else
+			async = 1;
+		break;
+	case BT_TB_JMP_IND:
+	case BT_TB_CALL_IND:
+	case BT_TB_RET:
+		if (bt_is_handler(r, to) || fault_here)
+			async = 1;
+		else
+			bt_set(b, p->kind == BT_TB_RET ? BT_BR_RET :
+			       p->kind == BT_TB_JMP_IND ? BT_BR_JMP_IND :
+			       BT_BR_CALL_IND, last, len, to, 1);
+		break;
+	case BT_TB_SYSCALL:
+	case BT_TB_FAR:
+		if (fault_here)
+			async = 1;
+		else
+			bt_set(b, BT_BR_FAR, last, len, to, 1);
+		break;
+	case BT_TB_REP:
+		if (to == last)
+			return 0;
+		if (to == end)
+			bt_set(b, BT_BR_NONE, last, len, to, 0);
+		else
+			async = 1;
+		break;
+	case BT_TB_TRAP:
+	default:
+		if (to == end && !fault_here)
+			bt_set(b, BT_BR_NONE, last, len, to, 0);
+		else
+			async = 1;
+		break;
+	}
+	if (!async)
+		return 1;
+	bt_set(b, BT_BR_ASYNC, bt_async_from(p, fault_here), 0, to, 0);
+	return 2;
+}
+
+int bt_qemu_rebuild(const struct bt_qemu_ring *r,
+		    const struct bt_ring_slot *s, const struct bt_qemu_end *end,
+		    bt_qemu_branch_cb cb, void *ctx,
+		    struct bt_qemu_rebuild *out)
+{
+	const struct bt_tb_info *prev = NULL;
+	uint64_t pos, first = bt_first_pos(r, s);
+	struct bt_branch b;
+	int rc, gap = 0;
+
+	memset(out, 0, sizeof(*out));
+	for (pos = first; pos < s->pos; pos++) {
+		const struct bt_tb_info *t = bt_qemu_tb_at(r, s, pos);
+
+		if (!t) {
+			gap = 1;
+			out->ngaps++;
+			continue;
+		}
+		out->ntb++;
+		if (!prev || gap) {
+			/* The start, or unknown blocks in between. */
+			if (!prev)
+				out->first_ip = t->start;
+			bt_set(&b, prev ? BT_QEMU_MARK_GAP : BT_QEMU_MARK_BEGIN,
+			       0, 0, t->start, 0);
+			rc = cb(ctx, &b);
+			if (rc)
+				return rc;
+		} else {
+			int fault_here = s->nfaults && s->fault_pos == pos;
+
+			rc = bt_transition(r, prev, t->start, fault_here, &b);
+			if (rc == 2)
+				out->nasync++;
+			if (rc > 0) {
+				rc = cb(ctx, &b);
+				if (rc)
+					return rc;
+			}
+		}
+		gap = 0;
+		prev = t;
+	}
+	if (!prev)
+		return 0;
+	out->last_tb_start = prev->start;
+	/* The end: exact when the fault address is known and reachable. */
+	if (end && end->have_ip) {
+		uint64_t ip = end->ip;
+
+		if (ip >= prev->start && ip <= tb_last(prev)) {
+			out->end_ip = ip;
+			out->end_exact = 1;
+			return 0;
+		}
+		rc = bt_transition(r, prev, ip, 0, &b);
+		if (rc == 1 && b.kind != BT_BR_ASYNC) {
+			rc = cb(ctx, &b);
+			if (rc)
+				return rc;
+			out->end_ip = ip;
+			out->end_exact = 1;
+			return 0;
+		}
+	}
+	/* Only the block is known; a thread blocked in a syscall stopped at
+	 * the syscall instruction. */
+	out->end_ip = prev->kind == BT_TB_SYSCALL ? tb_last(prev) : prev->start;
+	return 0;
+}

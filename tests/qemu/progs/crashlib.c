@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: MIT
+__attribute__((noinline)) static int lib_inner(int *p, int v)
+{
+	return *p + v;
+}
+
+__attribute__((visibility("default"))) int lib_crash(int *p);
+int lib_crash(int *p)
+{
+	return lib_inner(p, 5);
+}

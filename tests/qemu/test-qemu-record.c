@@ -1,0 +1,512 @@
+// SPDX-License-Identifier: MIT
+/*
+ * End-to-end tests of the QEMU backend on real crashing programs (built by
+ * meson into $BT_PROGS): signal, crashed thread, exact fault address, the
+ * PT tail decoded with libipt against the code embedded in the snapshot,
+ * and QEMU's own -d exec log; exit status and signal passthrough; errors.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <intel-pt.h>
+
+#include <btrace/snapshot.h>
+
+#include "bt-test.h"
+#include "qemu-record.h"
+
+static char progs[4096];
+static char workdir[] = "/tmp/bt-qemu-test-XXXXXX";
+
+static void prog_path(char *out, size_t len, const char *name)
+{
+	snprintf(out, len, "%s/%s", progs, name);
+}
+
+/* Record @argv (argv[0] a program name in $BT_PROGS). */
+static int record(const char *name, const char *arg, uint64_t size,
+		  const char *out, struct btrace_record_result *res,
+		  struct btrace_error *err)
+{
+	char path[4200];
+	char *argv[3] = { path, (char *)arg, NULL };
+	struct btrace_record_opts o = { .sz = sizeof(o) };
+
+	prog_path(path, sizeof(path), name);
+	o.backend = BTRACE_BACKEND_QEMU;
+	o.argv = argv;
+	o.output = out;
+	o.size = size;
+	o.flags = BTRACE_RECORD_QUIET;
+	memset(err, 0, sizeof(*err));
+	return bt_qemu_record(&o, res, err);
+}
+
+static const struct btrace_task *crashed_task(const struct btrace_snapshot *s)
+{
+	for (size_t i = 0; i < s->ntasks; i++)
+		if (s->tasks[i].flags & BTRACE_TASK_CRASHED)
+			return &s->tasks[i];
+	return NULL;
+}
+
+static const struct btrace_buffer *buffer_of(const struct btrace_snapshot *s,
+					     int tid)
+{
+	for (size_t i = 0; i < s->nbuffers; i++)
+		if (s->buffers[i].tid == tid)
+			return &s->buffers[i];
+	return NULL;
+}
+
+/* Base address of the mapping of @file (file offset 0). */
+static uint64_t map_base(const struct btrace_snapshot *s, const char *file)
+{
+	for (size_t i = 0; i < s->nmappings; i++) {
+		const char *p = s->mappings[i].path;
+
+		if (p && strstr(p, file) && s->mappings[i].pgoff == 0)
+			return s->mappings[i].start;
+	}
+	return 0;
+}
+
+/* ---- decoding the tail with libipt over the embedded code ---- */
+
+static int read_code(uint8_t *buf, size_t size, const struct pt_asid *asid,
+		     uint64_t ip, void *ctx)
+{
+	const struct btrace_snapshot *s = ctx;
+
+	for (size_t i = 0; i < s->ncode; i++) {
+		const struct btrace_code *c = &s->code[i];
+
+		if (ip >= c->vaddr && ip < c->vaddr + c->size) {
+			size_t n = c->vaddr + c->size - ip;
+
+			if (n > size)
+				n = size;
+			memcpy(buf, c->data + (ip - c->vaddr), n);
+			return (int)n;
+		}
+	}
+	return -pte_nomap;
+}
+
+struct tail {
+	uint64_t *ip;
+	size_t n, cap;
+	uint64_t last_async_at;
+	int nasync;
+	int error;
+};
+
+static void tail_push(struct tail *t, uint64_t ip)
+{
+	if (t->n == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 4096;
+		t->ip = realloc(t->ip, t->cap * sizeof(*t->ip));
+	}
+	t->ip[t->n++] = ip;
+}
+
+static void decode_tail(const struct btrace_snapshot *s,
+			const struct btrace_buffer *b, struct tail *t)
+{
+	struct pt_config cfg;
+	struct pt_insn_decoder *d;
+	int st;
+
+	memset(t, 0, sizeof(*t));
+	pt_config_init(&cfg);
+	cfg.begin = (uint8_t *)b->data;
+	cfg.end = (uint8_t *)b->data + b->size;
+	d = pt_insn_alloc_decoder(&cfg);
+	if (!d) {
+		t->error = -1;
+		return;
+	}
+	pt_image_set_callback(pt_insn_get_image(d), read_code, (void *)s);
+	st = pt_insn_sync_forward(d);
+	while (st >= 0) {
+		struct pt_insn insn;
+
+		while (st & pts_event_pending) {
+			struct pt_event ev;
+
+			st = pt_insn_event(d, &ev, sizeof(ev));
+			if (st < 0)
+				break;
+			if (ev.type == ptev_async_disabled) {
+				t->nasync++;
+				t->last_async_at = ev.variant.async_disabled.at;
+			}
+		}
+		if (st < 0 || (st & pts_eos))
+			break;
+		st = pt_insn_next(d, &insn, sizeof(insn));
+		if (insn.iclass != ptic_error)
+			tail_push(t, insn.ip);
+	}
+	if (st < 0 && st != -pte_eos) {
+		uint64_t off = 0;
+
+		t->error = st;
+		pt_insn_get_offset(d, &off);
+		bt_test_diag("decode: %s at offset %" PRIu64 " of %" PRIu64
+			     ", after %zu insns, last ip 0x%" PRIx64,
+			     pt_errstr(pt_errcode(st)), off, b->size, t->n,
+			     t->n ? t->ip[t->n - 1] : 0);
+	}
+	pt_insn_free_decoder(d);
+}
+
+/* ---- tests ---- */
+
+static void test_null_fnptr(struct bt_test *t)
+{
+	struct btrace_record_result res;
+	struct btrace_error err;
+	struct btrace_snapshot *s = NULL;
+	const struct btrace_task *ct;
+	const struct btrace_buffer *b;
+	char out[256], log[256], qargs[300];
+	struct tail tl;
+	FILE *f;
+	uint64_t tbs[64];
+	size_t ntb = 0, k, j;
+	char line[512];
+
+	snprintf(out, sizeof(out), "%s/fnptr.btrace", workdir);
+	snprintf(log, sizeof(log), "%s/exec.log", workdir);
+	snprintf(qargs, sizeof(qargs), "-d exec,nochain -D %s", log);
+	setenv("BTRACE_QEMU_ARGS", qargs, 1);
+	BT_REQUIRE(t, record("crash-fnptr", "10", 0, out, &res, &err) == 0);
+	unsetenv("BTRACE_QEMU_ARGS");
+	BT_EQ_INT(t, 128 + SIGSEGV, res.shell_status);
+	BT_EQ_INT(t, 1, res.snapshots);
+	BT_EQ_STR(t, out, res.snapshot_path);
+	BT_REQUIRE(t, btrace_snapshot_read(out, 0, &s, &err) == 0);
+	BT_REQUIRE(t, s->signal != NULL);
+	BT_EQ_INT(t, SIGSEGV, s->signal->signo);
+	BT_EQ_INT(t, BTRACE_FAULT_CORE, s->signal->fault_source);
+	BT_EQ_INT(t, 1, s->signal->has_regs);
+	BT_EQ_U64(t, s->signal->fault_ip, s->signal->regs[BTRACE_REG_RIP]);
+	BT_EQ_U64(t, 0, s->signal->addr);    /* NULL + 0 */
+	BT_EQ_INT(t, BTRACE_BACKEND_QEMU, s->config.backend);
+	BT_EQ_INT(t, BTRACE_TRACE_PT, s->config.trace_kind);
+	ct = crashed_task(s);
+	BT_REQUIRE(t, ct != NULL);
+	BT_EQ_INT(t, s->signal->tid, ct->tid);
+	BT_CHECK(t, s->ncode > 0);
+	BT_CHECK(t, map_base(s, "crash-fnptr") != 0);
+	BT_CHECK(t, btrace_snapshot_meta(s, "command") != NULL);
+	b = buffer_of(s, ct->tid);
+	BT_REQUIRE(t, b != NULL);
+
+	/* The PT tail decodes and ends at the exact fault. */
+	decode_tail(s, b, &tl);
+	BT_EQ_INT(t, 0, tl.error);
+	BT_CHECK(t, tl.n > 1000);
+	BT_CHECK(t, tl.nasync >= 1);
+	BT_EQ_U64(t, s->signal->fault_ip, tl.last_async_at);
+
+	/* QEMU's own log: the last executed TB starts must appear, in
+	 * order, at the end of the decoded instructions. */
+	f = fopen(log, "r");
+	BT_REQUIRE(t, f != NULL);
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, "Trace ");
+		unsigned long long pc;
+
+		if (!p || !(p = strchr(p, '[')) ||
+		    sscanf(p, "[%*x/%llx", &pc) != 1)
+			continue;
+		if (ntb == (sizeof(tbs) / sizeof(tbs[0]))) {
+			memmove(tbs, tbs + 1, sizeof(tbs) - sizeof(tbs[0]));
+			ntb--;
+		}
+		tbs[ntb++] = pc;
+	}
+	fclose(f);
+	BT_CHECK(t, ntb == (sizeof(tbs) / sizeof(tbs[0])));
+	/* Walk both backwards: every TB start is found in the decoded
+	 * path, in order, no more than 600 instructions apart. */
+	for (k = ntb, j = tl.n; k > 0 && j > 0; k--) {
+		size_t lim = j > 600 ? j - 600 : 0;
+
+		while (j > lim && tl.ip[j - 1] != tbs[k - 1])
+			j--;
+		if (j == lim)
+			break;
+		j--;
+	}
+	BT_EQ_INT(t, 0, (int)k);
+	free(tl.ip);
+	btrace_snapshot_free(s);
+}
+
+static void test_reraise_keeps_first_fault(struct bt_test *t)
+{
+	struct btrace_record_result res;
+	struct btrace_error err;
+	struct btrace_snapshot *s = NULL;
+	char out[256];
+	const char *rr = NULL;
+
+	snprintf(out, sizeof(out), "%s/reraise.btrace", workdir);
+	BT_REQUIRE(t, record("crash-reraise", NULL, 0, out, &res, &err) == 0);
+	BT_EQ_INT(t, 128 + SIGSEGV, res.shell_status);
+	BT_REQUIRE(t, btrace_snapshot_read(out, 0, &s, &err) == 0);
+	BT_REQUIRE(t, s->signal != NULL);
+	BT_EQ_INT(t, SIGSEGV, s->signal->signo);
+	/* The original fault (in crash_here), not the raise() in the
+	 * handler.  Here the handler returns with SIGSEGV pending, so QEMU
+	 * dies re-executing the faulting store and the core is exact; a
+	 * handler that never returns leaves only the plugin's note of the
+	 * fault's block (BLOCK, with qemu.reraise_ip). */
+	BT_CHECK(t, s->signal->fault_source == BTRACE_FAULT_CORE ||
+		 (s->signal->fault_source == BTRACE_FAULT_BLOCK &&
+		  btrace_snapshot_meta(s, "qemu.reraise_ip")));
+	BT_EQ_U64(t, 0, s->signal->addr);
+	BT_CHECK(t, s->signal->code > 0);   /* a real fault: SEGV_MAPERR */
+	(void)rr;
+	BT_CHECK(t, s->signal->fault_ip >= map_base(s, "crash-reraise") &&
+		 s->signal->fault_ip < map_base(s, "crash-reraise") + 0x10000);
+	btrace_snapshot_free(s);
+}
+
+static void test_thread_crash(struct bt_test *t)
+{
+	struct btrace_record_result res;
+	struct btrace_error err;
+	struct btrace_snapshot *s = NULL;
+	const struct btrace_task *ct;
+	char out[256];
+
+	snprintf(out, sizeof(out), "%s/thread.btrace", workdir);
+	BT_REQUIRE(t, record("crash-thread", NULL, 1 << 20, out, &res,
+			     &err) == 0);
+	BT_EQ_INT(t, 128 + SIGSEGV, res.shell_status);
+	BT_REQUIRE(t, btrace_snapshot_read(out, 0, &s, &err) == 0);
+	BT_REQUIRE(t, s->signal != NULL);
+	ct = crashed_task(s);
+	BT_REQUIRE(t, ct != NULL);
+	/* A worker, not the main thread; one buffer per thread. */
+	BT_CHECK(t, ct->tid != ct->pid);
+	BT_EQ_INT(t, ct->tid, s->signal->tid);
+	BT_CHECK(t, s->nbuffers >= 5);
+	BT_EQ_INT(t, BTRACE_FAULT_CORE, s->signal->fault_source);
+	BT_CHECK(t, buffer_of(s, ct->tid) != NULL);
+	btrace_snapshot_free(s);
+}
+
+static void simple_signal(struct bt_test *t, const char *prog, int sig,
+			  int exact)
+{
+	struct btrace_record_result res;
+	struct btrace_error err;
+	struct btrace_snapshot *s = NULL;
+	char out[256];
+	struct tail tl;
+
+	snprintf(out, sizeof(out), "%s/%s.btrace", workdir, prog);
+	BT_REQUIRE(t, record(prog, NULL, 0, out, &res, &err) == 0);
+	BT_EQ_INT(t, 128 + sig, res.shell_status);
+	BT_REQUIRE(t, btrace_snapshot_read(out, 0, &s, &err) == 0);
+	BT_REQUIRE(t, s->signal != NULL);
+	BT_EQ_INT(t, sig, s->signal->signo);
+	BT_EQ_INT(t, exact ? BTRACE_FAULT_CORE : BTRACE_FAULT_BLOCK,
+		  s->signal->fault_source);
+	decode_tail(s, buffer_of(s, s->signal->tid), &tl);
+	BT_EQ_INT(t, 0, tl.error);
+	BT_EQ_U64(t, s->signal->fault_ip, tl.last_async_at);
+	free(tl.ip);
+	btrace_snapshot_free(s);
+}
+
+static void test_abort(struct bt_test *t)
+{
+	simple_signal(t, "crash-abort", SIGABRT, 1);
+}
+
+static void test_sigfpe(struct bt_test *t)
+{
+	simple_signal(t, "crash-fpe", SIGFPE, 1);
+}
+
+static void test_sigill(struct bt_test *t)
+{
+	simple_signal(t, "crash-ill", SIGILL, 1);
+}
+
+static void test_dlopen(struct bt_test *t)
+{
+	struct btrace_record_result res;
+	struct btrace_error err;
+	struct btrace_snapshot *s = NULL;
+	char out[256], lib[4200];
+	uint64_t base;
+
+	snprintf(out, sizeof(out), "%s/dlopen.btrace", workdir);
+	prog_path(lib, sizeof(lib), "libcrashlib.so");
+	BT_REQUIRE(t, record("crash-dlopen", lib, 0, out, &res, &err) == 0);
+	BT_EQ_INT(t, 128 + SIGSEGV, res.shell_status);
+	BT_REQUIRE(t, btrace_snapshot_read(out, 0, &s, &err) == 0);
+	BT_REQUIRE(t, s->signal != NULL);
+	base = map_base(s, "libcrashlib.so");
+	/* The library loaded by dlopen is in the map copy, with code. */
+	BT_CHECK(t, base != 0);
+	BT_CHECK(t, s->signal->fault_ip > base &&
+		 s->signal->fault_ip < base + 0x10000);
+	btrace_snapshot_free(s);
+}
+
+static void test_long_run_wraps(struct bt_test *t)
+{
+	struct btrace_record_result res;
+	struct btrace_error err;
+	struct btrace_snapshot *s = NULL;
+	const struct btrace_buffer *b;
+	char out[256];
+	struct tail tl;
+
+	snprintf(out, sizeof(out), "%s/long.btrace", workdir);
+	BT_REQUIRE(t, record("long-run", "3000000", 64 << 10, out, &res,
+			     &err) == 0);
+	BT_EQ_INT(t, 128 + SIGSEGV, res.shell_status);
+	BT_REQUIRE(t, btrace_snapshot_read(out, 0, &s, &err) == 0);
+	BT_REQUIRE(t, s->signal != NULL);
+	b = buffer_of(s, s->signal->tid);
+	BT_REQUIRE(t, b != NULL);
+	BT_CHECK(t, b->flags & BTRACE_BUF_WRAPPED);
+	BT_CHECK(t, b->size <= (64 << 10) + b->pad);
+	decode_tail(s, b, &tl);
+	BT_EQ_INT(t, 0, tl.error);
+	BT_CHECK(t, tl.n > 10000);
+	BT_EQ_U64(t, s->signal->fault_ip, tl.last_async_at);
+	free(tl.ip);
+	btrace_snapshot_free(s);
+}
+
+static void test_exit_status(struct bt_test *t)
+{
+	struct btrace_record_result res;
+	struct btrace_error err;
+	char out[256];
+
+	snprintf(out, sizeof(out), "%s/exit.btrace", workdir);
+	BT_REQUIRE(t, record("exit-code", "7", 0, out, &res, &err) == 0);
+	BT_CHECK(t, WIFEXITED(res.exit_status));
+	BT_EQ_INT(t, 7, res.shell_status);
+	BT_EQ_INT(t, 0, res.snapshots);
+	BT_CHECK(t, access(out, F_OK) != 0);
+}
+
+static void test_signal_forwarded(struct bt_test *t)
+{
+	int pfd[2];
+	pid_t pid;
+	int status = 0;
+	char buf[64] = "";
+	ssize_t n = 0;
+
+	BT_REQUIRE(t, pipe(pfd) == 0);
+	pid = fork();
+	BT_REQUIRE(t, pid >= 0);
+	if (pid == 0) {
+		struct btrace_record_result res;
+		struct btrace_error err;
+
+		dup2(pfd[1], 1);
+		close(pfd[0]);
+		record("exit-code", "wait", 0, NULL, &res, &err);
+		_exit(res.shell_status);
+	}
+	close(pfd[1]);
+	/* Wait for the guest to be ready, then signal btrace only. */
+	n = read(pfd[0], buf, sizeof(buf) - 1);
+	BT_CHECK(t, n > 0 && strstr(buf, "ready"));
+	kill(pid, SIGTERM);
+	n = read(pfd[0], buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = 0;
+	BT_CONTAINS(t, buf, "got SIGTERM");
+	waitpid(pid, &status, 0);
+	BT_CHECK(t, WIFEXITED(status));
+	BT_EQ_INT(t, 42, WEXITSTATUS(status));
+	close(pfd[0]);
+}
+
+static void test_errors(struct bt_test *t)
+{
+	struct btrace_record_result res;
+	struct btrace_error err;
+	char fake[300];
+	int fd;
+	Elf64_Ehdr eh;
+
+	/* Nonexistent program. */
+	BT_EQ_INT(t, -ENOENT, record("no-such-program", NULL, 0, NULL, &res,
+				     &err));
+	BT_CONTAINS(t, err.msg, "no-such-program");
+	/* Not x86-64: an AArch64 ELF header. */
+	snprintf(fake, sizeof(fake), "%s/arm64-prog", workdir);
+	memset(&eh, 0, sizeof(eh));
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_ident[EI_VERSION] = EV_CURRENT;
+	eh.e_type = ET_EXEC;
+	eh.e_machine = EM_AARCH64;
+	fd = open(fake, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+	BT_REQUIRE(t, fd >= 0);
+	BT_CHECK(t, write(fd, &eh, sizeof(eh)) == sizeof(eh));
+	close(fd);
+	{
+		char *argv[] = { fake, NULL };
+		struct btrace_record_opts o = { .sz = sizeof(o), .argv = argv,
+						.flags = BTRACE_RECORD_QUIET };
+
+		BT_EQ_INT(t, -ENOEXEC, bt_qemu_record(&o, &res, &err));
+		BT_CONTAINS(t, err.msg, "not an x86-64 program");
+		/* Missing emulator. */
+		setenv("BTRACE_QEMU", "/nonexistent/qemu-x86_64", 1);
+		BT_EQ_INT(t, -ENOENT, bt_qemu_record(&o, &res, &err));
+		BT_CONTAINS(t, err.msg, "qemu-x86_64");
+		BT_CONTAINS(t, err.hint, "qemu-user");
+		unsetenv("BTRACE_QEMU");
+	}
+	unlink(fake);
+}
+
+static void test_setup(struct bt_test *t)
+{
+	const char *p = getenv("BT_PROGS");
+	char q[4096];
+
+	BT_REQUIRE(t, p != NULL);
+	snprintf(progs, sizeof(progs), "%s", p);
+	BT_REQUIRE(t, mkdtemp(workdir) != NULL);
+	if (bt_qemu_find_emulator(q, sizeof(q), NULL))
+		bt_test_skip_all("qemu-x86_64 with plugin support not found");
+}
+
+static void test_cleanup(struct bt_test *t)
+{
+	char cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", workdir);
+	BT_EQ_INT(t, 0, system(cmd));
+}
+
+BT_TESTS(test_setup, test_null_fnptr, test_reraise_keeps_first_fault,
+	 test_thread_crash, test_abort, test_sigfpe, test_sigill, test_dlopen,
+	 test_long_run_wraps, test_exit_status, test_signal_forwarded,
+	 test_errors, test_cleanup)
