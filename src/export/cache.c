@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A perf build-id cache next to the exported perf.data, in perf's layout
+ * (tools/perf/util/build-id.c, as perf 6.1's `perf buildid-cache -a`
+ * writes it):
+ *
+ *	DIR/<path>/<build id>/elf                       the file
+ *	DIR/.build-id/<xx>/<rest> -> ../../<path>/<build id>
+ *
+ * "<path>" is the mapped file's absolute path without its leading '/', or
+ * "[vdso]".  perf is pointed at it with `perf --buildid-dir DIR ...`.
+ * Files are written sparse (blocks of zeros are holes) and atomically.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "export-internal.h"
+#include "util.h"
+
+struct bt_cache {
+	char dir[PATH_MAX];
+};
+
+/* snprintf that reports truncation as -ENAMETOOLONG. */
+static int pathf(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int pathf(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static int mkdir_p(char *path)
+{
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(path, 0755) && errno != EEXIST) {
+			*p = '/';
+			return -errno;
+		}
+		*p = '/';
+	}
+	if (mkdir(path, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int bt_cache_open(const char *dir, struct bt_cache **out,
+		  struct btrace_error *err)
+{
+	struct bt_cache *c;
+	char tmp[PATH_MAX];
+	int rc;
+
+	*out = NULL;
+	if (strlen(dir) + 1 > sizeof(tmp))
+		return bt_error(err, -ENAMETOOLONG,
+				"%s: create build-id cache failed: path too long", dir);
+	rc = pathf(tmp, sizeof(tmp), "%s", dir);
+	if (!rc)
+		rc = mkdir_p(tmp);
+	if (rc)
+		return bt_error(err, rc,
+				"%s: create build-id cache failed: %s", dir,
+				btrace_strerror(rc));
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return bt_error(err, -ENOMEM, "%s: create build-id cache failed: %s",
+				dir, btrace_strerror(-ENOMEM));
+	if (!realpath(dir, c->dir))
+		pathf(c->dir, sizeof(c->dir), "%s", dir);
+	*out = c;
+	return 0;
+}
+
+void bt_cache_close(struct bt_cache *c)
+{
+	free(c);
+}
+
+const char *bt_cache_dir(const struct bt_cache *c)
+{
+	return c->dir;
+}
+
+static int all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+/* Write @data to @path through a temporary file, leaving holes for zeros. */
+static int write_sparse(const char *path, const uint8_t *data, uint64_t n,
+			mode_t mode)
+{
+	char tmp[PATH_MAX + 16];
+	uint64_t off = 0;
+	int fd, rc = 0;
+
+	if (pathf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid()))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	while (off < n && !rc) {
+		size_t blk = n - off < 4096 ? (size_t)(n - off) : 4096;
+
+		if (!all_zero(data + off, blk)) {
+			size_t done = 0;
+
+			while (done < blk) {
+				ssize_t w = pwrite(fd, data + off + done, blk - done,
+						   (off_t)(off + done));
+				if (w < 0) {
+					if (errno == EINTR)
+						continue;
+					rc = -errno;
+					break;
+				}
+				done += (size_t)w;
+			}
+		}
+		off += blk;
+	}
+	if (!rc && ftruncate(fd, (off_t)n))
+		rc = -errno;
+	if (close(fd) && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, path))
+		rc = -errno;
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
+
+static int read_whole(const char *path, uint8_t **out, uint64_t *n)
+{
+	struct stat st;
+	uint8_t *buf;
+	uint64_t got = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (got < (uint64_t)st.st_size) {
+		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			rc = r < 0 ? -errno : -EIO;
+			break;
+		}
+		got += (uint64_t)r;
+	}
+	close(fd);
+	if (rc) {
+		free(buf);
+		return rc;
+	}
+	*out = buf;
+	*n = got;
+	return 0;
+}
+
+static void hex(char *s, const uint8_t *b, uint32_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (uint32_t i = 0; i < n; i++) {
+		s[2 * i] = digits[b[i] >> 4];
+		s[2 * i + 1] = digits[b[i] & 15];
+	}
+	s[2 * n] = 0;
+}
+
+int bt_cache_add(struct bt_cache *c, const struct btrace_snapshot *snap,
+		 const char *path, const uint8_t *bid, uint32_t bid_size,
+		 int use_disk, int *rebuilt, struct btrace_error *err)
+{
+	char sbid[2 * BTRACE_BUILD_ID_MAX + 1], dir[PATH_MAX], file[PATH_MAX + 8];
+	const char *rel = path;
+	uint8_t *data = NULL;
+	uint64_t n = 0;
+	int rc;
+
+	*rebuilt = 0;
+	if (!bid_size || bid_size > BTRACE_BUILD_ID_MAX)
+		return 1;
+	while (*rel == '/')
+		rel++;
+	if (!*rel || strstr(rel, ".."))
+		return bt_error(err, -EINVAL,
+				"%s: add to build-id cache failed: not a usable path",
+				path);
+	hex(sbid, bid, bid_size);
+	if (use_disk && path[0] == '/') {
+		uint8_t disk[BTRACE_BUILD_ID_MAX];
+		int k = bt_export_file_build_id(path, disk, sizeof(disk));
+
+		if (k == (int)bid_size && !memcmp(disk, bid, bid_size) &&
+		    read_whole(path, &data, &n))
+			data = NULL;
+	}
+	if (!data) {
+		rc = bt_export_build_elf(snap, bid, bid_size, &data, &n);
+		if (rc == 1)
+			return 1;
+		if (rc < 0)
+			return bt_error(err, rc,
+					"%s (build ID %s): rebuild ELF failed: %s",
+					path, sbid, btrace_strerror(rc));
+		*rebuilt = 1;
+	}
+	if (pathf(dir, sizeof(dir), "%s/%s/%s", c->dir, rel, sbid) ||
+	    pathf(file, sizeof(file), "%s/elf", dir)) {
+		free(data);
+		return bt_error(err, -ENAMETOOLONG,
+				"%s: add to build-id cache failed: path too long",
+				path);
+	}
+	rc = mkdir_p(dir);
+	if (!rc)
+		rc = write_sparse(file, data, n, 0755);
+	free(data);
+	if (rc)
+		return bt_error(err, rc,
+				"%s: write build-id cache file failed: %s", dir,
+				btrace_strerror(rc));
+
+	return bt_cache_link(c, sbid, rel, err);
+}
+
+int bt_cache_link(struct bt_cache *c, const char *sbid, const char *rel,
+		  struct btrace_error *err)
+{
+	char link[PATH_MAX], target[PATH_MAX];
+	int rc;
+
+	rc = pathf(link, sizeof(link), "%s/.build-id/%.2s", c->dir, sbid);
+	if (!rc)
+		rc = mkdir_p(link);
+	if (!rc)
+		rc = pathf(link, sizeof(link), "%s/.build-id/%.2s/%s", c->dir,
+			   sbid, sbid + 2);
+	if (!rc)
+		rc = pathf(target, sizeof(target), "../../%s/%s", rel, sbid);
+	if (!rc) {
+		if (unlink(link) && errno != ENOENT)
+			rc = -errno;
+		else if (symlink(target, link))
+			rc = -errno;
+	}
+	if (rc)
+		return bt_error(err, rc,
+				"%s: create build-id link failed: %s", link,
+				btrace_strerror(rc));
+	return 0;
+}
+
+int bt_cache_add_raw(struct bt_cache *c, const char *name, const uint8_t *data,
+		     uint64_t n, char *abs, size_t len, struct btrace_error *err)
+{
+	char dir[PATH_MAX];
+	char *slash;
+	int rc;
+
+	if (pathf(abs, len, "%s/%s", c->dir, name) ||
+	    pathf(dir, sizeof(dir), "%s", abs))
+		return bt_error(err, -ENAMETOOLONG,
+				"%s: write code file failed: path too long", name);
+	slash = strrchr(dir, '/');
+	if (slash)
+		*slash = 0;
+	rc = mkdir_p(dir);
+	if (!rc)
+		rc = write_sparse(abs, data, n, 0644);
+	if (rc)
+		return bt_error(err, rc, "%s: write code file failed: %s", abs,
+				btrace_strerror(rc));
+	return 0;
+}

@@ -1,0 +1,47 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Compare perf's decode of an exported snapshot with btrace's own decoder.
+#
+#	compare-perf.sh SNAPSHOT BTRACE
+#
+# Exports SNAPSHOT with `BTRACE export --perf-data`, decodes it with
+# `perf script --itrace=i0nse` over the snapshot's embedded code only
+# (--symfs), decodes it with `BTRACE decode --insn SNAPSHOT`, takes the
+# instruction addresses of both, and diffs the two sequences.
+# Exit 0 equal, 1 different or a decode error, 77 when perf is missing.
+set -u
+SNAP=$1
+BTRACE=$2
+command -v perf >/dev/null 2>&1 || { echo "compare-perf: perf is not installed"; exit 77; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/btrace-compare.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+
+"$BTRACE" export "$SNAP" --perf-data "$T/perf.data" -q 2>"$T/export.err" ||
+	{ cat "$T/export.err"; exit 1; }
+perf script --symfs "$T/perf.data.symfs" -i "$T/perf.data" --itrace=i0nse \
+	-F ip >"$T/perf.out" 2>"$T/perf.err" || { cat "$T/perf.err"; exit 1; }
+if grep -q 'trace error' "$T/perf.out"; then
+	echo "compare-perf: perf reports decode errors:"
+	grep 'trace error' "$T/perf.out" | head
+	exit 1
+fi
+"$BTRACE" decode --insn "$SNAP" >"$T/btrace.out" 2>"$T/btrace.err" ||
+	{ cat "$T/btrace.err"; exit 1; }
+
+# perf (-F ip): the first field, bare hex.  btrace decode --insn: lines
+# whose first field is a 0x address (headers, source lines and gap notes
+# such as "[no code for the block at 0x...: N instructions]" are not
+# instructions and are left out).
+awk 'NF && $1 ~ /^[0-9a-f]+$/ { print $1 }' "$T/perf.out" >"$T/perf.ips"
+awk '$1 ~ /^0x[0-9a-fA-F]+$/ { print tolower(substr($1, 3)) }' \
+	"$T/btrace.out" >"$T/btrace.ips"
+np=$(wc -l <"$T/perf.ips")
+nb=$(wc -l <"$T/btrace.ips")
+if diff "$T/perf.ips" "$T/btrace.ips" >"$T/diff"; then
+	echo "compare-perf: equal, $np instructions"
+	exit 0
+fi
+echo "compare-perf: perf $np instructions, btrace $nb; first differences (< perf, > btrace):"
+head -20 "$T/diff"
+grep -n '^\[' "$T/btrace.out" | head -5 | sed 's/^/btrace note: /'
+exit 1
