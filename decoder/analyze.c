@@ -50,9 +50,15 @@ static int new_call(struct walk *w, uint64_t ip, uint32_t flags, int64_t blk)
 {
 	struct btrace_thread *t = w->t;
 
-	if (bt_grow((void **)&t->calls, &w->ccalls, t->ncalls + 1,
-		    sizeof(*t->calls)))
-		return -ENOMEM;
+	if (t->ncalls == w->ccalls) {
+		size_t ncap = w->ccalls ? w->ccalls * 2 : 1024;
+		void *p = realloc(t->calls, ncap * sizeof(*t->calls));
+		if (!p)
+			return -ENOMEM;
+		t->calls = p;
+		w->ccalls = ncap;
+		bt_hugepages(p, ncap * sizeof(*t->calls));
+	}
 	struct btrace_call *cl = &t->calls[t->ncalls++];
 	memset(cl, 0, sizeof(*cl));
 	cl->depth = w->depth;
@@ -123,6 +129,7 @@ static int on_jump(struct walk *w, uint64_t ip, uint32_t *flags)
 	if (func == ip) {
 		/* tail call (or a PLT stub jumping to its target) */
 		f->func = func;
+		f->flags |= BTRACE_CALL_TAILCALL;
 		*flags = BTRACE_CALL_TAILCALL;
 		return 1;
 	}
@@ -180,6 +187,8 @@ static int on_block(struct walk *w, size_t i)
 	cl->ninsn += b->ninsn;
 	cl->end_ip = b->end_ip;
 	b->depth = w->depth;
+	b->sym = bt_syms_lookup(w->c, b->ip);
+	w->t->ninsn += b->ninsn;
 	f->ip = b->end_ip;
 
 	const struct bt_insn_info *ii = bt_insn_classify(w->c, b->end_ip);
@@ -217,7 +226,20 @@ static int on_item(struct walk *w, size_t i)
 	case BTRACE_ITEM_BLOCK:
 		return on_block(w, i);
 	case BTRACE_ITEM_ASYNC:
+	case BTRACE_ITEM_FAULT:
+		/* the interrupted instruction is where the last branch went */
+		if (w->ret_pending) {
+			ret = on_return(w, b->ip);
+		} else if (w->jump_pending) {
+			uint32_t fl = 0;
+			on_jump(w, b->ip, &fl);
+		}
+		w->ret_pending = w->jump_pending = 0;
+		if (ret < 0)
+			return ret;
 		b->depth = w->depth;
+		if (b->kind == BTRACE_ITEM_FAULT)
+			break;
 		w->async_pending = 1;
 		w->async_ip = b->ip;
 		if (top(w))
@@ -275,6 +297,9 @@ static int on_item(struct walk *w, size_t i)
 		w->t->ncalls++;
 		w->pending = 1;
 		w->ret_pending = w->jump_pending = w->async_pending = 0;
+		/* what ran in the hole is unknown: the frames before it cannot
+		 * be trusted; the next block starts a new (partial) stack */
+		w->nfr = 0;
 		break;
 	default:
 		b->depth = w->depth;
@@ -297,6 +322,17 @@ static void find_fault(struct bt_ctx *c, struct bt_thread_build *bb,
 	int kernel_sent = sig && sig->code > 0;
 	int have_regs = sig && (sig->fault_source == BTRACE_FAULT_REGS ||
 				sig->fault_source == BTRACE_FAULT_CORE);
+	int64_t handler = -1;
+	/* The program may have handled the signal (and re-raised it): the
+	 * fault is then the last asynchronous event that entered a handler. */
+	for (size_t i = t->nblocks; i-- > 0;) {
+		if (t->blocks[i].kind == BTRACE_ITEM_ASYNC && i + 1 < t->nblocks &&
+		    t->blocks[i + 1].kind == BTRACE_ITEM_ENABLED &&
+		    t->blocks[i + 1].ip != t->blocks[i].ip) {
+			handler = (int64_t)i;
+			break;
+		}
+	}
 	if (kernel_sent && have_regs) {
 		f->ip = sig->fault_ip ? sig->fault_ip :
 			(sig->has_regs ? sig->regs[BTRACE_REG_RIP] : 0);
@@ -304,6 +340,11 @@ static void find_fault(struct bt_ctx *c, struct bt_thread_build *bb,
 		f->how = "registers at the signal";
 		if (bb->ended_async && bb->last_async_ip == f->ip)
 			*item = bb->last_async_block;
+	} else if (handler >= 0 && (!kernel_sent || !bb->ended_async)) {
+		f->ip = t->blocks[handler].ip;
+		f->exact = 1;
+		f->how = "trace: asynchronous event before the signal handler";
+		*item = handler;
 	} else if (bb->ended_async) {
 		f->ip = bb->last_async_ip;
 		f->exact = 1;
@@ -311,39 +352,21 @@ static void find_fault(struct bt_ctx *c, struct bt_thread_build *bb,
 			"trace: entry to the kernel (async branch)" :
 			"trace: asynchronous disable (FUP + TIP.PGD)";
 		*item = bb->last_async_block;
+	} else if (sig && sig->fault_source == BTRACE_FAULT_BLOCK) {
+		f->ip = sig->fault_ip;
+		f->exact = 0;
+		f->how = "capture: the block holding the fault";
 	} else {
-		/* The program handled the signal (and perhaps re-raised it):
-		 * the fault is the last asynchronous event that entered a
-		 * handler. */
 		for (size_t i = t->nblocks; i-- > 0;) {
-			if (t->blocks[i].kind != BTRACE_ITEM_ASYNC)
-				continue;
-			if (i + 1 < t->nblocks &&
-			    t->blocks[i + 1].kind == BTRACE_ITEM_ENABLED &&
-			    t->blocks[i + 1].ip != t->blocks[i].ip) {
-				f->ip = t->blocks[i].ip;
-				f->exact = 1;
-				f->how = "trace: asynchronous event before the signal handler";
-				*item = (int64_t)i;
+			if (t->blocks[i].kind == BTRACE_ITEM_BLOCK) {
+				f->ip = t->blocks[i].end_ip;
 				break;
 			}
 		}
-		if (*item < 0 && sig && sig->fault_source == BTRACE_FAULT_BLOCK) {
-			f->ip = sig->fault_ip;
-			f->exact = 0;
-			f->how = "capture: the block holding the fault";
-		} else if (*item < 0) {
-			for (size_t i = t->nblocks; i-- > 0;) {
-				if (t->blocks[i].kind == BTRACE_ITEM_BLOCK) {
-					f->ip = t->blocks[i].end_ip;
-					break;
-				}
-			}
-			f->exact = 0;
-			f->how = "end of trace: the last instruction decoded";
-			if (!f->ip)
-				f->found = 0;
-		}
+		f->exact = 0;
+		f->how = "end of trace: the last instruction decoded";
+		if (!f->ip)
+			f->found = 0;
 	}
 }
 
@@ -387,6 +410,7 @@ int bt_analyze_thread(struct bt_ctx *c, struct bt_thread_build *bb)
 
 	w.c = c;
 	w.t = t;
+	t->ninsn = 0;
 	find_fault(c, bb, &fault_item);
 	if (t->fault.found && fault_item < 0) {
 		/* mark the fault at the end of the history */
@@ -399,31 +423,24 @@ int bt_analyze_thread(struct bt_ctx *c, struct bt_thread_build *bb)
 		fault_item = (int64_t)t->nblocks - 1;
 	}
 	for (size_t i = 0; i < t->nblocks && ret >= 0; i++) {
+		ret = on_item(&w, i);
 		if ((int64_t)i == fault_item)
 			save_stack(&w);
-		ret = on_item(&w, i);
 	}
 	if (ret >= 0 && fault_item < 0)
 		save_stack(&w);
 	if (ret >= 0)
 		ret = build_stack(&w);
 
-	/* normalise depths: the shallowest entry is 0 */
+	/* normalise call depths: the shallowest entry is 0 (block depths stay
+	 * relative: compare them within a thread only) */
 	for (size_t i = 0; i < t->ncalls; i++)
 		if (t->calls[i].depth < w.min_depth)
 			w.min_depth = t->calls[i].depth;
 	for (size_t i = 0; i < t->ncalls; i++) {
 		t->calls[i].depth -= w.min_depth;
 		if (!(t->calls[i].flags & BTRACE_CALL_GAP))
-			t->calls[i].sym = *bt_syms_lookup(c, t->calls[i].ip);
-	}
-	t->ninsn = 0;
-	for (size_t i = 0; i < t->nblocks; i++) {
-		t->blocks[i].depth -= w.min_depth;
-		if (t->blocks[i].kind == BTRACE_ITEM_BLOCK) {
-			t->ninsn += t->blocks[i].ninsn;
-			t->blocks[i].sym = *bt_syms_lookup(c, t->blocks[i].ip);
-		}
+			t->calls[i].sym = bt_syms_lookup(c, t->calls[i].ip);
 	}
 	if (t->fault.found) {
 		struct btrace_insn in;

@@ -84,13 +84,15 @@ struct bt_ctx {
 	struct Dwfl *dwfl;
 	int dwfl_ok;
 	struct bt_map sym_map;
-	struct btrace_symbol *syms;
-	size_t nsyms, csyms;
+	struct btrace_symbol **sym_chunks;   /* stable: never moved */
+	size_t nsyms, csym_chunks;
 
 	/* string arena */
 	char **strs;
 	size_t nstrs, cstrs;
 };
+
+void bt_hugepages(void *p, size_t len);
 
 /* strings owned by the context */
 const char *bt_ctx_strdup(struct bt_ctx *c, const char *s);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "decode-internal.h"
 #include "pt.h"
@@ -20,6 +21,17 @@ struct bt_result {
 };
 
 #define RES(p) ((struct bt_result *)(void *)(p))
+
+void bt_hugepages(void *p, size_t len)
+{
+	/* Large result arrays: huge pages cut the page-fault cost, which is
+	 * most of the time of a whole-buffer decode. */
+	uintptr_t a = ((uintptr_t)p + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1);
+	uintptr_t e = ((uintptr_t)p + len) & ~(uintptr_t)((2u << 20) - 1);
+
+	if (len >= (8u << 20) && e > a)
+		madvise((void *)a, e - a, MADV_HUGEPAGE);
+}
 
 const char *bt_ctx_strdup(struct bt_ctx *c, const char *s)
 {
@@ -72,9 +84,16 @@ int bt_thread_add_block(struct bt_ctx *c, struct bt_thread_build *b,
 {
 	struct btrace_thread *t = b->t;
 
-	if (bt_grow((void **)&t->blocks, &b->cblocks, t->nblocks + 1,
-		    sizeof(*t->blocks)))
-		return bt_error(c->err, -ENOMEM, "decode: out of memory");
+	if (t->nblocks == b->cblocks) {
+		/* grow by large steps: big traces make millions of blocks */
+		size_t ncap = b->cblocks ? b->cblocks * 2 : 4096;
+		void *p = realloc(t->blocks, ncap * sizeof(*t->blocks));
+		if (!p)
+			return bt_error(c->err, -ENOMEM, "decode: out of memory");
+		t->blocks = p;
+		b->cblocks = ncap;
+		bt_hugepages(p, ncap * sizeof(*t->blocks));
+	}
 	t->blocks[t->nblocks++] = *blk;
 	return 0;
 }
@@ -315,9 +334,12 @@ int btrace_decode(const struct btrace_snapshot *snap,
 			ret = decode_buffer(c, buf, &b);
 			if (ret < 0)
 				goto fail;
-			t->complete = !t->ngaps && !t->truncated &&
+			/* complete: no gap in what was decoded, and the
+			 * buffer holds the history that was asked for */
+			t->complete = !t->ngaps &&
 				      (!t->requested_bytes ||
-				       t->decoded_bytes >= t->requested_bytes);
+				       t->buffer_bytes - t->unusable_bytes >=
+				       t->requested_bytes);
 			if (crashed && res->crashed_thread < 0)
 				res->crashed_thread = (int)res->nthreads;
 			res->nthreads++;

@@ -169,11 +169,8 @@ static int add_embedded(struct bt_ctx *c, const struct btrace_code *code,
 	char fdpath[64];
 	int ret;
 
-	if (*memoff < 0) {
-		*memoff = memfd_put(c, code);
-		if (*memoff < 0)
-			return (int)*memoff;
-	}
+	if (*memoff < 0)
+		return -BTRACE_ERR_INTERNAL;
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", c->memfd);
 	ret = pt_image_add_file(c->image, fdpath, (uint64_t)*memoff + code_off,
 				size, NULL, vaddr);
@@ -269,8 +266,8 @@ static int add_mapping(struct bt_ctx *c, const struct btrace_mapping *m,
 		memcpy(mod->build_id, m->build_id, sizeof(mod->build_id));
 		mod->build_id_size = m->build_id_size;
 	}
-	if (!(m->prot & BT_PROT_EXEC))
-		return 0;
+	if (!(m->prot & BT_PROT_EXEC) || bt_is_kernel(m->start))
+		return 0;   /* not code, or [vsyscall] (kernel-provided) */
 
 	for (size_t i = 0; i < s->ncode; i++) {
 		const struct btrace_code *code = &s->code[i];
@@ -374,8 +371,21 @@ int bt_image_build(struct bt_ctx *c)
 	memoffs = malloc((s->ncode + 1) * sizeof(*memoffs));
 	if (!memoffs)
 		return -ENOMEM;
-	for (size_t i = 0; i < s->ncode; i++)
+	/* All embedded code goes into the memfd before any section is added:
+	 * libipt checks that a section's file keeps its size and mtime. */
+	for (size_t i = 0; i < s->ncode; i++) {
 		memoffs[i] = -1;
+		if (!s->code[i].size || !s->code[i].data)
+			continue;
+		memoffs[i] = memfd_put(c, &s->code[i]);
+		if (memoffs[i] < 0) {
+			ret = bt_error(c->err, (int)memoffs[i],
+				       "image: copying embedded code failed: %s",
+				       btrace_strerror((int)memoffs[i]));
+			free(memoffs);
+			return ret;
+		}
+	}
 	/* Embedded code first so that lookups prefer it. */
 	for (size_t i = 0; i < s->nmappings && ret >= 0; i++)
 		ret = add_mapping(c, &s->mappings[i], memoffs);

@@ -216,6 +216,10 @@ int bt_pt_decode_from(struct bt_ctx *c, const struct btrace_buffer *buf,
 	cfg.begin = (uint8_t *)buf->data;
 	cfg.end = (uint8_t *)buf->data + buf->size;
 	config_cpu(c, &cfg);
+	/* Blocks end at every call and jump: contiguous instructions, and the
+	 * call structure stays visible. */
+	cfg.flags.variant.block.end_on_call = 1;
+	cfg.flags.variant.block.end_on_jump = 1;
 	st.dec = pt_blk_alloc_decoder(&cfg);
 	if (!st.dec)
 		return bt_error(c->err, -ENOMEM,

@@ -17,6 +17,8 @@
 #include "decode-internal.h"
 #include "util.h"
 
+#define SYM_CHUNK 4096
+
 static char *debuginfo_path;
 
 static const Dwfl_Callbacks dw_callbacks = {
@@ -61,8 +63,10 @@ void bt_syms_fini(struct bt_ctx *c)
 		dwfl_end(c->dwfl);
 	c->dwfl = NULL;
 	bt_map_free(&c->sym_map);
-	free(c->syms);
-	c->syms = NULL;
+	for (size_t i = 0; i < (c->nsyms + SYM_CHUNK - 1) / SYM_CHUNK; i++)
+		free(c->sym_chunks[i]);
+	free(c->sym_chunks);
+	c->sym_chunks = NULL;
 }
 
 static const char *die_name(Dwarf_Die *die)
@@ -211,13 +215,22 @@ const struct btrace_symbol *bt_syms_lookup(struct bt_ctx *c, uint64_t ip)
 	uint32_t v = bt_map_get(&c->sym_map, ip);
 
 	if (v != UINT32_MAX)
-		return &c->syms[v];
-	if (bt_grow((void **)&c->syms, &c->csyms, c->nsyms + 1, sizeof(*c->syms)))
-		return &none;
-	lookup(c, ip, &c->syms[c->nsyms]);
+		return &c->sym_chunks[v / SYM_CHUNK][v % SYM_CHUNK];
+	size_t k = c->nsyms / SYM_CHUNK;
+	if (c->nsyms % SYM_CHUNK == 0) {
+		if (bt_grow((void **)&c->sym_chunks, &c->csym_chunks, k + 1,
+			    sizeof(*c->sym_chunks)))
+			return &none;
+		c->sym_chunks[k] = malloc(SYM_CHUNK * sizeof(**c->sym_chunks));
+		if (!c->sym_chunks[k])
+			return &none;
+	}
+	struct btrace_symbol *sym = &c->sym_chunks[k][c->nsyms % SYM_CHUNK];
+	lookup(c, ip, sym);
 	if (bt_map_put(&c->sym_map, ip, (uint32_t)c->nsyms) < 0)
 		return &none;
-	return &c->syms[c->nsyms++];
+	c->nsyms++;
+	return sym;
 }
 
 uint64_t bt_syms_func_start(struct bt_ctx *c, uint64_t ip)

@@ -118,10 +118,12 @@ struct btrace_block {
 	uint64_t end_ip;           /* last instruction */
 	uint64_t offset;           /* trace offset near which it was decoded */
 	uint32_t ninsn;
-	uint32_t iclass;           /* enum btrace_insn_class of the last insn */
-	uint32_t end_size;         /* size of the last instruction, 0 unknown */
-	int32_t depth;             /* call depth, 0 = shallowest in the history */
-	struct btrace_symbol sym;  /* of @ip */
+	uint8_t iclass;            /* enum btrace_insn_class of the last insn */
+	uint8_t end_size;          /* size of the last instruction, 0 unknown */
+	uint16_t reserved;
+	int32_t depth;             /* relative call depth (compare within a
+				    * thread; calls[].depth is normalised) */
+	const struct btrace_symbol *sym;  /* of @ip (never NULL for blocks) */
 };
 
 /* Flags of call-history entries and stack frames. */
@@ -144,7 +146,7 @@ struct btrace_call {
 	uint64_t ninsn;
 	uint32_t gap;              /* BTRACE_CALL_GAP: index in gaps */
 	uint32_t reserved;
-	struct btrace_symbol sym;  /* of @ip */
+	const struct btrace_symbol *sym;  /* of @ip; NULL for gaps */
 };
 
 /* One frame of the call stack at the fault, innermost first. */

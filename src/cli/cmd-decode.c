@@ -1,9 +1,339 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * btrace decode: the recovered path of each thread, as instructions (with
+ * disassembly and source lines), blocks, or the function-call history
+ * indented by call depth (like gdb's record function-call-history /c).
+ * Gaps and events are printed where they happened.
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <btrace/decode.h>
+#include <btrace/snapshot.h>
+
 #include "cli.h"
+
+#define CMD "decode"
+
+enum mode { M_CALLS, M_BLOCKS, M_INSN };
+
+static const char *base(const char *p)
+{
+	const char *s = p ? strrchr(p, '/') : NULL;
+	return s ? s + 1 : p;
+}
+
+static void sym_str(char *buf, size_t len, uint64_t ip,
+		   const struct btrace_symbol *s)
+{
+	const char *fn = s->outer ? s->outer : s->function;
+
+	if (fn && s->offset)
+		snprintf(buf, len, "%s+0x%llx", fn, (unsigned long long)s->offset);
+	else if (fn)
+		snprintf(buf, len, "%s", fn);
+	else if (s->module)
+		snprintf(buf, len, "%s+0x%llx", base(s->module),
+			 (unsigned long long)s->module_offset);
+	else
+		snprintf(buf, len, "0x%llx", (unsigned long long)ip);
+}
+
+static void line_str(char *buf, size_t len, const struct btrace_symbol *s)
+{
+	if (s->file && s->line)
+		snprintf(buf, len, "%s:%d", base(s->file), s->line);
+	else
+		buf[0] = 0;
+}
+
+static void print_gap(const struct btrace_thread *t, uint32_t g)
+{
+	const struct btrace_gap *gp = &t->gaps[g];
+
+	printf("[gap: %s", btrace_gap_kind_name(gp->kind));
+	if (gp->kind != BTRACE_GAP_UNUSABLE && gp->kind != BTRACE_GAP_LOST)
+		printf(" at trace offset %llu", (unsigned long long)gp->offset);
+	if (gp->ip)
+		printf(", ip 0x%llx", (unsigned long long)gp->ip);
+	printf(": %s]\n", gp->reason ? gp->reason : "");
+}
+
+static int print_event(const struct btrace_thread *t, const struct btrace_block *b)
+{
+	switch (b->kind) {
+	case BTRACE_ITEM_GAP:
+		print_gap(t, b->gap);
+		return 1;
+	case BTRACE_ITEM_ASYNC:
+		printf("[interrupted at 0x%llx", (unsigned long long)b->ip);
+		if (b->end_ip)
+			printf(", continued at 0x%llx", (unsigned long long)b->end_ip);
+		printf("]\n");
+		return 1;
+	case BTRACE_ITEM_FAR:
+		printf("[system call at 0x%llx", (unsigned long long)b->ip);
+		if (b->end_ip)
+			printf(", back at 0x%llx", (unsigned long long)b->end_ip);
+		printf("]\n");
+		return 1;
+	case BTRACE_ITEM_ENABLED:
+		printf("[trace resumes at 0x%llx]\n", (unsigned long long)b->ip);
+		return 1;
+	case BTRACE_ITEM_FAULT:
+		return 1;
+	}
+	return 0;
+}
+
+static void fault_line(const struct btrace_thread *t)
+{
+	char a[160], l[160];
+
+	if (!t->fault.found)
+		return;
+	sym_str(a, sizeof(a), t->fault.ip, &t->fault.sym);
+	line_str(l, sizeof(l), &t->fault.sym);
+	printf("=> fault at 0x%llx %s%s%s: %s (%s)\n",
+	       (unsigned long long)t->fault.ip, a, l[0] ? " " : "", l,
+	       t->fault.insn[0] ? t->fault.insn : "(no code)",
+	       t->fault.exact ? "exact" : "approximate");
+}
+
+/* First item to print so that @last units end the list. */
+static size_t first_item(const struct btrace_thread *t, enum mode m,
+			 uint64_t last)
+{
+	uint64_t n = 0;
+	size_t i = t->nblocks;
+
+	if (!last)
+		return 0;
+	while (i > 0 && n < last) {
+		i--;
+		if (t->blocks[i].kind == BTRACE_ITEM_BLOCK)
+			n += m == M_INSN ? t->blocks[i].ninsn : 1;
+	}
+	return i;
+}
+
+static void decode_blocks(const struct btrace_thread *t, uint64_t last)
+{
+	char a[160], l[160];
+
+	for (size_t i = first_item(t, M_BLOCKS, last); i < t->nblocks; i++) {
+		const struct btrace_block *b = &t->blocks[i];
+		if ((int64_t)i == (int64_t)t->fault.block_index && t->fault.found)
+			fault_line(t);
+		if (print_event(t, b))
+			continue;
+		sym_str(a, sizeof(a), b->ip, b->sym);
+		line_str(l, sizeof(l), b->sym);
+		printf("0x%012llx-0x%012llx %4u  %s%s%s\n",
+		       (unsigned long long)b->ip, (unsigned long long)b->end_ip,
+		       b->ninsn, a, l[0] ? "  " : "", l);
+	}
+}
+
+static int decode_insns(struct btrace_decode_result *r,
+			const struct btrace_thread *t, uint64_t last)
+{
+	struct btrace_insn *in = NULL;
+	size_t cap = 0;
+	const char *lfile = NULL;
+	int lline = 0;
+	uint64_t skip = 0;
+	size_t i = first_item(t, M_INSN, last);
+	char a[160];
+
+	if (last) {
+		uint64_t n = 0;
+		for (size_t k = i; k < t->nblocks; k++)
+			if (t->blocks[k].kind == BTRACE_ITEM_BLOCK)
+				n += t->blocks[k].ninsn;
+		skip = n > last ? n - last : 0;
+	}
+	for (; i < t->nblocks; i++) {
+		const struct btrace_block *b = &t->blocks[i];
+		if ((int64_t)i == (int64_t)t->fault.block_index && t->fault.found)
+			fault_line(t);
+		if (print_event(t, b))
+			continue;
+		if (b->ninsn > cap) {
+			cap = b->ninsn;
+			free(in);
+			in = calloc(cap, sizeof(*in));
+			if (!in)
+				return cli_failf(CMD, NULL, "out of memory");
+		}
+		int n = btrace_decode_block_insns(r, b, in, cap);
+		if (n < 0) {
+			printf("[no code for the block at 0x%llx: %u instructions]\n",
+			       (unsigned long long)b->ip, b->ninsn);
+			continue;
+		}
+		for (int k = 0; k < n && (size_t)k < cap; k++) {
+			if (skip) {
+				skip--;
+				continue;
+			}
+			const struct btrace_symbol *s = &in[k].sym;
+			if (s->file && s->line &&
+			    (s->line != lline || !lfile || strcmp(lfile, s->file))) {
+				printf("%s:%d\n", s->file, s->line);
+				lfile = s->file;
+				lline = s->line;
+			}
+			sym_str(a, sizeof(a), in[k].ip, s);
+			printf("  0x%012llx <%s>  %s\n", (unsigned long long)in[k].ip,
+			       a, in[k].text);
+		}
+	}
+	free(in);
+	return 0;
+}
+
+static void decode_calls(const struct btrace_thread *t, uint64_t last)
+{
+	size_t start = last && t->ncalls > last ? t->ncalls - last : 0;
+	char a[160], l[160];
+	int mind = 1 << 30;
+
+	for (size_t i = start; i < t->ncalls; i++)
+		if (t->calls[i].depth < mind)
+			mind = t->calls[i].depth;
+	for (size_t i = start; i < t->ncalls; i++) {
+		const struct btrace_call *c = &t->calls[i];
+		if (t->fault.found && c->first_block >= t->fault.block_index &&
+		    (i == start || t->calls[i - 1].first_block < t->fault.block_index))
+			fault_line(t);
+		if (c->flags & BTRACE_CALL_GAP) {
+			printf("%6zu  ", i + 1);
+			print_gap(t, c->gap);
+			continue;
+		}
+		int d = c->depth - mind;
+		sym_str(a, sizeof(a), c->ip, c->sym);
+		line_str(l, sizeof(l), c->sym);
+		printf("%6zu  %*s%s", i + 1, 2 * (d > 40 ? 40 : d), "", a);
+		if (l[0])
+			printf("  %s", l);
+		printf("  [%llu insn]", (unsigned long long)c->ninsn);
+		if (c->flags & BTRACE_CALL_TAILCALL)
+			printf(" [tail call]");
+		if (c->flags & BTRACE_CALL_SIGNAL)
+			printf(" [signal]");
+		if (c->flags & BTRACE_CALL_UNWOUND)
+			printf(" [unwound]");
+		if (c->flags & BTRACE_CALL_PARTIAL)
+			printf(" [partial]");
+		printf("\n");
+	}
+	if (t->fault.found && t->fault.block_index >= t->nblocks - 1)
+		fault_line(t);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: btrace decode FILE (--insn | --blocks | --calls) [options]\n"
+		"\n"
+		"Print the path recovered from a snapshot, per thread (crashed first).\n"
+		"\n"
+		"  --insn             every instruction, disassembled, with source lines\n"
+		"  --blocks           straight-line blocks with symbols\n"
+		"  --calls            function-call history, indented by call depth\n"
+		"  --last N           only the last N instructions/blocks/calls; decodes\n"
+		"                     only the tail of each buffer\n"
+		"  --thread TID       only this thread\n"
+		"  --debug-dir DIR    separate debug info root (default /usr/lib/debug)\n"
+		"  --no-disk          never read code from files on disk\n"
+		"  -h, --help         this help\n");
+}
 
 int cmd_decode(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return cli_failf("decode", NULL, "not implemented in this build");
+	static const struct option lo[] = {
+		{ "insn", no_argument, NULL, 'i' },
+		{ "blocks", no_argument, NULL, 'b' },
+		{ "calls", no_argument, NULL, 'c' },
+		{ "last", required_argument, NULL, 'l' },
+		{ "thread", required_argument, NULL, 't' },
+		{ "debug-dir", required_argument, NULL, 'D' },
+		{ "no-disk", no_argument, NULL, 'N' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct btrace_decode_opts d = { .sz = sizeof(d) };
+	struct btrace_snapshot *snap;
+	struct btrace_decode_result *r;
+	struct btrace_error err;
+	int mode = -1, c, ret = CLI_EXIT_OK;
+	uint64_t last = 0, v;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'i': case 'b': case 'c': {
+			int m = c == 'i' ? M_INSN : c == 'b' ? M_BLOCKS : M_CALLS;
+			if (mode >= 0 && mode != m)
+				return cli_usage(CMD, "choose one of --insn, --blocks, --calls");
+			mode = m;
+			break;
+		}
+		case 'l':
+			if (cli_parse_u64(optarg, &last) || !last)
+				return cli_usage(CMD, "--last: '%s' is not a positive number", optarg);
+			break;
+		case 't':
+			if (cli_parse_u64(optarg, &v) || !v || v > INT32_MAX)
+				return cli_usage(CMD, "--thread: '%s' is not a thread id", optarg);
+			d.tid = (int32_t)v;
+			break;
+		case 'D': d.debug_dir = optarg; break;
+		case 'N': d.flags |= BTRACE_DECODE_NO_DISK; break;
+		case 'h': usage(stdout); return CLI_EXIT_OK;
+		default: return cli_usage(CMD, "unknown option");
+		}
+	}
+	if (mode < 0)
+		return cli_usage(CMD, "one of --insn, --blocks or --calls is required");
+	if (optind + 1 != argc)
+		return cli_usage(CMD, optind >= argc ? "a snapshot FILE is required" :
+				 "only one FILE is accepted");
+	if (btrace_snapshot_read(argv[optind], BTRACE_READ_LENIENT, &snap, &err) < 0)
+		return cli_fail(CMD, &err);
+	d.last = last;
+	d.unit = mode == M_INSN ? BTRACE_UNIT_INSNS :
+		 mode == M_BLOCKS ? BTRACE_UNIT_BLOCKS : BTRACE_UNIT_CALLS;
+	if (btrace_decode(snap, &d, &r, &err) < 0) {
+		btrace_snapshot_free(snap);
+		return cli_fail(CMD, &err);
+	}
+	for (size_t i = 0; i < r->nimage_notes; i++)
+		printf("[image: %s]\n", r->image_notes[i]);
+	if (d.tid && !r->nthreads)
+		ret = cli_failf(CMD, "btrace info FILE lists the buffers and their threads",
+				"%s: no trace buffer for thread %d", argv[optind], d.tid);
+	for (size_t i = 0; i < r->nthreads && ret == CLI_EXIT_OK; i++) {
+		const struct btrace_thread *t = &r->threads[i];
+		if (t->tid >= 0)
+			printf("thread %d%s: %llu instructions%s\n", t->tid,
+			       t->crashed ? " (crashed)" : "",
+			       (unsigned long long)t->ninsn,
+			       t->truncated ? " decoded (tail only)" : "");
+		else
+			printf("cpu %d: %llu instructions\n", t->cpu,
+			       (unsigned long long)t->ninsn);
+		if (mode == M_CALLS)
+			decode_calls(t, last);
+		else if (mode == M_BLOCKS)
+			decode_blocks(t, last);
+		else
+			ret = decode_insns(r, t, last);
+	}
+	btrace_decode_result_free(r);
+	btrace_snapshot_free(snap);
+	return ret;
 }

@@ -1,9 +1,663 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * btrace report: what happened.  Process and signal, the fault, the call
+ * stack rebuilt from the trace, the last calls, the last blocks with source
+ * lines and a completeness line.  --json for tools (docs/report.md).
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <btrace/decode.h>
+#include <btrace/snapshot.h>
+
 #include "cli.h"
+
+#define CMD "report"
+#define NAME_W 26
+
+static const char *backend_name(uint32_t b)
+{
+	switch (b) {
+	case BTRACE_BACKEND_PT: return "pt";
+	case BTRACE_BACKEND_BTS: return "bts";
+	case BTRACE_BACKEND_QEMU: return "qemu";
+	}
+	return NULL;
+}
+
+static const char *code_name(int signo, int code)
+{
+	switch (code) {
+	case 0: return "SI_USER";
+	case -1: return "SI_QUEUE";
+	case -6: return "SI_TKILL";
+	case 0x80: return "SI_KERNEL";
+	}
+	if (signo == 11)
+		return code == 1 ? "SEGV_MAPERR" : code == 2 ? "SEGV_ACCERR" :
+		       code == 3 ? "SEGV_BNDERR" : code == 4 ? "SEGV_PKUERR" : NULL;
+	if (signo == 7)
+		return code == 1 ? "BUS_ADRALN" : code == 2 ? "BUS_ADRERR" :
+		       code == 3 ? "BUS_OBJERR" : NULL;
+	if (signo == 4)
+		return code == 1 ? "ILL_ILLOPC" : code == 2 ? "ILL_ILLOPN" :
+		       code == 5 ? "ILL_PRVOPC" : NULL;
+	if (signo == 8)
+		return code == 1 ? "FPE_INTDIV" : code == 2 ? "FPE_INTOVF" : NULL;
+	return NULL;
+}
+
+static const char *base(const char *p)
+{
+	const char *s = p ? strrchr(p, '/') : NULL;
+	return s ? s + 1 : p;
+}
+
+/* "func+0x12" or "module+0x1234" or "0x..." into @buf. */
+static const char *where(char *buf, size_t len, uint64_t ip,
+			 const struct btrace_symbol *s)
+{
+	const char *fn = s->outer ? s->outer : s->function;
+
+	if (fn && s->offset)
+		snprintf(buf, len, "%s+0x%llx", fn, (unsigned long long)s->offset);
+	else if (fn)
+		snprintf(buf, len, "%s", fn);
+	else if (s->module)
+		snprintf(buf, len, "%s+0x%llx", base(s->module),
+			 (unsigned long long)s->module_offset);
+	else
+		snprintf(buf, len, "0x%llx", (unsigned long long)ip);
+	return buf;
+}
+
+static const char *srcline(char *buf, size_t len, const struct btrace_symbol *s)
+{
+	if (s->file && s->line)
+		snprintf(buf, len, "%s:%d", base(s->file), s->line);
+	else if (s->module && s->function)
+		snprintf(buf, len, "(%s)", base(s->module));
+	else
+		buf[0] = 0;
+	return buf;
+}
+
+static const char *fit(char *buf, size_t w, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n <= w) {
+		snprintf(buf, w + 1, "%s", s);
+		return buf;
+	}
+	snprintf(buf, w + 1, "%.*s~", (int)(w - 1), s);
+	return buf;
+}
+
+struct rep_opts {
+	uint64_t calls, blocks;
+	int json;
+	int all;
+	int32_t tid;
+};
+
+/* Index in blocks where the shown tail ends (exclusive of the fault). */
+static size_t tail_end(const struct btrace_thread *t)
+{
+	if (t->fault.found && t->fault.block_index < t->nblocks)
+		return (size_t)t->fault.block_index;
+	return t->nblocks;
+}
+
+static size_t calls_end(const struct btrace_thread *t)
+{
+	size_t end = tail_end(t), n = 0;
+
+	while (n < t->ncalls && t->calls[n].first_block < end)
+		n++;
+	return n;
+}
+
+static void print_gap(FILE *f, const struct btrace_thread *t, uint32_t g,
+		      const char *indent)
+{
+	const struct btrace_gap *gp = &t->gaps[g];
+
+	fprintf(f, "%s[gap: %s", indent, btrace_gap_kind_name(gp->kind));
+	if (gp->kind != BTRACE_GAP_UNUSABLE && gp->kind != BTRACE_GAP_LOST)
+		fprintf(f, " at trace offset %llu", (unsigned long long)gp->offset);
+	if (gp->ip)
+		fprintf(f, ", ip 0x%llx", (unsigned long long)gp->ip);
+	fprintf(f, "]\n%s  %s\n", indent, gp->reason ? gp->reason : "");
+}
+
+static void print_stack(FILE *f, const struct btrace_thread *t)
+{
+	char a[128], b[128], c[64];
+
+	fprintf(f, "\nstack at the fault (from the trace, innermost first)\n");
+	if (!t->nstack)
+		fprintf(f, "  (no frames: nothing was decoded)\n");
+	for (size_t i = 0; i < t->nstack; i++) {
+		const struct btrace_frame *fr = &t->stack[i];
+		if ((fr->flags & BTRACE_CALL_INLINE) && fr->sym.function)
+			snprintf(a, sizeof(a), "%s", fr->sym.function);
+		else
+			where(a, sizeof(a), fr->ip, &fr->sym);
+		fprintf(f, "  #%-2zu 0x%012llx %-*s %s", i, (unsigned long long)fr->ip,
+			NAME_W, fit(c, NAME_W, a),
+			srcline(b, sizeof(b), &fr->sym));
+		if (fr->flags & BTRACE_CALL_INLINE)
+			fprintf(f, " [inlined]");
+		if (fr->flags & BTRACE_CALL_TAILCALL)
+			fprintf(f, " [tail call]");
+		if (fr->flags & BTRACE_CALL_SIGNAL)
+			fprintf(f, " [signal handler]");
+		fputc('\n', f);
+		if (fr->flags & BTRACE_CALL_PARTIAL)
+			fprintf(f, "      (entered before the history starts: callers unknown)\n");
+	}
+}
+
+static void print_calls(FILE *f, const struct btrace_thread *t, uint64_t want)
+{
+	size_t end = calls_end(t), start = end > want ? end - want : 0;
+	char a[128], b[128];
+	int mind = 1 << 30;
+
+	for (size_t i = start; i < end; i++)
+		if (t->calls[i].depth < mind)
+			mind = t->calls[i].depth;
+	fprintf(f, "\nlast calls (oldest first, %zu of %zu%s)\n", end - start,
+		end, t->truncated ? " decoded" : "");
+	for (size_t i = start; i < end; i++) {
+		const struct btrace_call *cl = &t->calls[i];
+		if (cl->flags & BTRACE_CALL_GAP) {
+			print_gap(f, t, cl->gap, "  ");
+			continue;
+		}
+		int d = cl->depth - mind;
+		if (d > 24)
+			d = 24;
+		fprintf(f, "  %*s%s", 2 * d, "", where(a, sizeof(a), cl->ip, cl->sym));
+		srcline(b, sizeof(b), cl->sym);
+		if (b[0])
+			fprintf(f, "  %s", b);
+		if (cl->flags & BTRACE_CALL_TAILCALL)
+			fprintf(f, " [tail call]");
+		if (cl->flags & BTRACE_CALL_SIGNAL)
+			fprintf(f, " [signal]");
+		if (cl->flags & BTRACE_CALL_UNWOUND)
+			fprintf(f, " [unwound]");
+		fputc('\n', f);
+	}
+	if (t->fault.found && t->nstack) {
+		fprintf(f, "  => fault in %s",
+			where(a, sizeof(a), t->fault.ip, &t->stack[0].sym));
+		srcline(b, sizeof(b), &t->stack[0].sym);
+		fprintf(f, "%s%s\n", b[0] ? "  " : "", b);
+	}
+}
+
+static void print_event(FILE *f, const struct btrace_block *b)
+{
+	switch (b->kind) {
+	case BTRACE_ITEM_ASYNC:
+		fprintf(f, "  [interrupted at 0x%llx", (unsigned long long)b->ip);
+		if (b->end_ip)
+			fprintf(f, ", continued at 0x%llx", (unsigned long long)b->end_ip);
+		fprintf(f, "]\n");
+		break;
+	case BTRACE_ITEM_FAR:
+		fprintf(f, "  [system call at 0x%llx", (unsigned long long)b->ip);
+		if (b->end_ip)
+			fprintf(f, ", back at 0x%llx", (unsigned long long)b->end_ip);
+		fprintf(f, "]\n");
+		break;
+	case BTRACE_ITEM_ENABLED:
+		fprintf(f, "  [trace resumes at 0x%llx]\n", (unsigned long long)b->ip);
+		break;
+	}
+}
+
+static void print_blocks(FILE *f, const struct btrace_thread *t, uint64_t want)
+{
+	size_t end = tail_end(t), start = end, n = 0;
+	char a[128], b[128], c[64];
+
+	while (start > 0 && n < want) {
+		start--;
+		if (t->blocks[start].kind == BTRACE_ITEM_BLOCK)
+			n++;
+	}
+	fprintf(f, "\nlast blocks before the fault (oldest first, %zu)\n", n);
+	for (size_t i = start; i < end; i++) {
+		const struct btrace_block *bl = &t->blocks[i];
+		if (bl->kind == BTRACE_ITEM_GAP) {
+			print_gap(f, t, bl->gap, "  ");
+			continue;
+		}
+		if (bl->kind != BTRACE_ITEM_BLOCK) {
+			print_event(f, bl);
+			continue;
+		}
+		size_t rep = 1;
+		while (i + rep < end && t->blocks[i + rep].kind == BTRACE_ITEM_BLOCK &&
+		       t->blocks[i + rep].ip == bl->ip &&
+		       t->blocks[i + rep].ninsn == bl->ninsn)
+			rep++;
+		fprintf(f, "  0x%012llx %3u  %-*s %s", (unsigned long long)bl->ip,
+			bl->ninsn, NAME_W,
+			fit(c, NAME_W, where(a, sizeof(a), bl->ip, bl->sym)),
+			srcline(b, sizeof(b), bl->sym));
+		if (rep > 1)
+			fprintf(f, "  (x%zu)", rep);
+		fputc('\n', f);
+		i += rep - 1;
+	}
+	if (t->fault.found)
+		fprintf(f, "  0x%012llx  => fault: %s\n",
+			(unsigned long long)t->fault.ip,
+			t->fault.insn[0] ? t->fault.insn : "(no code)");
+	size_t after = 0;
+	for (size_t i = end + 1; i < t->nblocks; i++)
+		after += t->blocks[i].kind == BTRACE_ITEM_BLOCK;
+	if (t->fault.found && after)
+		fprintf(f, "  (%zu more blocks ran after the fault: a signal handler)\n",
+			after);
+}
+
+static const char *size_str(char *buf, size_t len, uint64_t n)
+{
+	if (n < 10240)
+		snprintf(buf, len, "%llu bytes", (unsigned long long)n);
+	else if (n < (10u << 20))
+		snprintf(buf, len, "%.1f KiB", (double)n / 1024);
+	else
+		snprintf(buf, len, "%.1f MiB", (double)n / (1 << 20));
+	return buf;
+}
+
+static void print_history(FILE *f, const struct btrace_thread *t)
+{
+	char a[32], b[32], c[32];
+
+	fprintf(f, "\nhistory   %llu instructions from %s of trace%s\n",
+		(unsigned long long)t->ninsn, size_str(a, sizeof(a), t->decoded_bytes),
+		t->truncated ? " (the tail needed)" : "");
+	fprintf(f, "          buffer: %s usable", 
+		size_str(b, sizeof(b), t->buffer_bytes - t->unusable_bytes));
+	if (t->requested_bytes)
+		fprintf(f, " of %s requested", size_str(c, sizeof(c), t->requested_bytes));
+	fprintf(f, "\n");
+	if (t->unusable_bytes)
+		fprintf(f, "          %llu bytes before the first sync point were unusable\n",
+			(unsigned long long)t->unusable_bytes);
+	if (!t->ngaps) {
+		fprintf(f, "          %s\n", t->complete ? "complete: no gaps" :
+			"no gaps, but the buffer holds less than requested");
+		return;
+	}
+	fprintf(f, "          incomplete: %zu gap%s\n", t->ngaps, t->ngaps > 1 ? "s" : "");
+	for (size_t i = 0; i < t->ngaps && i < 8; i++)
+		fprintf(f, "          - %s: %s\n", btrace_gap_kind_name(t->gaps[i].kind),
+			t->gaps[i].reason ? t->gaps[i].reason : "");
+	if (t->ngaps > 8)
+		fprintf(f, "          - ... %zu more\n", t->ngaps - 8);
+}
+
+static void print_thread(FILE *f, const struct btrace_decode_result *r,
+			 const struct btrace_thread *t, const struct rep_opts *o)
+{
+	char a[128], b[128];
+
+	if (t->tid >= 0)
+		fprintf(f, "\n== thread %d%s ==\n", t->tid, t->crashed ? " (crashed)" : "");
+	else
+		fprintf(f, "\n== cpu %d (per-cpu buffer) ==\n", t->cpu);
+	if (t->fault.found) {
+		const struct btrace_fault *ft = &t->fault;
+		fprintf(f, "fault     %s", where(a, sizeof(a), ft->ip, &ft->sym));
+		srcline(b, sizeof(b), &ft->sym);
+		if (b[0])
+			fprintf(f, " at %s", b);
+		fprintf(f, "\n          0x%llx  %s\n", (unsigned long long)ft->ip,
+			ft->insn[0] ? ft->insn : "(no code for this address)");
+		if (ft->sym.module)
+			fprintf(f, "          in %s\n", ft->sym.module);
+		fprintf(f, "          %s: %s\n", ft->exact ? "exact" : "approximate",
+			ft->how ? ft->how : "");
+	}
+	print_stack(f, t);
+	print_calls(f, t, o->calls);
+	print_blocks(f, t, o->blocks);
+	print_history(f, t);
+	(void)r;
+}
+
+static void report_text(FILE *f, const char *path,
+			const struct btrace_decode_result *r,
+			const struct rep_opts *o)
+{
+	const struct btrace_signal *s = r->signal;
+
+	fprintf(f, "btrace report: %s\n", path);
+	fprintf(f, "process   %d (%s)", r->pid, r->command ? r->command : "?");
+	if (backend_name(r->backend))
+		fprintf(f, ", backend %s", backend_name(r->backend));
+	fprintf(f, ", %s trace\n", r->kind == BTRACE_TRACE_BTS ? "BTS" : "Intel PT");
+	if (s) {
+		const char *cn = code_name(s->signo, s->code);
+		fprintf(f, "signal    %s (%d), code %d%s%s%s", r->signal_name ? r->signal_name : "?",
+			s->signo, s->code, cn ? " (" : "", cn ? cn : "", cn ? ")" : "");
+		if (s->code > 0 && (s->signo == 11 || s->signo == 7))
+			fprintf(f, ", address 0x%llx", (unsigned long long)s->addr);
+		if (s->code <= 0 && s->sender_pid)
+			fprintf(f, ", sent by pid %d", s->sender_pid);
+		fputc('\n', f);
+	} else {
+		fprintf(f, "signal    none recorded\n");
+	}
+	for (size_t i = 0; i < r->nimage_notes; i++)
+		fprintf(f, "image     %s\n", r->image_notes[i]);
+	if (!r->nthreads)
+		fprintf(f, "\n(no trace buffers in this snapshot)\n");
+	for (size_t i = 0; i < r->nthreads; i++) {
+		if (!o->all && !o->tid && i > 0 && r->crashed_thread >= 0)
+			break;
+		print_thread(f, r, &r->threads[i], o);
+	}
+	if (!o->all && !o->tid && r->crashed_thread >= 0 && r->nthreads > 1)
+		fprintf(f, "\n(%zu other thread%s: btrace report --all-threads)\n",
+			r->nthreads - 1, r->nthreads > 2 ? "s" : "");
+}
+
+/* --- JSON --- */
+
+static void j_sym(struct json *j, const struct btrace_symbol *s)
+{
+	json_str(j, "function", s->function);
+	json_str(j, "module", s->module);
+	json_str(j, "file", s->file);
+	if (s->line)
+		json_int(j, "line", s->line);
+	else
+		json_null(j, "line");
+}
+
+static void j_gap(struct json *j, const struct btrace_gap *g)
+{
+	json_str(j, "kind", btrace_gap_kind_name(g->kind));
+	json_uint(j, "offset", g->offset);
+	if (g->ip)
+		json_hex(j, "ip", g->ip);
+	else
+		json_null(j, "ip");
+	json_uint(j, "bytes", g->bytes);
+	json_str(j, "reason", g->reason);
+}
+
+static void j_thread(struct json *j, const struct btrace_thread *t,
+		     const struct rep_opts *o)
+{
+	json_begin_object(j, NULL);
+	json_int(j, "tid", t->tid);
+	if (t->cpu >= 0)
+		json_int(j, "cpu", t->cpu);
+	json_bool(j, "crashed", t->crashed);
+
+	json_begin_object(j, "history");
+	json_uint(j, "bytes", t->decoded_bytes);
+	json_uint(j, "requested_bytes", t->requested_bytes);
+	json_uint(j, "buffer_bytes", t->buffer_bytes);
+	json_uint(j, "unusable_bytes", t->unusable_bytes);
+	json_uint(j, "instructions", t->ninsn);
+	json_bool(j, "complete", t->complete);
+	json_bool(j, "tail_only", t->truncated);
+	json_begin_array(j, "gaps");
+	for (size_t i = 0; i < t->ngaps; i++) {
+		json_begin_object(j, NULL);
+		j_gap(j, &t->gaps[i]);
+		json_end_object(j);
+	}
+	json_end_array(j);
+	json_end_object(j);
+
+	json_begin_array(j, "stack");
+	for (size_t i = 0; i < t->nstack; i++) {
+		const struct btrace_frame *fr = &t->stack[i];
+		json_begin_object(j, NULL);
+		j_sym(j, &fr->sym);
+		json_hex(j, "ip", fr->ip);
+		json_bool(j, "inline", fr->flags & BTRACE_CALL_INLINE);
+		json_bool(j, "tail_call", fr->flags & BTRACE_CALL_TAILCALL);
+		json_bool(j, "signal", fr->flags & BTRACE_CALL_SIGNAL);
+		json_bool(j, "partial", fr->flags & BTRACE_CALL_PARTIAL);
+		json_end_object(j);
+	}
+	json_end_array(j);
+
+	size_t cend = calls_end(t), cstart = cend > o->calls ? cend - o->calls : 0;
+	int mind = 1 << 30;
+	for (size_t i = cstart; i < cend; i++)
+		if (t->calls[i].depth < mind)
+			mind = t->calls[i].depth;
+	json_begin_array(j, "calls");
+	for (size_t i = cstart; i < cend; i++) {
+		const struct btrace_call *cl = &t->calls[i];
+		json_begin_object(j, NULL);
+		json_int(j, "depth", cl->depth - mind);
+		if (cl->flags & BTRACE_CALL_GAP) {
+			json_null(j, "function");
+			json_null(j, "module");
+			json_null(j, "ip");
+			json_begin_object(j, "gap");
+			j_gap(j, &t->gaps[cl->gap]);
+			json_end_object(j);
+		} else {
+			json_str(j, "function", cl->sym->function);
+			json_str(j, "module", cl->sym->module);
+			json_hex(j, "ip", cl->ip);
+			json_str(j, "file", cl->sym->file);
+			if (cl->sym->line)
+				json_int(j, "line", cl->sym->line);
+			else
+				json_null(j, "line");
+			json_uint(j, "ninsn", cl->ninsn);
+			json_bool(j, "tail_call", cl->flags & BTRACE_CALL_TAILCALL);
+			json_bool(j, "signal", cl->flags & BTRACE_CALL_SIGNAL);
+			json_bool(j, "partial", cl->flags & BTRACE_CALL_PARTIAL);
+		}
+		json_end_object(j);
+	}
+	json_end_array(j);
+
+	size_t bend = tail_end(t), bstart = bend, n = 0;
+	while (bstart > 0 && n < o->blocks) {
+		bstart--;
+		if (t->blocks[bstart].kind == BTRACE_ITEM_BLOCK)
+			n++;
+	}
+	json_begin_array(j, "tail");
+	for (size_t i = bstart; i < bend; i++) {
+		const struct btrace_block *b = &t->blocks[i];
+		if (b->kind == BTRACE_ITEM_BLOCK) {
+			json_begin_object(j, NULL);
+			json_hex(j, "ip", b->ip);
+			json_hex(j, "end_ip", b->end_ip);
+			j_sym(j, b->sym);
+			json_uint(j, "ninsn", b->ninsn);
+			json_end_object(j);
+		} else if (b->kind == BTRACE_ITEM_GAP) {
+			json_begin_object(j, NULL);
+			json_null(j, "ip");
+			json_begin_object(j, "gap");
+			j_gap(j, &t->gaps[b->gap]);
+			json_end_object(j);
+			json_end_object(j);
+		}
+	}
+	json_end_array(j);
+	json_end_object(j);
+}
+
+static void report_json(FILE *f, const struct btrace_decode_result *r,
+			const struct rep_opts *o)
+{
+	struct json j;
+	const struct btrace_thread *ct = r->crashed_thread >= 0 ?
+		&r->threads[r->crashed_thread] : NULL;
+
+	json_init(&j, f, true);
+	json_begin_object(&j, NULL);
+	json_int(&j, "btrace_report", 1);
+	json_str(&j, "backend", backend_name(r->backend));
+	json_str(&j, "trace", r->kind == BTRACE_TRACE_BTS ? "bts" : "pt");
+	json_begin_object(&j, "process");
+	json_int(&j, "pid", r->pid);
+	json_str(&j, "command", r->command);
+	json_end_object(&j);
+	if (r->signal) {
+		json_begin_object(&j, "signal");
+		json_int(&j, "number", r->signal->signo);
+		json_str(&j, "name", r->signal_name);
+		json_int(&j, "code", r->signal->code);
+		json_str(&j, "code_name", code_name(r->signal->signo, r->signal->code));
+		json_hex(&j, "address", r->signal->addr);
+		json_end_object(&j);
+	} else {
+		json_null(&j, "signal");
+	}
+	if (ct && ct->fault.found) {
+		const struct btrace_fault *ft = &ct->fault;
+		json_begin_object(&j, "fault");
+		json_int(&j, "tid", ct->tid);
+		json_hex(&j, "ip", ft->ip);
+		json_str(&j, "module", ft->sym.module);
+		json_str(&j, "function", ft->sym.function);
+		if (ft->sym.function)
+			json_uint(&j, "offset", ft->sym.offset);
+		else
+			json_null(&j, "offset");
+		json_str(&j, "file", ft->sym.file);
+		if (ft->sym.line)
+			json_int(&j, "line", ft->sym.line);
+		else
+			json_null(&j, "line");
+		json_str(&j, "instruction", ft->insn[0] ? ft->insn : NULL);
+		json_bool(&j, "exact", ft->exact);
+		json_str(&j, "how", ft->how);
+		json_end_object(&j);
+	} else {
+		json_null(&j, "fault");
+	}
+	json_begin_array(&j, "image_notes");
+	for (size_t i = 0; i < r->nimage_notes; i++)
+		json_str(&j, NULL, r->image_notes[i]);
+	json_end_array(&j);
+	json_begin_array(&j, "threads");
+	for (size_t i = 0; i < r->nthreads; i++)
+		j_thread(&j, &r->threads[i], o);
+	json_end_array(&j);
+	json_end_object(&j);
+	json_finish(&j);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: btrace report [options] FILE\n"
+		"\n"
+		"Explain a crash from a snapshot: the fault, the call stack rebuilt\n"
+		"from the trace, the last calls and blocks, and what is missing.\n"
+		"\n"
+		"  --json             machine-readable report (docs/report.md)\n"
+		"  --calls N          last calls to show (default 16)\n"
+		"  --blocks N         last blocks to show (default 16)\n"
+		"  --thread TID       report this thread only\n"
+		"  --all-threads      every thread, not just the crashed one\n"
+		"  --full             decode whole buffers, not just their tails\n"
+		"  --debug-dir DIR    separate debug info root (default /usr/lib/debug)\n"
+		"  --no-disk          never read code from files on disk\n"
+		"  -h, --help         this help\n");
+}
 
 int cmd_report(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return cli_failf("report", NULL, "not implemented in this build");
+	static const struct option lo[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "calls", required_argument, NULL, 'c' },
+		{ "blocks", required_argument, NULL, 'b' },
+		{ "thread", required_argument, NULL, 't' },
+		{ "all-threads", no_argument, NULL, 'a' },
+		{ "full", no_argument, NULL, 'F' },
+		{ "debug-dir", required_argument, NULL, 'D' },
+		{ "no-disk", no_argument, NULL, 'N' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct rep_opts o = { .calls = 16, .blocks = 16 };
+	struct btrace_decode_opts d = { .sz = sizeof(d) };
+	struct btrace_snapshot *snap;
+	struct btrace_decode_result *r;
+	struct btrace_error err;
+	uint64_t v;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'j': o.json = 1; break;
+		case 'c':
+			if (cli_parse_u64(optarg, &o.calls) || !o.calls)
+				return cli_usage(CMD, "--calls: '%s' is not a positive number", optarg);
+			break;
+		case 'b':
+			if (cli_parse_u64(optarg, &o.blocks) || !o.blocks)
+				return cli_usage(CMD, "--blocks: '%s' is not a positive number", optarg);
+			break;
+		case 't':
+			if (cli_parse_u64(optarg, &v) || !v || v > INT32_MAX)
+				return cli_usage(CMD, "--thread: '%s' is not a thread id", optarg);
+			o.tid = (int32_t)v;
+			break;
+		case 'a': o.all = 1; break;
+		case 'F': d.flags |= BTRACE_DECODE_FULL; break;
+		case 'D': d.debug_dir = optarg; break;
+		case 'N': d.flags |= BTRACE_DECODE_NO_DISK; break;
+		case 'h': usage(stdout); return CLI_EXIT_OK;
+		default: return cli_usage(CMD, "unknown option");
+		}
+	}
+	if (optind + 1 != argc)
+		return cli_usage(CMD, optind >= argc ? "a snapshot FILE is required" :
+				 "only one FILE is accepted");
+	const char *path = argv[optind];
+	if (btrace_snapshot_read(path, BTRACE_READ_LENIENT, &snap, &err) < 0)
+		return cli_fail(CMD, &err);
+	/* Tail-only: enough call-history entries for both lists (each entry
+	 * has at least one block). */
+	d.unit = BTRACE_UNIT_CALLS;
+	d.last = (o.calls > o.blocks ? o.calls : o.blocks) + 8;
+	d.tid = o.tid;
+	if (btrace_decode(snap, &d, &r, &err) < 0) {
+		btrace_snapshot_free(snap);
+		return cli_fail(CMD, &err);
+	}
+	if (o.tid && !r->nthreads) {
+		btrace_decode_result_free(r);
+		btrace_snapshot_free(snap);
+		return cli_failf(CMD, "btrace info FILE lists the buffers and their threads",
+				 "%s: no trace buffer for thread %d", path, o.tid);
+	}
+	for (size_t i = 0; i < snap->nwarnings; i++)
+		fprintf(stderr, "btrace report: warning: %s\n", snap->warnings[i]);
+	if (o.json)
+		report_json(stdout, r, &o);
+	else
+		report_text(stdout, path, r, &o);
+	btrace_decode_result_free(r);
+	btrace_snapshot_free(snap);
+	return CLI_EXIT_OK;
 }

@@ -23,11 +23,17 @@ struct gen_opts {
 	int no_code;            /* do not embed code */
 	int no_regs;            /* do not record the fault registers */
 	uint64_t max_steps;     /* 0: 2,000,000 */
+	const char *repeat_sym; /* with @repeat: replay the steps between the
+				 * 8th and 12th arrival at this IP @repeat
+				 * more times (big traces without stepping);
+				 * the truth then holds no IPs, only the count */
+	uint64_t repeat;
 };
 
 struct gen_truth {
-	uint64_t *ip;           /* every instruction that completed, in order */
-	size_t n;
+	uint64_t *ip;           /* every instruction that completed, in order
+				 * (NULL with gen_opts.repeat) */
+	uint64_t n;
 	uint64_t fault_ip;      /* the instruction that faulted (did not complete) */
 	int signo;              /* the fatal signal */
 	int code;               /* its si_code */

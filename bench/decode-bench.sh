@@ -1,0 +1,53 @@
+#!/bin/sh
+# Decoder figures (docs/report.md, "Performance"); ratios come from one run.
+#  1. whole-buffer decode into blocks with symbols vs raw libipt pt_blk_next
+#     over the same bytes (target: within 1.25x);
+#  2. btrace report (default history) on a 64 MiB wrapped PT buffer vs a
+#     1 MiB buffer holding the same last history (target: within 2x), both
+#     end to end and for the decode alone.
+# Usage: bench/decode-bench.sh [BUILD_DIR]   (default: build-decode)
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$top/build-decode}
+work=$(mktemp -d /tmp/btrace-bench.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+ninja -C "$build" tests/decode/bt-gen-fixture tests/decode/fx-crash-loop \
+	src/cli/btrace >/dev/null
+cc -O2 -I"$top/include" -o "$work/decode-bench" "$top/bench/decode-bench.c" \
+	-L"$build/decoder" -L"$build/src" -lbtrace-decode -lbtrace -lipt \
+	-Wl,-rpath,"$build/decoder:$build/src"
+
+gen="$build/tests/decode/bt-gen-fixture"
+prog="$build/tests/decode/fx-crash-loop"
+echo "generating fixtures (real program, single-stepped, loop replayed)..."
+# one buffer decoded whole: ~1 MiB of PT, not wrapped
+"$gen" -p 4096 -S step:400000 -o "$work/whole.btrace" -- "$prog" 40 >/dev/null
+# the same end of history in a 64 MiB and a 1 MiB ring
+"$gen" -p 4096 -w $((64 << 20)) -S step:24000000 -o "$work/r64.btrace" -- "$prog" 40 >/dev/null
+"$gen" -p 4096 -w $((1 << 20)) -S step:24000000 -o "$work/r1.btrace" -- "$prog" 40 >/dev/null
+
+b="$work/decode-bench"
+raw=$("$b" raw "$work/whole.btrace")
+full=$("$b" full "$work/whole.btrace")
+echo "whole buffer: $raw (libipt pt_blk_next)"
+echo "whole buffer: $full (btrace: blocks, calls, stack, symbols)"
+echo "$raw $full" | awk '{ printf "  ratio btrace/libipt = %.2f (target <= 1.25); insns %s vs %s\n", $5 / $2, $6, $3 }'
+
+t64=$("$b" tail "$work/r64.btrace")
+t1=$("$b" tail "$work/r1.btrace")
+echo "tail decode:  64 MiB ring: $t64;  1 MiB ring: $t1"
+echo "$t64 $t1" | awk '{ printf "  decode ratio 64M/1M = %.2f (target <= 2)\n", $2 / $5 }'
+
+best() {  # best wall time of 5 runs of a command
+	bt=999
+	for i in 1 2 3 4 5; do
+		s=$(date +%s.%N); "$@" >/dev/null; e=$(date +%s.%N)
+		bt=$(echo "$s $e $bt" | awk '{ d = $2 - $1; print (d < $3) ? d : $3 }')
+	done
+	echo "$bt"
+}
+r64=$(best "$build/src/cli/btrace" report "$work/r64.btrace")
+r1=$(best "$build/src/cli/btrace" report "$work/r1.btrace")
+echo "btrace report end to end: 64 MiB $r64 s, 1 MiB $r1 s" \
+	"(ratio $(echo "$r64 $r1" | awk '{ printf "%.2f", $1 / $2 }'); includes reading the snapshot)"

@@ -1,0 +1,615 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Synthetic fixture generator (see gen.h).  The truth comes from ptrace
+ * single-stepping the real program; the stream from src/encode.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/personality.h>
+#include <sys/ptrace.h>
+#include <sys/types.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <capstone/capstone.h>
+
+#include <btrace/snapshot.h>
+
+#include "decode-internal.h"
+#include "encode.h"
+#include "gen.h"
+#include "util.h"
+
+struct step {
+	uint64_t ip;
+	int faulted;            /* did not complete: a signal was delivered */
+};
+
+struct captured {
+	struct btrace_mapping *maps;
+	size_t nmaps;
+	struct btrace_code *code;
+	size_t ncode;
+	siginfo_t si;
+	struct user_regs_struct regs;
+	int have;
+};
+
+struct insn_cache {
+	struct bt_map map;
+	struct bt_insn_info *v;
+	size_t n, cap;
+};
+
+static int fail(char *eb, size_t el, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(eb, el, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static uint64_t elf_sym(const char *exe, const char *name, int *dyn)
+{
+	int fd = open(exe, O_RDONLY);
+	uint64_t addr = 0;
+
+	if (fd < 0)
+		return 0;
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+	GElf_Ehdr eh;
+	if (e && gelf_getehdr(e, &eh)) {
+		*dyn = eh.e_type == ET_DYN;
+		Elf_Scn *s = NULL;
+		while ((s = elf_nextscn(e, s))) {
+			GElf_Shdr sh;
+			if (!gelf_getshdr(s, &sh) || sh.sh_type != SHT_SYMTAB)
+				continue;
+			Elf_Data *d = elf_getdata(s, NULL);
+			for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+				GElf_Sym sym;
+				if (!gelf_getsym(d, (int)i, &sym))
+					continue;
+				const char *n = elf_strptr(e, sh.sh_link, sym.st_name);
+				if (n && !strcmp(n, name) && GELF_ST_TYPE(sym.st_info) == STT_FUNC)
+					addr = sym.st_value;
+			}
+		}
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return addr;
+}
+
+static void free_captured(struct captured *c)
+{
+	for (size_t i = 0; i < c->nmaps; i++)
+		free(c->maps[i].path);
+	for (size_t i = 0; i < c->ncode; i++) {
+		free((void *)c->code[i].data);
+		free(c->code[i].path);
+	}
+	free(c->maps);
+	free(c->code);
+	memset(c, 0, sizeof(*c));
+}
+
+static void *read_mem(int pid, uint64_t addr, uint64_t len)
+{
+	char p[64];
+	uint8_t *buf = malloc(len);
+	snprintf(p, sizeof(p), "/proc/%d/mem", pid);
+	int fd = open(p, O_RDONLY);
+	if (fd < 0 || !buf || pread(fd, buf, len, (off_t)addr) != (ssize_t)len) {
+		free(buf);
+		buf = NULL;
+	}
+	if (fd >= 0)
+		close(fd);
+	return buf;
+}
+
+static void *read_file(const char *path, uint64_t off, uint64_t *len)
+{
+	int fd = open(path, O_RDONLY);
+	uint8_t *buf;
+	off_t sz;
+
+	if (fd < 0)
+		return NULL;
+	sz = lseek(fd, 0, SEEK_END);
+	if (sz <= 0 || (uint64_t)sz <= off) {
+		close(fd);
+		return NULL;
+	}
+	if (off + *len > (uint64_t)sz)
+		*len = (uint64_t)sz - off;
+	buf = malloc(*len);
+	if (buf && pread(fd, buf, *len, (off_t)off) != (ssize_t)*len) {
+		free(buf);
+		buf = NULL;
+	}
+	close(fd);
+	return buf;
+}
+
+static int capture(int pid, struct captured *c, int embed)
+{
+	char p[64], line[4600];
+	FILE *f;
+
+	free_captured(c);
+	snprintf(p, sizeof(p), "/proc/%d/maps", pid);
+	f = fopen(p, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long s, e, off;
+		char perms[8], path[4200] = "";
+		unsigned maj, mnr;
+		unsigned long ino;
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %lu %4199[^\n]", &s, &e,
+			   perms, &off, &maj, &mnr, &ino, path) < 7)
+			continue;
+		char *pp = path;
+		while (*pp == ' ')
+			pp++;
+		size_t cap = c->nmaps;
+		c->maps = realloc(c->maps, (cap + 1) * sizeof(*c->maps));
+		struct btrace_mapping *m = &c->maps[c->nmaps++];
+		memset(m, 0, sizeof(*m));
+		m->pid = pid;
+		m->start = s;
+		m->end = e;
+		m->pgoff = off;
+		m->ino = ino;
+		m->prot = (perms[0] == 'r' ? 1 : 0) | (perms[1] == 'w' ? 2 : 0) |
+			  (perms[2] == 'x' ? 4 : 0);
+		m->flags = perms[3] == 's' ? 1 : 2;
+		m->path = strdup(*pp ? pp : "//anon");
+		if (*pp == '/')
+			bt_elf_build_id(pp, m->build_id, &m->build_id_size);
+		if (!embed || !(m->prot & 4))
+			continue;
+		struct btrace_code code = { 0 };
+		uint64_t len = e - s;
+		if (*pp == '/') {
+			code.kind = BTRACE_CODE_FILE;
+			code.file_offset = off;
+			code.data = read_file(pp, off, &len);
+			memcpy(code.build_id, m->build_id, sizeof(code.build_id));
+			code.build_id_size = m->build_id_size;
+		} else {
+			code.kind = strcmp(pp, "[vdso]") ? BTRACE_CODE_ANON : BTRACE_CODE_VDSO;
+			code.data = read_mem(pid, s, len);
+		}
+		code.vaddr = s;
+		code.size = len;
+		code.path = strdup(*pp ? pp : "//anon");
+		if (!code.data) {
+			free(code.path);
+			continue;
+		}
+		c->code = realloc(c->code, (c->ncode + 1) * sizeof(*c->code));
+		c->code[c->ncode++] = code;
+	}
+	fclose(f);
+	ptrace(PTRACE_GETSIGINFO, pid, 0, &c->si);
+	ptrace(PTRACE_GETREGS, pid, 0, &c->regs);
+	c->have = 1;
+	return 0;
+}
+
+static const struct bt_insn_info *classify(csh cs, struct insn_cache *ic,
+					   int pid, uint64_t ip)
+{
+	uint32_t v = bt_map_get(&ic->map, ip);
+	uint8_t *b;
+	cs_insn *in;
+
+	if (v != UINT32_MAX)
+		return &ic->v[v];
+	if (ic->n == ic->cap) {
+		ic->cap = ic->cap ? 2 * ic->cap : 1024;
+		ic->v = realloc(ic->v, ic->cap * sizeof(*ic->v));
+	}
+	struct bt_insn_info *ii = &ic->v[ic->n];
+	memset(ii, 0, sizeof(*ii));
+	b = read_mem(pid, ip, 16);
+	if (b && cs_disasm(cs, b, 16, ip, 1, &in) == 1) {
+		ii->size = (uint8_t)in->size;
+		const cs_x86 *x = &in->detail->x86;
+		int imm = x->op_count >= 1 && x->operands[0].type == X86_OP_IMM;
+		switch (in->id) {
+		case X86_INS_CALL: ii->cls = imm ? BTRACE_INSN_CALL : BTRACE_INSN_CALL_IND; break;
+		case X86_INS_JMP: ii->cls = imm ? BTRACE_INSN_JMP : BTRACE_INSN_JMP_IND; break;
+		case X86_INS_RET: ii->cls = BTRACE_INSN_RET; break;
+		case X86_INS_SYSCALL: case X86_INS_INT: case X86_INS_INT3:
+			ii->cls = BTRACE_INSN_FAR; break;
+		default:
+			for (int i = 0; i < in->detail->groups_count; i++)
+				if (in->detail->groups[i] == CS_GRP_JUMP)
+					ii->cls = BTRACE_INSN_JCC;
+		}
+		cs_free(in, 1);
+	}
+	free(b);
+	bt_map_put(&ic->map, ip, (uint32_t)ic->n);
+	return &ic->v[ic->n++];
+}
+
+static int trace_child(const struct gen_opts *o, struct step **steps,
+		       size_t *nsteps, struct captured *cap, int *pidp,
+		       uint64_t *repeat_ip,
+		       csh cs, struct insn_cache *ic, char *eb, size_t el)
+{
+	int pid = fork(), st;
+	size_t n = 0, c = 0;
+	uint64_t max = o->max_steps ? o->max_steps : 2000000;
+	int sig = 0;
+
+	if (pid < 0)
+		return fail(eb, el, "fork: %s", strerror(errno));
+	if (!pid) {
+		ptrace(PTRACE_TRACEME, 0, 0, 0);
+		personality(ADDR_NO_RANDOMIZE);
+		execv(o->argv[0], o->argv);
+		_exit(127);
+	}
+	*pidp = pid;
+	if (waitpid(pid, &st, 0) < 0 || !WIFSTOPPED(st))
+		return fail(eb, el, "%s: exec under ptrace failed", o->argv[0]);
+	/* Run to main. */
+	int dyn = 0;
+	char exe[64], real[4096];
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
+	ssize_t rl = readlink(exe, real, sizeof(real) - 1);
+	real[rl > 0 ? rl : 0] = 0;
+	uint64_t main_ip = elf_sym(real, "main", &dyn);
+	if (!main_ip)
+		return fail(eb, el, "%s: no main symbol", real);
+	*repeat_ip = o->repeat_sym ? elf_sym(real, o->repeat_sym, &dyn) : 0;
+	if (o->repeat_sym && !*repeat_ip)
+		return fail(eb, el, "%s: no symbol %s", real, o->repeat_sym);
+	if (dyn) {
+		struct captured tmp = { 0 };
+		capture(pid, &tmp, 0);
+		for (size_t i = 0; i < tmp.nmaps; i++)
+			if (!strcmp(tmp.maps[i].path, real) && tmp.maps[i].pgoff == 0) {
+				main_ip += tmp.maps[i].start;
+				if (*repeat_ip)
+					*repeat_ip += tmp.maps[i].start;
+				break;
+			}
+		free_captured(&tmp);
+	}
+	errno = 0;
+	long word = ptrace(PTRACE_PEEKTEXT, pid, main_ip, 0);
+	if (errno)
+		return fail(eb, el, "peek main: %s", strerror(errno));
+	ptrace(PTRACE_POKETEXT, pid, main_ip, (word & ~0xffL) | 0xcc);
+	ptrace(PTRACE_CONT, pid, 0, 0);
+	waitpid(pid, &st, 0);
+	if (!WIFSTOPPED(st) || WSTOPSIG(st) != SIGTRAP)
+		return fail(eb, el, "did not reach main");
+	ptrace(PTRACE_POKETEXT, pid, main_ip, word);
+	struct user_regs_struct regs;
+	ptrace(PTRACE_GETREGS, pid, 0, &regs);
+	regs.rip = main_ip;
+	ptrace(PTRACE_SETREGS, pid, 0, &regs);
+
+	for (;;) {
+		ptrace(PTRACE_GETREGS, pid, 0, &regs);
+		if (sig == 0) {
+			classify(cs, ic, pid, regs.rip);   /* while the code is there */
+			int dup = n && (*steps)[n - 1].ip == regs.rip &&
+				  !(*steps)[n - 1].faulted &&
+				  classify(cs, ic, pid, regs.rip)->cls == BTRACE_INSN_OTHER;
+			if (!dup) {   /* rep-prefixed insns stop once per iteration */
+				if (n == c) {
+					c = c ? 2 * c : 65536;
+					*steps = realloc(*steps, c * sizeof(**steps));
+				}
+				(*steps)[n++] = (struct step){ regs.rip, 0 };
+			}
+		}
+		if (n > max) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			return fail(eb, el, "more than %llu steps", (unsigned long long)max);
+		}
+		ptrace(PTRACE_SINGLESTEP, pid, 0, sig);
+		sig = 0;
+		if (waitpid(pid, &st, 0) < 0)
+			return fail(eb, el, "waitpid: %s", strerror(errno));
+		if (WIFEXITED(st) || WIFSIGNALED(st))
+			break;
+		if (WSTOPSIG(st) == SIGTRAP)
+			continue;
+		/* A signal: record the state, then deliver it. */
+		sig = WSTOPSIG(st);
+		capture(pid, cap, !o->no_code);
+		ptrace(PTRACE_GETREGS, pid, 0, &regs);
+		if (n && (*steps)[n - 1].ip == regs.rip)
+			(*steps)[n - 1].faulted = 1;   /* it did not complete */
+	}
+	*nsteps = n;
+	if (!WIFSIGNALED(st) || !cap->have)
+		return fail(eb, el, "%s did not die of a signal", o->argv[0]);
+	return 0;
+}
+
+/* The step sequence with s[ra, rb) repeated @rep extra times. */
+struct seq {
+	const struct step *s;
+	size_t n, ra, rb;
+	uint64_t rep;
+};
+
+static const struct step *seq_at(const struct seq *q, uint64_t v)
+{
+	uint64_t extra = (uint64_t)(q->rb - q->ra) * q->rep;
+
+	if (v < q->rb)
+		return &q->s[v];
+	if (v < q->rb + extra)
+		return &q->s[q->ra + (v - q->rb) % (q->rb - q->ra)];
+	return &q->s[v - extra];
+}
+
+static int encode(const struct gen_opts *o, const struct seq *q,
+		  uint64_t final_ip, csh cs, struct insn_cache *ic, int pid, struct gen_truth *t,
+		  struct btrace_buffer *buf, void **enc_out, char *eb, size_t el)
+{
+	struct bt_pt_enc *pe = NULL;
+	struct bt_bts_enc *be = NULL;
+	struct bt_pt_enc_opts po = { o->retcomp, o->tnt64, o->psb_period, o->ring_size };
+	int rc;
+
+	if (o->bts)
+		rc = bt_bts_enc_new(o->ring_size, &be);
+	else
+		rc = bt_pt_enc_new(&po, &pe);
+	if (rc)
+		return fail(eb, el, "encoder: %d", rc);
+	if (pe)
+		rc = bt_pt_enc_begin(pe, q->s[0].ip);
+	int in_ovf = 0;
+	uint64_t n = q->n + (uint64_t)(q->rb - q->ra) * q->rep;
+	for (uint64_t i = 0; i < n && !rc; i++) {
+		const struct step *cur = seq_at(q, i);
+		const struct step *nxt = i + 1 < n ? seq_at(q, i + 1) : cur;
+		uint64_t ip = cur->ip;
+		int last = i + 1 == n;
+		if (pe && o->ovf_to && i == o->ovf_to) {
+			rc = bt_pt_enc_overflow(pe, ip);
+			in_ovf = 0;
+			if (rc)
+				break;
+		}
+		if (pe && o->ovf_to && i >= o->ovf_from && i < o->ovf_to)
+			in_ovf = 1;
+		if (cur->faulted) {
+			if (last) {
+				t->fault_ip = ip;
+				if (pe)
+					rc = bt_pt_enc_end(pe, ip);
+				else {
+					struct bt_branch br = { ip, 0xffffffff81a00000ull,
+								BT_BR_ASYNC, 0, 0, {0} };
+					rc = bt_bts_enc_branch(be, &br);
+				}
+				break;
+			}
+			if (!t->handler_fault)
+				t->handler_fault = ip;
+			struct bt_branch br = { ip, nxt->ip, BT_BR_ASYNC, 0, 0, {0} };
+			if (in_ovf)
+				continue;
+			if (pe) {
+				rc = bt_pt_enc_branch(pe, &br);
+			} else {
+				/* BTS: into the kernel, and back at the handler */
+				br.to = 0xffffffff81a00000ull;
+				rc = bt_bts_enc_branch(be, &br);
+				struct bt_branch back = { 0xffffffff81a00100ull, nxt->ip,
+							  BT_BR_FAR, 0, 2, {0} };
+				if (!rc)
+					rc = bt_bts_enc_branch(be, &back);
+			}
+			continue;
+		}
+		if (t->ip)
+			t->ip[t->n] = ip;
+		t->n++;
+		const struct bt_insn_info *ii = classify(cs, ic, pid, ip);
+		uint64_t next = last ? final_ip : nxt->ip;
+		struct bt_branch br = { ip, next, 0, 0, ii->size, {0} };
+		switch (ii->cls) {
+		case BTRACE_INSN_JCC: br.kind = BT_BR_COND; br.taken = next != ip + ii->size; break;
+		case BTRACE_INSN_JMP: br.kind = BT_BR_JMP; break;
+		case BTRACE_INSN_JMP_IND: br.kind = BT_BR_JMP_IND; break;
+		case BTRACE_INSN_CALL: br.kind = BT_BR_CALL; break;
+		case BTRACE_INSN_CALL_IND: br.kind = BT_BR_CALL_IND; break;
+		case BTRACE_INSN_RET: br.kind = BT_BR_RET; break;
+		case BTRACE_INSN_FAR: br.kind = BT_BR_FAR; break;
+		default:
+			if (next == ip + ii->size)
+				continue;
+			br.kind = BT_BR_ASYNC;  /* unexpected: treat as async */
+		}
+		if (in_ovf)
+			continue;
+		if (last) {
+			/* died after this instruction (a raised signal) */
+			if (pe) {
+				if (br.kind == BT_BR_FAR || br.kind == BT_BR_ASYNC ||
+				    br.kind == BT_BR_JMP_IND || br.kind == BT_BR_CALL_IND ||
+				    br.kind == BT_BR_RET) {
+					rc = bt_pt_enc_branch(pe, &br);
+				}
+				if (!rc)
+					rc = bt_pt_enc_end(pe, final_ip);
+			} else {
+				struct bt_branch k = { ip, 0xffffffff81a00000ull,
+						       BT_BR_FAR, 0, ii->size, {0} };
+				rc = bt_bts_enc_branch(be, &k);
+			}
+			t->fault_ip = final_ip;
+			break;
+		}
+		rc = pe ? bt_pt_enc_branch(pe, &br) : bt_bts_enc_branch(be, &br);
+	}
+	if (rc)
+		return fail(eb, el, "encoding failed: %d", rc);
+	int wrapped = 0;
+	uint64_t size = 0;
+	const uint8_t *d = pe ? bt_pt_enc_data(pe, &size, &wrapped) :
+				bt_bts_enc_data(be, &size, &wrapped);
+	buf->kind = o->bts ? BTRACE_TRACE_BTS : BTRACE_TRACE_PT;
+	buf->flags = wrapped ? BTRACE_BUF_WRAPPED : 0;
+	buf->tid = pid;
+	buf->cpu = -1;
+	buf->requested_size = o->ring_size ? o->ring_size : size;
+	buf->ring_size = o->ring_size ? o->ring_size : size;
+	buf->data = d;
+	buf->size = size;
+	if (pe)
+		enc_out[0] = pe;
+	else
+		enc_out[1] = be;
+	return 0;
+}
+
+static int write_snapshot(const struct gen_opts *o, const struct btrace_buffer *buf,
+			  const struct captured *cap, int pid, char *eb, size_t el)
+{
+	struct btrace_writer *w;
+	struct btrace_error err;
+	struct btrace_config cfg = { 0 };
+	struct btrace_signal sig = { 0 };
+	struct btrace_task task = { 0 };
+	int rc;
+
+	rc = btrace_writer_open(o->out, 0, &w, &err);
+	if (rc < 0)
+		return fail(eb, el, "%s", err.msg);
+	cfg.backend = BTRACE_BACKEND_QEMU;
+	cfg.trace_kind = buf->kind;
+	cfg.requested_size = buf->requested_size;
+	cfg.user_only = 1;
+	cfg.crash_mode = BTRACE_CRASH_PRECISE;
+	rc = btrace_writer_set_config(w, &cfg, &err);
+	if (!rc)
+		rc = btrace_writer_add_buffer(w, buf, &err);
+	task.pid = task.tid = pid;
+	task.ppid = getpid();
+	task.flags = BTRACE_TASK_CRASHED;
+	const char *base = strrchr(o->argv[0], '/');
+	task.comm = (char *)(base ? base + 1 : o->argv[0]);
+	task.exe = (char *)o->argv[0];
+	if (!rc)
+		rc = btrace_writer_add_task(w, &task, &err);
+	for (size_t i = 0; !rc && i < cap->nmaps; i++)
+		rc = btrace_writer_add_mapping(w, &cap->maps[i], &err);
+	for (size_t i = 0; !rc && i < cap->ncode; i++)
+		rc = btrace_writer_add_code(w, &cap->code[i], &err);
+	sig.tid = pid;
+	sig.signo = cap->si.si_signo;
+	sig.code = cap->si.si_code;
+	sig.err = cap->si.si_errno;
+	sig.addr = (uint64_t)(uintptr_t)cap->si.si_addr;
+	sig.exit_status = -1;
+	if (!o->no_regs) {
+		sig.fault_source = BTRACE_FAULT_REGS;
+		sig.fault_ip = cap->regs.rip;
+		sig.has_regs = 1;
+		memcpy(sig.regs, &cap->regs, sizeof(uint64_t) * BTRACE_NREGS);
+	}
+	if (!rc)
+		rc = btrace_writer_set_signal(w, &sig, &err);
+	if (!rc)
+		return btrace_writer_commit(w, &err) ? fail(eb, el, "%s", err.msg) : 0;
+	btrace_writer_free(w);
+	return fail(eb, el, "%s", err.msg);
+}
+
+int gen_run(const struct gen_opts *o, struct gen_truth *t, char *eb, size_t el)
+{
+	struct step *steps = NULL;
+	size_t n = 0;
+	struct captured cap = { 0 };
+	struct insn_cache ic = { 0 };
+	struct btrace_buffer buf = { 0 };
+	void *encs[2] = { NULL, NULL };
+	csh cs;
+	int pid = 0, rc;
+	uint64_t rip = 0;
+
+	memset(t, 0, sizeof(*t));
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+		return fail(eb, el, "capstone");
+	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	rc = trace_child(o, &steps, &n, &cap, &pid, &rip, cs, &ic, eb, el);
+	if (!rc && !n)
+		rc = fail(eb, el, "no steps");
+	struct seq q = { steps, n, 0, 0, 0 };
+	if (!rc && rip && o->repeat) {
+		/* repeat the steps between the 8th and the 12th entry to
+		 * repeat_ip (a steady-state loop) */
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (steps[i].ip != rip)
+				continue;
+			k++;
+			if (k == 8)
+				q.ra = i;
+			if (k == 12) {
+				q.rb = i;
+				q.rep = o->repeat;
+				break;
+			}
+		}
+	}
+	if (!rc) {
+		t->ip = q.rep ? NULL : malloc(n * sizeof(*t->ip));
+		t->pid = pid;
+		t->signo = cap.si.si_signo;
+		t->code = cap.si.si_code;
+		t->ovf_keep = o->ovf_to;
+		/* classification needs the dead child's code: use the cache,
+		 * filled while stepping; refill misses from the captured code */
+		rc = encode(o, &q, cap.regs.rip, cs, &ic, pid, t, &buf, encs, eb, el);
+	}
+	if (!rc && o->out)
+		rc = write_snapshot(o, &buf, &cap, pid, eb, el);
+	bt_pt_enc_free(encs[0]);
+	bt_bts_enc_free(encs[1]);
+	free_captured(&cap);
+	free(steps);
+	bt_map_free(&ic.map);
+	free(ic.v);
+	cs_close(&cs);
+	if (rc)
+		gen_truth_free(t);
+	return rc;
+}
+
+void gen_truth_free(struct gen_truth *t)
+{
+	free(t->ip);
+	t->ip = NULL;
+	t->n = 0;
+}
