@@ -278,7 +278,11 @@ BTRACE_API const char *btrace_section_name(uint32_t type);
 struct btrace_writer;
 
 /* Writer flags. */
-#define BTRACE_WRITE_NO_COMPRESS 0x1u  /* store every section uncompressed */
+#define BTRACE_WRITE_NO_COMPRESS 0x1u     /* store every section uncompressed */
+#define BTRACE_WRITE_COMPRESS_TRACE 0x2u  /* compress trace buffers too (by
+					   * default they are stored raw, so a
+					   * reader maps them without copying
+					   * and decodes only the tail) */
 
 /**
  * @brief Start writing a snapshot to @path.

@@ -443,7 +443,8 @@ static int write_buffer(struct btrace_writer *w, const struct btrace_buffer *b,
 	uint64_t len = n1 + n2;
 	int ret;
 
-	ret = sec_begin(w, BT_SEC_BUFFER, 1, err);
+	ret = sec_begin(w, BT_SEC_BUFFER,
+			!!(w->flags & BTRACE_WRITE_COMPRESS_TRACE), err);
 	for (size_t i = 0; !ret && i < BT_ARRAY_SIZE(f); i++)
 		ret = sec_u64(w, f[i].tag, f[i].v, err);
 	if (ret)

@@ -197,10 +197,33 @@ static void test_roundtrip_compressed(struct bt_test *t)
 	BT_EQ_INT(t, 0600, st.st_mode & 0777);
 	BT_REQUIRE(t, btrace_snapshot_read(p, 0, &s, &err) == 0);
 	check_sample(t, s);
-	/* Large payloads are compressed. */
-	for (size_t i = 0; i < s->nsections; i++)
-		if (s->sections[i].type == 2)
+	/* Code is compressed, trace is stored raw (mapped without a copy). */
+	for (size_t i = 0; i < s->nsections; i++) {
+		if (s->sections[i].type == 5)
 			BT_CHECK(t, s->sections[i].flags & BTRACE_SECTION_ZSTD);
+		if (s->sections[i].type == 2)
+			BT_CHECK(t, !(s->sections[i].flags & BTRACE_SECTION_ZSTD));
+	}
+	btrace_snapshot_free(s);
+}
+
+static void test_roundtrip_compressed_trace(struct bt_test *t)
+{
+	const char *p = tmp_path("rtc.btrace");
+	struct btrace_snapshot *s;
+	struct btrace_error err;
+	int found = 0;
+
+	BT_REQUIRE(t, write_sample(p, BTRACE_WRITE_COMPRESS_TRACE) == 0);
+	BT_REQUIRE(t, btrace_snapshot_read(p, 0, &s, &err) == 0);
+	check_sample(t, s);
+	for (size_t i = 0; i < s->nsections; i++) {
+		if (s->sections[i].type == 2) {
+			BT_CHECK(t, s->sections[i].flags & BTRACE_SECTION_ZSTD);
+			found++;
+		}
+	}
+	BT_EQ_INT(t, 1, found);
 	btrace_snapshot_free(s);
 }
 
@@ -558,7 +581,8 @@ static void test_crc32c_vectors(struct bt_test *t)
 		  bt_crc32c(bt_crc32c(0, "1234", 4), "56789", 5));
 }
 
-BT_TESTS(test_roundtrip_compressed, test_roundtrip_raw, test_unwrapped_ring,
+BT_TESTS(test_roundtrip_compressed, test_roundtrip_compressed_trace,
+	 test_roundtrip_raw, test_unwrapped_ring,
 	 test_abandoned_writer_leaves_nothing, test_unwritable_directory,
 	 test_full_disk, test_truncated_everywhere, test_bitflip_everywhere,
 	 test_lying_lengths, test_not_a_snapshot, test_future_version,
