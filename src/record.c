@@ -21,6 +21,11 @@ int bt_perf_record(const struct btrace_record_opts *opts,
 int bt_qemu_record(const struct btrace_record_opts *opts,
 		   struct btrace_record_result *res,
 		   struct btrace_error *err) __attribute__((weak));
+/* Join the recording that already owns @opts->pid: 0 joined (and done),
+ * 1 nobody owns it, < 0 error. */
+int bt_capture_join(const struct btrace_record_opts *opts,
+		    struct btrace_record_result *res,
+		    struct btrace_error *err) __attribute__((weak));
 
 static const char *backend_label(uint32_t b)
 {
@@ -88,6 +93,15 @@ int btrace_record(const struct btrace_record_opts *opts,
 				"either a program to launch or a pid");
 	memset(res, 0, sizeof(*res));
 	res->exit_status = -1;
+
+	/* A second btrace on an owned target joins the owner: it receives
+	 * the owner's snapshots and pays nothing (no EBUSY). */
+	if (opts->pid && bt_capture_join) {
+		int r = bt_capture_join(opts, res, err);
+
+		if (r <= 0)
+			return r;
+	}
 
 	backend = opts->backend;
 	if (backend == BTRACE_BACKEND_UNKNOWN)

@@ -150,7 +150,7 @@ int bt_budget_plan(const struct bt_budget_env *env,
 	struct bt_budget_state st;
 	int ncpus = req->ncpus > 0 ? req->ncpus : 1;
 	int r, nthreads = req->nthreads > 0 ? req->nthreads : 1;
-	char a[32], b[32], c[32], d[32];
+	char a[32], b[32], c[32], d[32], e[32];
 
 	memset(plan, 0, sizeof(*plan));
 	if ((req->data_pages & (req->data_pages - 1)) ||
@@ -202,9 +202,29 @@ int bt_budget_plan(const struct bt_budget_env *env,
 				      (uint64_t)k * plan->task_cost;
 			break;
 		}
+		/* Prefer the ring the history alone rounds up to, with the pad
+		 * taken from its slack (history shrinks by at most the pad). */
+		if (!plan->ring.shrunk && req->has_aux && !plan->ring.pad_in_slack &&
+		    plan->ring.ring / 2 > req->pad &&
+		    plan->ring.ring / 2 >= page) {
+			plan->ring.ring /= 2;
+			plan->ring.history = plan->ring.ring - req->pad;
+			plan->ring.slack = 0;
+			plan->ring.shrunk = true;
+			plan->ring.pad_in_ring = true;
+			continue;
+		}
 		if (!req->allow_shrink || !req->has_aux ||
 		    plan->ring.ring / 2 <= req->pad ||
 		    plan->ring.ring / 2 < page) {
+			if (plan->ring.pad_in_ring) {
+				/* report the full request, not the fallback */
+				bt_ring_choose(req->history, req->pad, page,
+					       req->max_ring, &plan->ring);
+				plan->task_cost = task_cost(req, plan->ring.ring / page);
+				need = plan->sideband_cost +
+				       (uint64_t)nthreads * plan->task_cost;
+			}
 			size_str(a, sizeof(a), need == BT_UNLIMITED ?
 				 plan->sideband_cost + plan->task_cost :
 				 need, page);
@@ -218,7 +238,7 @@ int bt_budget_plan(const struct bt_budget_env *env,
 				 "buffer plan: locking %s failed: only %s can be locked (per-user perf allowance %s = perf_event_mlock_kb %" PRIu64 " KiB x %d CPUs, plus RLIMIT_MEMLOCK %s, already pinned %" PRIu64 " KiB); %d thread(s) x %" PRIu64 " pages (%s AUX ring + %" PRIu64 " data pages)%s",
 				 a, c, b, env->mlock_kb, env->online_cpus, d,
 				 env->pinned * page / 1024, nthreads,
-				 plan->task_cost, bt_fmt_size(a, sizeof(a), plan->ring.ring),
+				 plan->task_cost, bt_fmt_size(e, sizeof(e), plan->ring.ring),
 				 1 + req->data_pages,
 				 plan->sideband_cost ? " + sideband rings" : "");
 			return bt_hint(err,
@@ -229,6 +249,7 @@ int bt_budget_plan(const struct bt_budget_env *env,
 		plan->ring.history = plan->ring.ring - req->pad;
 		plan->ring.slack = 0;
 		plan->ring.pad_in_slack = false;
+		plan->ring.pad_in_ring = false;
 		plan->ring.shrunk = true;
 	}
 
@@ -241,13 +262,14 @@ int bt_budget_plan(const struct bt_budget_env *env,
 		size_str(t, sizeof(t), plan->total, page);
 		if (req->has_aux)
 			snprintf(plan->summary, sizeof(plan->summary),
-				 "AUX ring %s per buffer = history %s + pad %s%s%s; %d per-task buffer(s)%s%s; %s locked%s",
+				 "AUX ring %s per buffer = history %s + pad %s%s%s; %d per-task buffer(s)%s; %s locked%s",
 				 rs, h, p,
 				 plan->ring.pad_in_slack ? " (pad fits in the rounding slack)" : "",
+				 plan->ring.pad_in_ring ? " (history reduced by the pad so that the ring need not double)" :
 				 plan->ring.shrunk ? " (history reduced to fit the budget)" : "",
 				 plan->per_task,
 				 plan->catch_all ? ", threads beyond that on per-CPU rings" : "",
-				 "", t, plan->bypass ? " (limit bypassed)" : "");
+				 t, plan->bypass ? " (limit bypassed)" : "");
 		else
 			snprintf(plan->summary, sizeof(plan->summary),
 				 "%d per-task buffer(s) of %" PRIu64 " data pages; %s locked",

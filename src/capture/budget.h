@@ -76,6 +76,8 @@ struct bt_ring_choice {
 	uint64_t slack;            /* ring - history - pad (may be 0) */
 	bool pad_in_slack;         /* roundup(history) already held the pad */
 	bool shrunk;               /* history had to be reduced */
+	bool pad_in_ring;          /* ... by the pad only: the ring the history
+				    * rounds up to was kept, pad taken from it */
 };
 
 /*

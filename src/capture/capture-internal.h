@@ -31,6 +31,10 @@ void bt_proc_comm(pid_t pid, pid_t tid, char *buf, size_t len);
  * *tids is malloc'ed. */
 int bt_proc_tids(pid_t pid, pid_t **tids);
 
+/* Ids of the online CPUs (from /sys/devices/system/cpu/online); returns the
+ * count or a negative errno.  *cpus is malloc'ed. */
+int bt_online_cpus(int **cpus);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t bt_now_ns(void);
 

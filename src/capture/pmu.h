@@ -152,6 +152,14 @@ struct bt_sysinfo {
  * KPTI (from @root/devices/system/cpu/vulnerabilities/meltdown), Yama. */
 void bt_sysinfo_read(const char *root, struct bt_sysinfo *si);
 
+/* Why trace PMU @name (intel_pt, or intel_bts when @bts) is not registered,
+ * from the CPU identity and system state: AMD, another vendor, KPTI (BTS),
+ * no PT in CPUID, a hypervisor, or the kernel.  Returns
+ * -BTRACE_ERR_NOPMU with message and hint. */
+int bt_pmu_explain_absent(const char *name, const struct bt_cpu *cpu,
+			  const struct bt_sysinfo *si, bool bts,
+			  struct btrace_error *err);
+
 /* Parse a CPU list such as "0-3,6" and return the count, -1 if malformed. */
 int bt_parse_cpulist(const char *s);
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -135,4 +136,48 @@ uint64_t bt_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int bt_online_cpus(int **cpus)
+{
+	char *buf, *s;
+	int *ids = NULL, n = 0;
+	size_t cap = 0;
+
+	if (bt_read_file("/sys/devices/system/cpu/online", &buf, NULL, 65536) < 0) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+
+		ids = calloc((size_t)(c > 0 ? c : 1), sizeof(*ids));
+		if (!ids)
+			return -ENOMEM;
+		for (n = 0; n < (c > 0 ? c : 1); n++)
+			ids[n] = n;
+		*cpus = ids;
+		return n;
+	}
+	for (s = buf; *s && *s != '\n';) {
+		char *end;
+		long lo = strtol(s, &end, 10), hi = lo;
+
+		if (end == s)
+			break;
+		s = end;
+		if (*s == '-') {
+			hi = strtol(s + 1, &end, 10);
+			s = end;
+		}
+		for (long c = lo; c <= hi; c++) {
+			if (bt_grow((void **)&ids, &cap, (size_t)n, sizeof(*ids)) < 0) {
+				free(buf);
+				free(ids);
+				return -ENOMEM;
+			}
+			ids[n++] = (int)c;
+		}
+		if (*s == ',')
+			s++;
+	}
+	free(buf);
+	*cpus = ids;
+	return n;
 }

@@ -1,9 +1,62 @@
 /* SPDX-License-Identifier: MIT */
+/* btrace snapshot PID: an on-demand snapshot of a running recording. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <btrace/capture.h>
+
 #include "cli.h"
+
+static void help(void)
+{
+	printf(
+"usage: btrace snapshot [-o FILE] PID\n\n"
+"Ask the btrace process that records PID (btrace record) for a snapshot now:\n"
+"the trace events are disabled while the buffers are copied, then enabled\n"
+"again, and the program keeps running.\n\n"
+"  -o, --output FILE   snapshot file (default btrace-PID-snapshot.btrace)\n"
+"  --help              this text\n");
+}
 
 int cmd_snapshot(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return cli_failf("snapshot", NULL, "not implemented in this build");
+	enum { O_HELP = 256 };
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, O_HELP },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct btrace_error err = { 0 };
+	const char *out = NULL;
+	char def[64];
+	uint64_t pid;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+o:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case O_HELP:
+			help();
+			return CLI_EXIT_OK;
+		default:
+			return cli_usage("snapshot", "unknown option");
+		}
+	}
+	if (optind != argc - 1)
+		return cli_usage("snapshot", "give exactly one PID");
+	if (cli_parse_u64(argv[optind], &pid) || !pid || pid > 0x7fffffff)
+		return cli_usage("snapshot", "invalid pid '%s'", argv[optind]);
+	if (!out) {
+		snprintf(def, sizeof(def), "btrace-%llu-snapshot.btrace",
+			 (unsigned long long)pid);
+		out = def;
+	}
+	if (btrace_snapshot_request((int)pid, out, &err) < 0)
+		return cli_fail("snapshot", &err);
+	fprintf(stderr, "btrace snapshot: written to %s\n", out);
+	return CLI_EXIT_OK;
 }

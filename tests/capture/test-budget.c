@@ -188,6 +188,39 @@ static void test_plan_refused(struct bt_test *t)
 	BT_EQ_INT(t, -EINVAL, bt_budget_plan(&e, &r, &p, &err));
 }
 
-BT_TESTS(test_user_limit, test_charge_sequence, test_split_charge,
+/* --size 128K with a 16K pad needs a 256K ring; when only the 128K ring
+ * fits, the pad is taken from it instead of refusing. */
+static void test_plan_prefers_pad_in_slack(struct bt_test *t)
+{
+	struct btrace_error err = { 0 };
+	struct bt_budget_env e;
+	struct bt_plan p;
+	struct bt_plan_req r = {
+		.nthreads = 1, .ncpus = 1, .history = 128 << 10, .pad = 16 << 10,
+		.data_pages = 8, .has_aux = true,
+	};
+
+	env_default(&e);
+	e.online_cpus = 1;
+	e.mlock_kb = 240;           /* 60 pages */
+	e.rlimit_memlock = 0;
+	BT_EQ_INT(t, 0, bt_budget_plan(&e, &r, &p, &err));
+	BT_EQ_U64(t, 128 << 10, p.ring.ring);
+	BT_EQ_U64(t, 112 << 10, p.ring.history);
+	BT_CHECK(t, p.ring.pad_in_ring);
+	BT_CONTAINS(t, p.summary, "reduced by the pad");
+	/* with room for the full request it is kept */
+	e.mlock_kb = 400;           /* 100 pages >= 1 + 8 + 64 */
+	BT_EQ_INT(t, 0, bt_budget_plan(&e, &r, &p, &err));
+	BT_EQ_U64(t, 256 << 10, p.ring.ring);
+	BT_EQ_U64(t, 128 << 10, p.ring.history);
+	BT_CHECK(t, !p.ring.shrunk);
+	/* too little even for that: refused, naming the full request */
+	e.mlock_kb = 160;           /* 40 pages */
+	BT_EQ_INT(t, -EPERM, bt_budget_plan(&e, &r, &p, &err));
+	BT_CONTAINS(t, err.msg, "locking 292.0 KiB");
+}
+
+BT_TESTS(test_plan_prefers_pad_in_slack, test_user_limit, test_charge_sequence, test_split_charge,
 	 test_ring_choose, test_plan_fits, test_plan_catch_all,
 	 test_plan_refused)

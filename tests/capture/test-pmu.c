@@ -269,7 +269,48 @@ static void test_cpuid_here(struct bt_test *t)
 		BT_EQ_INT(t, 0, cpu.leaf14[0][1]);
 }
 
-BT_TESTS(test_skylake_discovery, test_missing_pmu, test_malformed_trees,
+static void test_explain_absent(struct bt_test *t)
+{
+	struct btrace_error err = { 0 };
+	struct bt_sysinfo si;
+	struct bt_cpu cpu;
+
+	/* Haswell with KPTI: no intel_bts because of PTI */
+	intel(&cpu, 6, 0x3c, 3);
+	cpu.has_ds = cpu.has_dtes64 = true;
+	bt_sysinfo_read(tree("haswell-kpti"), &si);
+	BT_EQ_INT(t, -BTRACE_ERR_NOPMU,
+		  bt_pmu_explain_absent("intel_bts", &cpu, &si, true, &err));
+	BT_CONTAINS(t, err.msg, "KPTI");
+	BT_CONTAINS(t, err.hint, "qemu");
+	/* ... and no PT in CPUID: PT came with Broadwell */
+	BT_EQ_INT(t, -BTRACE_ERR_NOPMU,
+		  bt_pmu_explain_absent("intel_pt", &cpu, &si, false, &err));
+	BT_CONTAINS(t, err.msg, "no Intel PT");
+	/* an AMD VM */
+	memset(&cpu, 0, sizeof(cpu));
+	cpu.vendor = BT_VENDOR_AMD;
+	strcpy(cpu.vendor_str, "AuthenticAMD");
+	cpu.hypervisor = true;
+	bt_sysinfo_read(tree("amd-vm"), &si);
+	bt_pmu_explain_absent("intel_pt", &cpu, &si, false, &err);
+	BT_CONTAINS(t, err.msg, "AMD");
+	BT_CONTAINS(t, err.hint, "--backend qemu");
+	/* an Intel VM without PT pass-through */
+	intel(&cpu, 6, 0x55, 4);
+	cpu.has_pt = true;
+	cpu.hypervisor = true;
+	bt_sysinfo_read(tree("amd-vm"), &si);
+	bt_pmu_explain_absent("intel_pt", &cpu, &si, false, &err);
+	BT_CONTAINS(t, err.msg, "virtual machine");
+	BT_CONTAINS(t, err.hint, "pass-through");
+	/* bare-metal Intel with PT in CPUID: the kernel */
+	cpu.hypervisor = false;
+	bt_pmu_explain_absent("intel_pt", &cpu, &si, false, &err);
+	BT_CONTAINS(t, err.msg, "CONFIG_PERF_EVENTS_INTEL_PT");
+}
+
+BT_TESTS(test_explain_absent, test_skylake_discovery, test_missing_pmu, test_malformed_trees,
 	 test_default_config, test_pick_bit, test_parse_terms,
 	 test_validate_rejects, test_validate_accepts, test_sysinfo_from_tree,
 	 test_cpuid_here)

@@ -102,7 +102,12 @@ struct bt_test_case {
 
 int bt_test_run(const struct bt_test_case *cases, int n);
 
-/* Skip the whole program (TAP "1..0 # SKIP"), e.g. without hardware. */
+/*
+ * Skip the whole program: prints "1..0 # SKIP reason" and exits 77, e.g.
+ * without Intel PT.  meson (1.0) counts exit status 77 as a skip only with
+ * protocol 'exitcode' (with 'tap' it is an error), so a test program that
+ * can skip as a whole is declared with protocol: 'exitcode'.
+ */
 _Noreturn void bt_test_skip_all(const char *reason);
 
 #define BT_TEST_CASE(fn) { #fn, fn }

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* The hardware backends as seen by the record dispatcher (src/record.c). */
+#ifndef BT_CAPTURE_CAPTURE_H
+#define BT_CAPTURE_CAPTURE_H
+
+#include <stdint.h>
+
+#include <btrace/record.h>
+
+/* Record with Intel PT or BTS (opts->backend). */
+int bt_perf_record(const struct btrace_record_opts *opts,
+		   struct btrace_record_result *res, struct btrace_error *err);
+
+/* 0 when @backend (PT or BTS) is usable here, else a negative code with a
+ * message saying why and a hint.  @sysfs_root NULL: /sys (or
+ * $BTRACE_SYSFS_ROOT). */
+int bt_perf_probe(uint32_t backend, const char *sysfs_root,
+		  struct btrace_error *err);
+
+/*
+ * If a btrace recording of any backend (PT, BTS, QEMU) owns @opts->pid,
+ * join it: write each of its snapshots to @opts->output (or the default
+ * name) until the target ends; if the owner leaves first, take over with a
+ * hardware backend when one is usable (the backend of @opts, or PT then BTS
+ * for auto), else stop and say why.  Returns 1 when nobody owns the target
+ * (the caller goes on as usual), 0 when the join ran, negative on error.
+ */
+int bt_capture_join(const struct btrace_record_opts *opts,
+		    struct btrace_record_result *res, struct btrace_error *err);
+
+/* Default pads (bytes) when neither --pad nor a calibration is given. */
+#define BT_PAD_PT (16u << 10)
+#define BT_PAD_BTS (12u << 10)
+
+/* The pad stored by btrace calibrate for @backend, 0 if none. */
+uint64_t bt_calibration_load(uint32_t backend);
+
+#endif /* BT_CAPTURE_CAPTURE_H */

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/* State shared by engine.c (setup, loop, crash watch) and engine-snap.c. */
+#ifndef BT_CAPTURE_ENGINE_INTERNAL_H
+#define BT_CAPTURE_ENGINE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <btrace/record.h>
+#include <btrace/snapshot.h>
+
+#include "budget.h"
+#include "engine.h"
+#include "perf.h"
+#include "registry.h"
+#include "sbrings.h"
+#include "sideband.h"
+
+struct bt_tev {
+	pid_t tid;
+	bool per_task;            /* own buffer, else on the per-CPU rings */
+	struct bt_perf_ring ring; /* per-task: the event and its rings */
+	int *cpu_fds;             /* catch-all: one event per CPU */
+	uint32_t flags;           /* BTRACE_BUF_* seen in its data ring */
+	uint64_t lost;
+	bool exited;
+	bool fresh;               /* a new ptrace-attached thread, not yet resumed */
+};
+
+struct bt_engine {
+	const struct bt_engine_opts *o;
+	const struct btrace_record_opts *rec;
+	struct btrace_record_result *res;
+	pid_t pid;
+	bool launched;
+	bool precise;
+	char mode_why[256];         /* why passive, if passive */
+	char comm[32];
+	struct bt_sideband sb;
+	struct bt_sb_rings sbr;
+	struct bt_tev *tevs;
+	size_t ntev, ctev;
+	int ncpus;
+	int *cpus;
+	struct bt_perf_ring *cpu_rings;   /* catch-all rings, per CPU */
+	uint32_t *cpu_flags;
+	bool cpu_rings_open;
+	struct bt_budget_env env;
+	struct bt_budget_state st;
+	struct bt_plan plan;
+	bool allow_shrink;
+	uint8_t *scratch;
+	struct bt_registry_owner *reg;
+	int pidfd;
+	bool snapshotted;           /* the crash snapshot is written */
+	bool have_fault;
+	struct btrace_signal fault; /* the last synchronous fault seen */
+	int ondemand;
+	char output[4096];
+	char gap[512];              /* handover note for the trace */
+	uint64_t t0;
+	bool done;
+	bool can_take_over;         /* a joiner may become the owner */
+	char no_take_over_why[768];
+	int exit_status;
+};
+
+/* Write a snapshot to @path. @sig may be NULL.  @alive: the process can
+ * still be read (precise and on-demand). */
+int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
+		    const struct btrace_signal *sig, bool alive,
+		    struct btrace_error *err);
+
+/* Drain the trace events' data rings (AUX flags, lost records). */
+void bt_engine_drain_trace(struct bt_engine *e);
+
+void bt_engine_disable_all(struct bt_engine *e);
+void bt_engine_enable_all(struct bt_engine *e);
+
+#endif /* BT_CAPTURE_ENGINE_INTERNAL_H */

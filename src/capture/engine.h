@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The capture engine: launch or attach, per-task and catch-all buffers,
+ * sideband, the crash watch (precise with PTRACE_SEIZE, or passive), the
+ * snapshot, the single-owner registry (join, handover).
+ *
+ * The trace event is injectable (@trace_attr, @has_aux) so that the kernel
+ * tests drive the real code path with a software event and real data rings
+ * on machines without Intel PT; the AUX part then is simply absent.
+ */
+#ifndef BT_CAPTURE_ENGINE_H
+#define BT_CAPTURE_ENGINE_H
+
+#include <linux/perf_event.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <btrace/record.h>
+#include <btrace/snapshot.h>
+
+struct bt_engine_opts {
+	const struct btrace_record_opts *rec;
+	struct perf_event_attr trace_attr;  /* template: type, config, excludes */
+	const char *pmu_name;               /* for messages */
+	bool has_aux;                       /* the event writes an AUX ring */
+	uint64_t max_ring;                  /* PMU limit on one AUX ring, 0: none */
+	uint64_t history;                   /* bytes per buffer */
+	uint64_t pad;
+	uint64_t data_pages;                /* trace event data ring (2^n) */
+	uint64_t sideband_pages;            /* per-CPU sideband ring (2^n) */
+	struct btrace_config cfg;           /* written into the snapshot */
+	int max_tasks;                      /* cap per-task buffers (tests), 0: none */
+	bool use_registry;                  /* single owner per target */
+	bool allow_shrink;                  /* default size: shrink to the budget */
+	bool test_event;                    /* a software stand-in, say so */
+};
+
+/* Run a recording to its end (see btrace_record()). */
+int bt_engine_run(const struct bt_engine_opts *o,
+		  struct btrace_record_result *res, struct btrace_error *err);
+
+/* Join the owner of @o->rec->pid (see bt_capture_join()); @can_take_over
+ * says whether @o is usable for a take-over, @why why not.  Returns 1 when
+ * nobody owns the target. */
+int bt_engine_join(const struct bt_engine_opts *o, bool can_take_over,
+		   const char *why, struct btrace_record_result *res,
+		   struct btrace_error *err);
+
+/* Copy the vDSO and anonymous executable memory of a live process, and the
+ * executable segments of mapped files, into the writer. */
+struct bt_sideband;
+int bt_engine_add_code(struct btrace_writer *w, pid_t pid,
+		       const struct bt_sideband *sb, bool alive,
+		       struct btrace_error *err);
+
+/* Default output name: btrace-<comm>-<pid>.btrace */
+void bt_engine_default_output(char *buf, size_t len, const char *comm,
+			      pid_t pid);
+
+#endif /* BT_CAPTURE_ENGINE_H */

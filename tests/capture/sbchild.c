@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Target program for the capture kernel tests.
+ *   sbchild exec LIB N    exec itself as "run LIB N" (a COMM exec record)
+ *   sbchild run LIB N     dlopen LIB, start and join N threads, exit 0
+ *   sbchild crash         null pointer write (SIGSEGV)
+ *   sbchild handler       SIGSEGV handler that re-raises with SIG_DFL
+ *   sbchild sleep SEC     sleep (attach tests), SIGSEGV on SIGUSR1
+ *   sbchild threads N SEC start N threads that sleep, then crash in thread 1
+ */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static volatile int sink;
+
+static void *worker(void *arg)
+{
+	for (int i = 0; i < 1000; i++)
+		sink += i + (int)(long)arg;
+	return NULL;
+}
+
+__attribute__((noinline)) static void crash_here(void)
+{
+	*(volatile int *)(uintptr_t)sink = 1;
+}
+
+static void on_segv(int sig)
+{
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	crash_here();
+}
+
+static int secs;
+
+static void *sleeper(void *arg)
+{
+	long id = (long)arg;
+
+	if (id == 1) {
+		sleep((unsigned)secs);
+		crash_here();
+	}
+	pause();
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 4 && !strcmp(argv[1], "exec")) {
+		char *nargv[] = { argv[0], "run", argv[2], argv[3], NULL };
+
+		execv(argv[0], nargv);
+		perror("execv");
+		return 2;
+	}
+	if (argc >= 4 && !strcmp(argv[1], "run")) {
+		int n = atoi(argv[3]);
+		pthread_t th[16];
+		void *h = dlopen(argv[2], RTLD_NOW);
+		int (*fn)(int);
+
+		if (!h) {
+			fprintf(stderr, "dlopen: %s\n", dlerror());
+			return 3;
+		}
+		fn = (int (*)(int))dlsym(h, "bt_sblib_answer");
+		if (!fn || fn(6) != 42)
+			return 4;
+		for (int i = 0; i < n && i < 16; i++)
+			pthread_create(&th[i], NULL, worker, (void *)(long)i);
+		for (int i = 0; i < n && i < 16; i++)
+			pthread_join(th[i], NULL);
+		return 0;
+	}
+	if (argc >= 2 && !strcmp(argv[1], "crash")) {
+		for (int i = 0; i < 100; i++)
+			worker((void *)(long)i);
+		crash_here();
+		return 0;
+	}
+	if (argc >= 2 && !strcmp(argv[1], "handler")) {
+		signal(SIGSEGV, on_segv);
+		crash_here();
+		return 0;
+	}
+	if (argc >= 3 && !strcmp(argv[1], "sleep")) {
+		signal(SIGUSR1, on_usr1);
+		for (int i = 0; i < atoi(argv[2]) * 10; i++)
+			usleep(100000);
+		return 0;
+	}
+	if (argc >= 4 && !strcmp(argv[1], "threads")) {
+		int n = atoi(argv[2]);
+		pthread_t th;
+
+		secs = atoi(argv[3]);
+		for (long i = 1; i <= n; i++)
+			pthread_create(&th, NULL, sleeper, (void *)i);
+		pause();
+		return 0;
+	}
+	fprintf(stderr, "usage: sbchild exec|run|crash|handler|sleep|threads ...\n");
+	return 2;
+}

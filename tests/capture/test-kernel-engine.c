@@ -1,0 +1,625 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The capture engine against the real kernel, with a software event standing
+ * in for the trace PMU (the AUX part runs only on hardware): launch and
+ * attach, precise (ptrace) and passive crash handling, a handler that
+ * re-raises, new threads, catch-all per-CPU rings through SET_OUTPUT, gdb
+ * ptracing the target (passive chosen), two btrace processes on one target
+ * (join, owner snapshots, on-demand snapshot, owner exit and handover).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <btrace/capture.h>
+#include <btrace/snapshot.h>
+
+#include "bt-test.h"
+#include "capture/capture.h"
+#include "capture/capture-internal.h"
+#include "capture/registry.h"
+#include "capture/engine.h"
+#include "capture/perf.h"
+#include "util.h"
+
+static char child_path[1024], tmpdir[256];
+
+static void engine_opts(struct bt_engine_opts *o,
+			const struct btrace_record_opts *rec)
+{
+	memset(o, 0, sizeof(*o));
+	o->rec = rec;
+	o->trace_attr.type = PERF_TYPE_SOFTWARE;
+	o->trace_attr.config = PERF_COUNT_SW_DUMMY;
+	o->trace_attr.exclude_kernel = 1;
+	o->trace_attr.exclude_hv = 1;
+	o->pmu_name = "dummy (stand-in for intel_pt)";
+	o->has_aux = false;
+	o->data_pages = 1;
+	o->sideband_pages = 8;
+	o->use_registry = true;
+	o->test_event = true;
+	o->cfg.backend = BTRACE_BACKEND_PT;
+	o->cfg.trace_kind = BTRACE_TRACE_PT;
+}
+
+static const char *out_path(const char *name)
+{
+	static char buf[4][512];
+	static int n;
+	char *p = buf[n++ % 4];
+
+	snprintf(p, 512, "%s/%s", tmpdir, name);
+	return p;
+}
+
+static struct btrace_snapshot *read_snap(struct bt_test *t, const char *path)
+{
+	struct btrace_snapshot *s = NULL;
+	struct btrace_error err = { 0 };
+
+	if (btrace_snapshot_read(path, 0, &s, &err) < 0) {
+		bt_test_fail(t, __FILE__, __LINE__, "reading %s: %s", path, err.msg);
+		return NULL;
+	}
+	return s;
+}
+
+static int launch(const char *out, uint32_t flags, int max_tasks,
+		  char **argv, struct btrace_record_result *res,
+		  struct btrace_error *err)
+{
+	struct btrace_record_opts rec = { .sz = sizeof(rec) };
+	struct bt_engine_opts o;
+
+	rec.argv = argv;
+	rec.output = out;
+	rec.flags = flags | BTRACE_RECORD_QUIET;
+	rec.on = BTRACE_ON_DEFAULT;
+	engine_opts(&o, &rec);
+	o.max_tasks = max_tasks;
+	memset(res, 0, sizeof(*res));
+	return bt_engine_run(&o, res, err);
+}
+
+static bool ip_in_text(const struct btrace_snapshot *s, uint64_t ip,
+		       const char *name)
+{
+	for (size_t i = 0; i < s->nmappings; i++)
+		if (ip >= s->mappings[i].start && ip < s->mappings[i].end &&
+		    s->mappings[i].path && strstr(s->mappings[i].path, name))
+			return true;
+	return false;
+}
+
+static void test_launch_precise(struct bt_test *t)
+{
+	struct btrace_record_result res;
+	struct btrace_error err = { 0 };
+	char *argv[] = { child_path, "crash", NULL };
+	const char *out = out_path("precise.btrace");
+	struct btrace_snapshot *s;
+	bool vdso = false;
+
+	BT_REQUIRE(t, launch(out, 0, 0, argv, &res, &err) == 0);
+	BT_EQ_INT(t, 128 + SIGSEGV, res.shell_status);
+	BT_EQ_INT(t, 1, res.snapshots);
+	s = read_snap(t, out);
+	BT_REQUIRE(t, s);
+	BT_EQ_INT(t, BTRACE_CRASH_PRECISE, s->config.crash_mode);
+	BT_REQUIRE(t, s->signal != NULL);
+	BT_EQ_INT(t, SIGSEGV, s->signal->signo);
+	BT_CHECK(t, s->signal->code > 0);               /* kernel-generated */
+	BT_CHECK(t, s->signal->has_regs);
+	BT_EQ_INT(t, BTRACE_FAULT_REGS, s->signal->fault_source);
+	BT_EQ_U64(t, s->signal->regs[BTRACE_REG_RIP], s->signal->fault_ip);
+	BT_CHECK(t, ip_in_text(s, s->signal->fault_ip, "sbchild"));
+	for (size_t i = 0; i < s->ncode; i++)
+		if (s->code[i].kind == BTRACE_CODE_VDSO && s->code[i].size)
+			vdso = true;
+	BT_CHECK(t, vdso);
+	BT_CONTAINS(t, btrace_snapshot_meta(s, "capture.mode"), "precise");
+	BT_CONTAINS(t, btrace_snapshot_meta(s, "capture.test_event"), "software event");
+	BT_EQ_STR(t, "0", btrace_snapshot_meta(s, "sideband.lost_records"));
+	btrace_snapshot_free(s);
+}
+
+static void test_launch_handler_reraise(struct bt_test *t)
+{
+	struct btrace_record_result res;
+	struct btrace_error err = { 0 };
+	char *argv[] = { child_path, "handler", NULL };
+	const char *out = out_path("handler.btrace");
+	struct btrace_snapshot *s;
+
+	BT_REQUIRE(t, launch(out, 0, 0, argv, &res, &err) == 0);
+	BT_EQ_INT(t, 128 + SIGSEGV, res.shell_status);
+	s = read_snap(t, out);
+	BT_REQUIRE(t, s && s->signal);
+	/* the snapshot is taken at the re-raise, but names the first fault */
+	BT_EQ_INT(t, SIGSEGV, s->signal->signo);
+	BT_CHECK(t, s->signal->code > 0);
+	BT_CHECK(t, ip_in_text(s, s->signal->fault_ip, "sbchild"));
+	btrace_snapshot_free(s);
+}
+
+static void test_launch_passive(struct bt_test *t)
+{
+	struct btrace_record_result res;
+	struct btrace_error err = { 0 };
+	char *argv[] = { child_path, "crash", NULL };
+	const char *out = out_path("passive.btrace");
+	struct btrace_snapshot *s;
+
+	BT_REQUIRE(t, launch(out, BTRACE_RECORD_NO_PTRACE, 0, argv, &res, &err) == 0);
+	BT_EQ_INT(t, 128 + SIGSEGV, res.shell_status);
+	s = read_snap(t, out);
+	BT_REQUIRE(t, s && s->signal);
+	BT_EQ_INT(t, BTRACE_CRASH_PASSIVE, s->config.crash_mode);
+	BT_EQ_INT(t, SIGSEGV, s->signal->signo);
+	BT_CHECK(t, !s->signal->has_regs);
+	BT_CONTAINS(t, btrace_snapshot_meta(s, "capture.passive_reason"), "--no-ptrace");
+	btrace_snapshot_free(s);
+}
+
+static int count_tids(const char *events, bool catch_all)
+{
+	const char *p = strstr(events, "; catch-all:");
+	int n = 0;
+
+	if (!p)
+		return -1;
+	if (catch_all)
+		events = p + 12;
+	for (const char *q = events; *q && (catch_all || q < p); q++)
+		if (*q == ' ' && q[1] >= '0' && q[1] <= '9')
+			n++;
+	return n;
+}
+
+/* Threads: new ones opened through ptrace (precise) or FORK records
+ * (passive); beyond max_tasks on the catch-all per-CPU rings. */
+static void threads_case(struct bt_test *t, uint32_t flags, int max_tasks,
+			 int want_per_task, int want_catch_all)
+{
+	struct btrace_record_result res;
+	struct btrace_error err = { 0 };
+	char *argv[] = { child_path, "threads", "3", "1", NULL };
+	const char *out = out_path("threads.btrace");
+	struct btrace_snapshot *s;
+	const char *ev;
+	int crashed = 0;
+
+	BT_REQUIRE(t, launch(out, flags, max_tasks, argv, &res, &err) == 0);
+	BT_EQ_INT(t, 128 + SIGSEGV, res.shell_status);
+	s = read_snap(t, out);
+	BT_REQUIRE(t, s);
+	ev = btrace_snapshot_meta(s, "capture.events");
+	BT_REQUIRE(t, ev != NULL);
+	bt_test_diag("%s: %s", flags ? "passive" : "precise", ev);
+	BT_EQ_INT(t, want_per_task, count_tids(ev, false));
+	BT_EQ_INT(t, want_catch_all, count_tids(ev, true));
+	BT_CHECK(t, s->ntasks >= 4);
+	for (size_t i = 0; i < s->ntasks; i++)
+		if (s->tasks[i].flags & BTRACE_TASK_CRASHED) {
+			crashed++;
+			if (!flags)   /* precise: thread 1 crashed, not main */
+				BT_CHECK(t, s->tasks[i].tid != s->tasks[i].pid);
+		}
+	if (!flags)
+		BT_EQ_INT(t, 1, crashed);
+	btrace_snapshot_free(s);
+}
+
+static void test_threads_precise(struct bt_test *t)
+{
+	threads_case(t, 0, 0, 4, 0);
+}
+
+static void test_threads_passive_fork_records(struct bt_test *t)
+{
+	threads_case(t, BTRACE_RECORD_NO_PTRACE, 0, 4, 0);
+}
+
+static void test_threads_catch_all(struct bt_test *t)
+{
+	threads_case(t, 0, 2, 2, 2);
+}
+
+/* --- attach: gdb beside, two btrace processes --- */
+
+static pid_t spawn(char **argv)
+{
+	pid_t p = fork();
+
+	if (p == 0) {
+		int fd = open("/dev/null", O_RDWR);
+
+		dup2(fd, 0);
+		dup2(fd, 1);
+		if (!getenv("BT_TEST_VERBOSE"))
+			dup2(fd, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	return p;
+}
+
+/* Run an attach-mode engine in a child process; exit code 0 = ran. */
+static pid_t spawn_engine(pid_t target, const char *out, uint32_t flags)
+{
+	pid_t p = fork();
+
+	if (p == 0) {
+		struct btrace_record_opts rec = { .sz = sizeof(rec) };
+		struct btrace_record_result res;
+		struct btrace_error err = { 0 };
+		struct bt_engine_opts o;
+		int r;
+
+		rec.pid = target;
+		rec.output = out;
+		rec.flags = flags | (getenv("BT_TEST_VERBOSE") ? 0 : BTRACE_RECORD_QUIET);
+		rec.on = BTRACE_ON_DEFAULT;
+		engine_opts(&o, &rec);
+		r = bt_engine_run(&o, &res, &err);
+		if (r < 0)
+			fprintf(stderr, "engine: %s\n", err.msg);
+		_exit(r < 0 ? 1 : 0);
+	}
+	return p;
+}
+
+static bool wait_for(bool (*cond)(pid_t, pid_t), pid_t a, pid_t b, int ms)
+{
+	for (int i = 0; i < ms / 10; i++) {
+		if (cond(a, b))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+static bool owner_is(pid_t target, pid_t engine)
+{
+	char path[600], *buf;
+	const char *dir = getenv("BTRACE_REGISTRY");
+	int owner = 0;
+
+	snprintf(path, sizeof(path), "%s/%d-%llu.lock", dir, (int)target,
+		 (unsigned long long)bt_proc_starttime(target));
+	if (bt_read_file(path, &buf, NULL, 4096) < 0)
+		return false;
+	sscanf(buf, "owner=%d", &owner);
+	free(buf);
+	if (owner != engine)
+		return false;
+	/* and its socket is up */
+	snprintf(path, sizeof(path), "%s/%d-%llu.sock", dir, (int)target,
+		 (unsigned long long)bt_proc_starttime(target));
+	return access(path, F_OK) == 0;
+}
+
+static bool traced(pid_t target, pid_t unused)
+{
+	(void)unused;
+	return bt_proc_status_long(target, "TracerPid") > 0;
+}
+
+static bool exists(pid_t unused, pid_t unused2)
+{
+	(void)unused;
+	(void)unused2;
+	return false;
+}
+
+static int wait_exit(pid_t p, int ms)
+{
+	int st;
+
+	for (int i = 0; i < ms / 10; i++) {
+		if (waitpid(p, &st, WNOHANG) == p)
+			return st;
+		usleep(10000);
+	}
+	kill(p, SIGKILL);
+	waitpid(p, &st, 0);
+	return -1;
+}
+
+static void test_attach_beside_gdb(struct bt_test *t)
+{
+	char *targv[] = { child_path, "sleep", "20", NULL };
+	const char *out = out_path("gdb.btrace");
+	struct btrace_snapshot *s;
+	char pidbuf[16];
+	pid_t target, gdb, eng;
+	int st;
+
+	if (access("/usr/bin/gdb", X_OK) != 0)
+		BT_SKIP(t, "gdb is not installed");
+	target = spawn(targv);
+	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)target);
+	{
+		char *gargv[] = { "gdb", "-nx", "-batch", "-p", pidbuf,
+				  "-ex", "handle SIGUSR1 nostop noprint pass",
+				  "-ex", "continue", "-ex", "continue", NULL };
+
+		usleep(100000);
+		gdb = spawn(gargv);
+	}
+	if (!wait_for(traced, target, 0, 10000)) {
+		kill(target, SIGKILL);
+		kill(gdb, SIGKILL);
+		waitpid(target, NULL, 0);
+		waitpid(gdb, NULL, 0);
+		BT_SKIP(t, "gdb could not attach to the target");
+	}
+	eng = spawn_engine(target, out, 0);
+	BT_CHECK(t, wait_for(owner_is, target, eng, 5000));
+	usleep(200000);
+	kill(target, SIGUSR1);         /* the target crashes; gdb passes it */
+	st = wait_exit(eng, 20000);
+	BT_CHECK(t, st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	wait_exit(gdb, 10000);
+	waitpid(target, NULL, 0);
+	s = read_snap(t, out);
+	BT_REQUIRE(t, s);
+	BT_EQ_INT(t, BTRACE_CRASH_PASSIVE, s->config.crash_mode);
+	BT_CONTAINS(t, btrace_snapshot_meta(s, "capture.passive_reason"), "gdb");
+	if (s->signal)
+		bt_test_diag("passive signal: %d (0 = cause unknown)", s->signal->signo);
+	btrace_snapshot_free(s);
+}
+
+static bool file_exists(const char *p)
+{
+	return access(p, F_OK) == 0;
+}
+
+static void test_two_btrace_join_and_snapshots(struct bt_test *t)
+{
+	char *targv[] = { child_path, "sleep", "20", NULL };
+	const char *a_out = out_path("owner.btrace"), *b_out = out_path("joiner.btrace");
+	const char *od = out_path("ondemand.btrace");
+	struct btrace_error err = { 0 };
+	struct btrace_snapshot *a, *b, *o;
+	pid_t target, ea, eb;
+	int st;
+
+	target = spawn(targv);
+	usleep(50000);
+	ea = spawn_engine(target, a_out, 0);
+	BT_REQUIRE(t, wait_for(owner_is, target, ea, 5000));
+	eb = spawn_engine(target, b_out, 0);
+	usleep(300000);
+	/* B did not become owner and is still running (joined) */
+	BT_CHECK(t, owner_is(target, ea));
+	BT_CHECK(t, waitpid(eb, &st, WNOHANG) == 0);
+	/* on-demand snapshot from the owner */
+	BT_EQ_INT(t, 0, btrace_snapshot_request(target, od, &err));
+	o = read_snap(t, od);
+	if (o) {
+		BT_EQ_INT(t, BTRACE_CRASH_ONDEMAND, o->config.crash_mode);
+		btrace_snapshot_free(o);
+	}
+	BT_EQ_INT(t, 0, kill(target, 0));   /* the target kept running */
+	kill(target, SIGUSR1);
+	st = wait_exit(ea, 20000);
+	BT_CHECK(t, st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	st = wait_exit(eb, 20000);
+	BT_CHECK(t, st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	waitpid(target, NULL, 0);
+	BT_REQUIRE(t, file_exists(a_out));
+	BT_REQUIRE(t, file_exists(b_out));
+	a = read_snap(t, a_out);
+	b = read_snap(t, b_out);
+	if (a && b) {
+		BT_EQ_INT(t, BTRACE_CRASH_PRECISE, a->config.crash_mode);
+		BT_EQ_U64(t, a->file_size, b->file_size);   /* the owner's file */
+		BT_CHECK(t, a->signal && b->signal &&
+			    a->signal->signo == SIGSEGV && b->signal->signo == SIGSEGV);
+	}
+	btrace_snapshot_free(a);
+	btrace_snapshot_free(b);
+	/* no owner any more */
+	BT_EQ_INT(t, -ESRCH, btrace_snapshot_request(target, od, &err));
+}
+
+static void test_two_btrace_handover(struct bt_test *t)
+{
+	char *targv[] = { child_path, "sleep", "20", NULL };
+	const char *a_out = out_path("owner2.btrace"), *b_out = out_path("heir.btrace");
+	struct btrace_snapshot *b;
+	pid_t target, ea, eb;
+	int st;
+
+	target = spawn(targv);
+	usleep(50000);
+	ea = spawn_engine(target, a_out, 0);
+	BT_REQUIRE(t, wait_for(owner_is, target, ea, 5000));
+	eb = spawn_engine(target, b_out, 0);
+	usleep(300000);
+	BT_CHECK(t, owner_is(target, ea));
+	kill(ea, SIGTERM);                  /* the owner leaves */
+	st = wait_exit(ea, 10000);
+	BT_CHECK(t, st >= 0 && WIFEXITED(st));
+	BT_CHECK(t, wait_for(owner_is, target, eb, 10000));
+	BT_EQ_INT(t, 0, kill(target, 0));   /* the target survived the hand-over */
+	usleep(200000);
+	kill(target, SIGUSR1);
+	st = wait_exit(eb, 20000);
+	BT_CHECK(t, st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	waitpid(target, NULL, 0);
+	BT_CHECK(t, !file_exists(a_out));   /* the old owner wrote nothing */
+	b = read_snap(t, b_out);
+	BT_REQUIRE(t, b);
+	BT_EQ_INT(t, BTRACE_CRASH_PRECISE, b->config.crash_mode);
+	BT_REQUIRE(t, b->signal != NULL);
+	BT_EQ_INT(t, SIGSEGV, b->signal->signo);
+	BT_CONTAINS(t, btrace_snapshot_meta(b, "capture.gap"), "ownership passed");
+	bt_test_diag("%s", btrace_snapshot_meta(b, "capture.gap"));
+	btrace_snapshot_free(b);
+}
+
+/* A joiner of a non-hardware owner (what the QEMU backend does through
+ * the registry): it receives the owner's snapshots; when the owner leaves
+ * while the target lives, it can only take over with hardware. */
+static pid_t spawn_joiner(pid_t target, const char *out)
+{
+	pid_t p = fork();
+
+	if (p == 0) {
+		struct btrace_record_opts rec = { .sz = sizeof(rec) };
+		struct btrace_record_result res;
+		struct btrace_error err = { 0 };
+		int r;
+
+		rec.pid = target;
+		rec.output = out;
+		rec.flags = getenv("BT_TEST_VERBOSE") ? 0 : BTRACE_RECORD_QUIET;
+		memset(&res, 0, sizeof(res));
+		r = bt_capture_join(&rec, &res, &err);
+		if (r < 0)
+			fprintf(stderr, "join: %s\n", err.msg);
+		_exit(r == 0 && res.snapshots >= 0 ? (res.snapshots > 9 ? 9 : res.snapshots) :
+		      r == 1 ? 20 : 30);
+	}
+	return p;
+}
+
+static bool accept_join(struct bt_registry_owner *o)
+{
+	for (int i = 0; i < 500; i++) {
+		int client;
+
+		if (bt_registry_accept(o, &client) == BT_REG_JOINED)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+static void test_join_foreign_owner(struct bt_test *t)
+{
+	char *targv[] = { child_path, "sleep", "20", NULL };
+	const char *src = out_path("foreign-src.btrace"), *out = out_path("foreign-join.btrace");
+	struct btrace_error err = { 0 };
+	struct bt_registry_owner *o = NULL;
+	struct btrace_writer *w = NULL;
+	struct btrace_snapshot *s;
+	struct btrace_config cfg = { .backend = BTRACE_BACKEND_QEMU,
+				     .trace_kind = BTRACE_TRACE_PT };
+	pid_t target, j, other = 0;
+	int fd, st;
+
+	target = spawn(targv);
+	usleep(50000);
+	/* nobody owns it: bt_capture_join says so */
+	j = spawn_joiner(target, out);
+	st = wait_exit(j, 5000);
+	BT_CHECK(t, st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 20);
+	BT_REQUIRE(t, bt_registry_claim(target, BTRACE_BACKEND_QEMU, &o, &other, &err) == 0);
+	j = spawn_joiner(target, out);
+	BT_REQUIRE(t, accept_join(o));
+	BT_EQ_INT(t, 1, bt_registry_subscribers(o));
+	/* the owner writes a snapshot and publishes it */
+	BT_REQUIRE(t, btrace_writer_open(src, 0, &w, &err) == 0);
+	BT_REQUIRE(t, btrace_writer_set_config(w, &cfg, &err) == 0);
+	BT_REQUIRE(t, btrace_writer_add_meta(w, "test.owner", "qemu-like", &err) == 0);
+	BT_REQUIRE(t, btrace_writer_commit(w, &err) == 0);
+	fd = open(src, O_RDONLY);
+	BT_EQ_INT(t, 1, bt_registry_publish(o, fd, "crash, from the test owner"));
+	close(fd);
+	usleep(300000);
+	/* the target dies, then the owner leaves: the joiner ends */
+	kill(target, SIGKILL);
+	waitpid(target, NULL, 0);
+	bt_registry_release(o);
+	st = wait_exit(j, 10000);
+	BT_CHECK(t, st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	s = read_snap(t, out);
+	BT_REQUIRE(t, s);
+	BT_EQ_STR(t, "qemu-like", btrace_snapshot_meta(s, "test.owner"));
+	BT_EQ_INT(t, BTRACE_BACKEND_QEMU, s->config.backend);
+	btrace_snapshot_free(s);
+}
+
+static void test_join_owner_leaves_no_hardware(struct bt_test *t)
+{
+	char *targv[] = { child_path, "sleep", "20", NULL };
+	struct btrace_error err = { 0 }, why = { 0 };
+	struct bt_registry_owner *o = NULL;
+	pid_t target, j, other = 0;
+	int st;
+
+	if (bt_perf_probe(BTRACE_BACKEND_PT, NULL, &why) == 0 ||
+	    bt_perf_probe(BTRACE_BACKEND_BTS, NULL, &why) == 0)
+		BT_SKIP(t, "trace hardware present: the joiner would take over");
+	target = spawn(targv);
+	usleep(50000);
+	BT_REQUIRE(t, bt_registry_claim(target, BTRACE_BACKEND_QEMU, &o, &other, &err) == 0);
+	j = spawn_joiner(target, out_path("nohw.btrace"));
+	BT_REQUIRE(t, accept_join(o));
+	bt_registry_release(o);
+	st = wait_exit(j, 10000);
+	/* it stops (no snapshot), and the target lives on */
+	BT_CHECK(t, st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	BT_EQ_INT(t, 0, kill(target, 0));
+	kill(target, SIGKILL);
+	waitpid(target, NULL, 0);
+}
+
+int main(void)
+{
+	static const struct bt_test_case cases[] = {
+		BT_TEST_CASE(test_launch_precise),
+		BT_TEST_CASE(test_launch_handler_reraise),
+		BT_TEST_CASE(test_launch_passive),
+		BT_TEST_CASE(test_threads_precise),
+		BT_TEST_CASE(test_threads_passive_fork_records),
+		BT_TEST_CASE(test_threads_catch_all),
+		BT_TEST_CASE(test_attach_beside_gdb),
+		BT_TEST_CASE(test_two_btrace_join_and_snapshots),
+		BT_TEST_CASE(test_two_btrace_handover),
+		BT_TEST_CASE(test_join_foreign_owner),
+		BT_TEST_CASE(test_join_owner_leaves_no_hardware),
+	};
+	const char *b = getenv("BT_BUILD_ROOT");
+	struct perf_event_attr a;
+	char reg[300];
+	int fd, r;
+
+	(void)exists;
+	snprintf(child_path, sizeof(child_path), "%s/tests/capture/sbchild",
+		 b ? b : ".");
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/bt-engine-test-XXXXXX");
+	if (!mkdtemp(tmpdir))
+		bt_test_skip_all("mkdtemp failed");
+	snprintf(reg, sizeof(reg), "%s/registry", tmpdir);
+	setenv("BTRACE_REGISTRY", reg, 1);
+	memset(&a, 0, sizeof(a));
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_DUMMY;
+	a.exclude_kernel = 1;
+	fd = bt_perf_sys_open(&a, 0, -1, -1, 0);
+	if (fd < 0)
+		bt_test_skip_all("perf_event_open of a dummy event failed");
+	close(fd);
+	r = bt_test_run(cases, (int)(sizeof(cases) / sizeof(cases[0])));
+	if (!getenv("BT_TEST_KEEP")) {
+		char cmd[400];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		if (system(cmd) != 0)
+			r = r ? r : 0;
+	}
+	return r;
+}
