@@ -7,6 +7,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static volatile uint64_t fz_sink;
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct btrace_snapshot *s;
@@ -16,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (btrace_snapshot_read_mem(data, size, flags, &s, &err))
 			continue;
 		/* Touch everything the reader handed out. */
-		volatile uint64_t sum = 0;
+		uint64_t sum = 0;
 		for (size_t i = 0; i < s->nbuffers; i++)
 			for (uint64_t k = 0; k < s->buffers[i].size; k += 64)
 				sum += s->buffers[i].data[k];
@@ -25,6 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				sum += s->code[i].data[s->code[i].size - 1];
 		for (size_t i = 0; i < s->nmeta; i++)
 			sum += (uint64_t)btrace_snapshot_meta(s, s->meta[i].key)[0];
+		fz_sink += sum;
 		btrace_snapshot_free(s);
 	}
 	return 0;

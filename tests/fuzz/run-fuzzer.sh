@@ -1,11 +1,16 @@
 #!/bin/sh
 # Run a libFuzzer target for a fixed number of executions over a copy of its
 # seed corpus (libFuzzer writes new inputs into its first corpus directory).
-#   run-fuzzer.sh TARGET RUNS SEED_DIR
+# Undefined behaviour counts as a crash (UBSAN_OPTIONS halt_on_error=1 unless
+# the caller set UBSAN_OPTIONS).  Crashing inputs are written to the current
+# directory as crash-*; put them in tests/fuzz/regress/TARGET/.
+#   run-fuzzer.sh TARGET RUNS SEED_DIR [LIBFUZZER_OPTIONS...]
 set -eu
 target=$1 runs=$2 seeds=$3
+shift 3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp "$seeds"/* "$work"/ 2>/dev/null || true
-exec "$target" -runs="$runs" -max_len=65536 -rss_limit_mb=2048 \
-	-timeout=25 -print_final_stats=1 "$work"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+"$target" -runs="$runs" -max_len=65536 -rss_limit_mb=2048 \
+	-timeout=25 -print_final_stats=1 "$@" "$work"

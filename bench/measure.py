@@ -1,0 +1,33 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# measure.py [-n RUNS] [-o OUT] -- CMD...: run CMD RUNS times (stdout to OUT,
+# default /dev/null) and print "wall_s cpu_s maxrss_kib" of the fastest run
+# (wall clock; cpu = user + sys of the child; max RSS from getrusage).
+import os
+import resource
+import subprocess
+import sys
+import time
+
+runs, out = 3, os.devnull
+args = sys.argv[1:]
+while args and args[0] != '--':
+    if args[0] == '-n':
+        runs = int(args[1])
+    elif args[0] == '-o':
+        out = args[1]
+    args = args[2:]
+cmd = args[1:]
+best = None
+for _ in range(runs):
+    with open(out, 'wb') as f:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.DEVNULL)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+    if status != 0:
+        sys.exit('measure.py: %s: exit status %d' % (' '.join(cmd), status))
+    r = (wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss)
+    if best is None or r[0] < best[0]:
+        best = r
+print('%.3f %.3f %d' % best)

@@ -1,0 +1,109 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Traced programs that behave badly under `btrace record -b qemu`: closed
+# stdio, SIGTERM ignored (btrace forwards it), 1,000 children, 1,000
+# threads, a flooded signal queue; each also crashing at the end.  The
+# program's exit status must pass through unchanged, a snapshot appear
+# exactly when it crashed (and read back strictly), and btrace never crash.
+# TAP.
+#   programs.sh BTRACE STRESS MKBAD
+set -u
+btrace=$1 stress=$2 mkbad=$3
+. "$(dirname "$0")/lib.sh"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+BT_TIMEOUT=300
+
+# rec DESC WANT_STATUS WANT_SNAPSHOT ARGS...: run bt-stress ARGS traced.
+rec() {
+	desc=$1 want=$2 want_snap=$3; shift 3
+	rm -f "$work/s.btrace"
+	run_cmd "$work/log" "$btrace" record -b qemu -o "$work/s.btrace" -- "$stress" "$@"
+	if sanitizer_said "$work/log"; then
+		not_ok "$desc: sanitizer report"; sed 's/^/#   /' "$work/log" | head -30
+	elif [ $rc -ne "$want" ]; then
+		not_ok "$desc: exit $rc, the program's status is $want"
+		sed 's/^/#   /' "$work/log" | tail -5
+	elif [ "$want_snap" = yes ] && ! [ -f "$work/s.btrace" ]; then
+		not_ok "$desc: status $rc passed through but no snapshot"
+		sed 's/^/#   /' "$work/log" | tail -5
+	elif [ "$want_snap" = yes ] && ! "$mkbad" check "$work/s.btrace"; then
+		not_ok "$desc: the snapshot does not read back"
+	elif [ "$want_snap" = no ] && [ -e "$work/s.btrace" ]; then
+		not_ok "$desc: a snapshot was written though the program did not crash"
+	else
+		ok "$desc: status $rc passed through, snapshot: $want_snap"
+	fi
+	if [ "$want_snap" = yes ] && [ -f "$work/s.btrace" ]; then
+		run_cmd "$work/log" "$btrace" report "$work/s.btrace"
+		if sanitizer_said "$work/log" || [ $rc -ne 0 ]; then
+			not_ok "$desc: btrace report of the snapshot: exit $rc"
+			sed 's/^/#   /' "$work/log" | head -10
+		else
+			ok "$desc: btrace report of the snapshot"
+		fi
+	fi
+	# No temporary file may be left beside the snapshot.
+	left=$(find "$work" -maxdepth 1 -name '*.btrace?*' -o -maxdepth 1 -name '.*btrace*' | head -3)
+	[ -z "$left" ] || not_ok "$desc: temporary files left: $left"
+}
+
+if ! "$btrace" record -b qemu -q -o "$work/probe.btrace" -- /bin/true >"$work/log" 2>&1; then
+	echo "1..0 # SKIP the qemu backend does not run here: $(head -1 "$work/log")"
+	exit 77
+fi
+
+rec "closes stdin/stdout/stderr" 3 no close-stdio
+rec "closes stdin/stdout/stderr, crashes" 139 yes close-stdio crash
+rec "1,000 children" 0 no fork 1000
+rec "1,000 children, crashes" 139 yes fork 1000 crash
+rec "1,000 threads" 0 no threads 1000
+rec "1,000 threads, crashes" 139 yes threads 1000 crash
+rec "signal flood" 0 no sigflood 20000
+rec "signal flood, crashes" 139 yes sigflood 20000 crash
+
+# btrace's own stdio closed: it must still run the program and pass its
+# status (the summary line has nowhere to go).
+rm -f "$work/s.btrace"
+timeout 120 "$btrace" record -b qemu -o "$work/s.btrace" -- "$stress" close-stdio crash \
+	<&- >&- 2>&-
+rc=$?
+if [ $rc -eq 139 ] && [ -f "$work/s.btrace" ]; then
+	ok "btrace with its own stdio closed: status 139, snapshot written"
+else
+	not_ok "btrace with its own stdio closed: exit $rc, snapshot: $([ -f "$work/s.btrace" ] && echo yes || echo no)"
+fi
+
+# SIGTERM: btrace forwards it; the program ignores it and must keep
+# running, then its own status (7) must come back.
+rm -f "$work/ready" "$work/go"
+"$btrace" record -b qemu -o "$work/s.btrace" -- "$stress" ignore-term \
+	"$work/ready" "$work/go" >"$work/log" 2>&1 &
+bt=$!
+i=0
+while ! [ -e "$work/ready" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+if ! [ -e "$work/ready" ]; then
+	not_ok "SIGTERM ignored: the program never became ready"
+	kill -KILL $bt 2>/dev/null
+else
+	kill -TERM $bt
+	sleep 1
+	if kill -0 $bt 2>/dev/null; then
+		ok "SIGTERM ignored: btrace and the program keep running after SIGTERM"
+	else
+		not_ok "SIGTERM ignored: btrace exited on SIGTERM"
+	fi
+	: >"$work/go"
+fi
+wait $bt
+rc=$?
+if [ $rc -eq 7 ]; then
+	ok "SIGTERM ignored: the program's status 7 passed through"
+else
+	not_ok "SIGTERM ignored: exit $rc, the program's status is 7"
+	sed 's/^/#   /' "$work/log" | tail -5
+fi
+if sanitizer_said "$work/log"; then
+	not_ok "SIGTERM ignored: sanitizer report"; sed 's/^/#   /' "$work/log" | head -30
+fi
+finish
