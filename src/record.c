@@ -78,6 +78,8 @@ int btrace_record(const struct btrace_record_opts *opts,
 	if (!opts || !res || opts->sz < sizeof(size_t))
 		return bt_error(err, -EINVAL, "record: start failed: invalid "
 				"options");
+	memset(res, 0, sizeof(*res));
+	res->exit_status = -1;
 	if (opts->sz > sizeof(*opts)) {
 		const uint8_t *p = (const uint8_t *)opts;
 
@@ -91,9 +93,6 @@ int btrace_record(const struct btrace_record_opts *opts,
 	if (!!(opts->argv && opts->argv[0]) == !!opts->pid)
 		return bt_error(err, -EINVAL, "record: start failed: give "
 				"either a program to launch or a pid");
-	memset(res, 0, sizeof(*res));
-	res->exit_status = -1;
-
 	/* A second btrace on an owned target joins the owner: it receives
 	 * the owner's snapshots and pays nothing (no EBUSY). */
 	if (opts->pid && bt_capture_join) {

@@ -48,7 +48,8 @@ struct btrace_record_opts {
 };
 
 struct btrace_record_result {
-	int exit_status;           /* the program's wait status */
+	int exit_status;           /* the program's wait status, -1 if it did
+				    * not run (or has not ended) */
 	int shell_status;          /* status a shell would report: code or 128+sig */
 	int snapshots;             /* number of snapshot files written */
 	char snapshot_path[4096];  /* the last snapshot written, "" if none */

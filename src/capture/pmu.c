@@ -81,8 +81,12 @@ static int read_dir_entries(const char *dir, char names[][40], unsigned max,
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
-		if (*count >= max)
-			break;
+		if (*count >= max) {
+			/* Never keep an arbitrary subset: a field we need
+			 * could be among the ones left out. */
+			closedir(d);
+			return -E2BIG;
+		}
 		if (strlen(de->d_name) >= 40)
 			continue;
 		strcpy(names[(*count)++], de->d_name);
@@ -125,7 +129,12 @@ int bt_pmu_read(const char *root, const char *name, struct bt_pmu *pmu,
 				name, path, val);
 
 	snprintf(path, sizeof(path), "%s/format", pmu->path);
-	if (read_dir_entries(path, names, BT_PMU_MAX_FIELDS, &n) == 0) {
+	r = read_dir_entries(path, names, BT_PMU_MAX_FIELDS, &n);
+	if (r == -E2BIG)
+		return bt_error(err, r, "%s: reading %s failed: more than %d "
+				"entries (not a PMU format btrace knows; damaged "
+				"sysfs?)", name, path, BT_PMU_MAX_FIELDS);
+	if (r == 0) {
 		for (i = 0; i < n; i++) {
 			struct bt_pmu_field *f = &pmu->fields[pmu->nfields];
 			char fpath[800];
@@ -145,7 +154,12 @@ int bt_pmu_read(const char *root, const char *name, struct bt_pmu *pmu,
 	}
 
 	snprintf(path, sizeof(path), "%s/caps", pmu->path);
-	if (read_dir_entries(path, names, BT_PMU_MAX_CAPS, &n) == 0) {
+	r = read_dir_entries(path, names, BT_PMU_MAX_CAPS, &n);
+	if (r == -E2BIG)
+		return bt_error(err, r, "%s: reading %s failed: more than %d "
+				"entries (not a PMU btrace knows; damaged "
+				"sysfs?)", name, path, BT_PMU_MAX_CAPS);
+	if (r == 0) {
 		for (i = 0; i < n; i++) {
 			struct bt_pmu_cap *c = &pmu->caps[pmu->ncaps];
 			char fpath[800];
@@ -605,6 +619,8 @@ int bt_pt_validate(const struct bt_pmu *pmu, const struct bt_cpu *cpu,
 
 /* --- system state --- */
 
+#define BT_MAX_CPU_NUMBER 8192
+
 int bt_parse_cpulist(const char *s)
 {
 	int count = 0;
@@ -613,17 +629,21 @@ int bt_parse_cpulist(const char *s)
 		char *end;
 		long lo = strtol(s, &end, 10), hi;
 
-		if (end == s || lo < 0)
+		/* The kernel's NR_CPUS is at most 8192: anything larger is
+		 * garbage, not a CPU number. */
+		if (end == s || lo < 0 || lo >= BT_MAX_CPU_NUMBER)
 			return -1;
 		hi = lo;
 		s = end;
 		if (*s == '-') {
 			hi = strtol(s + 1, &end, 10);
-			if (end == s + 1 || hi < lo)
+			if (end == s + 1 || hi < lo || hi >= BT_MAX_CPU_NUMBER)
 				return -1;
 			s = end;
 		}
 		count += (int)(hi - lo + 1);
+		if (count > BT_MAX_CPU_NUMBER)
+			return -1;
 		if (*s == ',')
 			s++;
 		else if (*s && *s != '\n')

@@ -161,7 +161,8 @@ int bt_sb_rings_drain(struct bt_sb_rings *s, struct bt_sideband *sb)
 		if (corrupt || d.failed)
 			break;
 	}
-	qsort(d.v, d.n, sizeof(*d.v), by_time);
+	if (d.n)
+		qsort(d.v, d.n, sizeof(*d.v), by_time);
 	for (size_t i = 0; i < d.n; i++) {
 		struct bt_sb_event ev;
 		struct bt_rec rec = {

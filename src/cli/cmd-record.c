@@ -109,7 +109,7 @@ int cmd_record(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct btrace_record_opts ro = { .sz = sizeof(ro) };
-	struct btrace_record_result res;
+	struct btrace_record_result res = { .exit_status = -1 };
 	struct btrace_error err = { 0 };
 	uint64_t v;
 	int c, ret;
@@ -196,7 +196,10 @@ int cmd_record(int argc, char **argv)
 		ro.argv = argv + optind;
 
 	ret = btrace_record(&ro, &res, &err);
-	if (ret)
-		return cli_fail("record", &err);
+	if (ret) {
+		cli_fail("record", &err);
+		/* The program ran: its status passes through all the same. */
+		return res.exit_status >= 0 ? res.shell_status : CLI_EXIT_FAIL;
+	}
 	return res.shell_status;
 }

@@ -488,11 +488,11 @@ static int plan_mapping(struct pw *w, const struct btrace_snapshot *s,
 
 		for (uint32_t i = 0; i < m->build_id_size; i++)
 			sprintf(sbid + 2 * i, "%02x", m->build_id[i]);
-		snprintf(name, sizeof(name), "%s/%s/elf", VDSO_NAME + 1, sbid);
+		snprintf(name, sizeof(name), "%s/%s/elf", &VDSO_NAME[1], sbid);
 		rc = bt_cache_add_raw(cache, name, c->data, c->size, abs,
 				      sizeof(abs), err);
 		if (!rc)
-			rc = bt_cache_link(cache, sbid, VDSO_NAME + 1, err);
+			rc = bt_cache_link(cache, sbid, &VDSO_NAME[1], err);
 		if (rc)
 			return rc;
 		snprintf(p->path, sizeof(p->path), "%s", VDSO_NAME);

@@ -287,6 +287,22 @@ static bool wait_for(bool (*cond)(pid_t, pid_t), pid_t a, pid_t b, int ms)
 	return false;
 }
 
+/* The engine has seized @target with ptrace (precise mode is armed). */
+static bool tracer_is(pid_t target, pid_t engine)
+{
+	char path[64], *buf, *p;
+	int tracer = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)target);
+	if (bt_read_file(path, &buf, NULL, 1 << 16) < 0)
+		return false;
+	p = strstr(buf, "TracerPid:");
+	if (p)
+		sscanf(p, "TracerPid: %d", &tracer);
+	free(buf);
+	return tracer == engine;
+}
+
 static bool owner_is(pid_t target, pid_t engine)
 {
 	char path[600], *buf;
@@ -453,7 +469,10 @@ static void test_two_btrace_handover(struct bt_test *t)
 	BT_CHECK(t, st >= 0 && WIFEXITED(st));
 	BT_CHECK(t, wait_for(owner_is, target, eb, 10000));
 	BT_EQ_INT(t, 0, kill(target, 0));   /* the target survived the hand-over */
-	usleep(200000);
+	/* The heir owns the target before it has re-seized it; a crash in
+	 * between would be caught passively.  Crash once precise mode is armed. */
+	BT_CHECK(t, wait_for(tracer_is, target, eb, 10000));
+	usleep(100000);
 	kill(target, SIGUSR1);
 	st = wait_exit(eb, 20000);
 	BT_CHECK(t, st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
