@@ -19,7 +19,7 @@ trap 'rm -rf "$T"' EXIT
 "$BTRACE" export "$SNAP" --perf-data "$T/perf.data" -q 2>"$T/export.err" ||
 	{ cat "$T/export.err"; exit 1; }
 perf script --symfs "$T/perf.data.symfs" -i "$T/perf.data" --itrace=i0nse \
-	-F ip >"$T/perf.out" 2>"$T/perf.err" || { cat "$T/perf.err"; exit 1; }
+	-F tid,ip >"$T/perf.out" 2>"$T/perf.err" || { cat "$T/perf.err"; exit 1; }
 if grep -q 'trace error' "$T/perf.out"; then
 	echo "compare-perf: perf reports decode errors:"
 	grep 'trace error' "$T/perf.out" | head
@@ -28,20 +28,25 @@ fi
 "$BTRACE" decode --insn "$SNAP" >"$T/btrace.out" 2>"$T/btrace.err" ||
 	{ cat "$T/btrace.err"; exit 1; }
 
-# perf (-F ip): the first field, bare hex.  btrace decode --insn: lines
-# whose first field is a 0x address (headers, source lines and gap notes
-# such as "[no code for the block at 0x...: N instructions]" are not
-# instructions and are left out).
-awk 'NF && $1 ~ /^[0-9a-f]+$/ { print $1 }' "$T/perf.out" >"$T/perf.ips"
-awk '$1 ~ /^0x[0-9a-fA-F]+$/ { print tolower(substr($1, 3)) }' \
-	"$T/btrace.out" >"$T/btrace.ips"
+# Both as "TID IP" lines, IPs as bare lowercase hex without leading zeros,
+# grouped by thread in the order of first appearance (the two tools list
+# threads in different orders; within a thread the order is the path).
+# perf (-F tid,ip): "TID IP".  btrace decode --insn: "thread TID ..." headers,
+# then lines whose first field is a 0x address (source lines and gap notes
+# such as "[no code for the block at 0x...]" are not instructions).
+awk 'NF == 2 && $2 ~ /^[0-9a-f]+$/ { ip = $2; sub(/^0+/, "", ip); print $1, ip }' \
+	"$T/perf.out" | sort -s -n -k1,1 >"$T/perf.ips"
+awk '$1 == "thread" { tid = $2; sub(/[^0-9].*/, "", tid); next }
+     $1 ~ /^0x[0-9a-fA-F]+$/ { ip = tolower(substr($1, 3)); sub(/^0+/, "", ip); print tid, ip }' \
+	"$T/btrace.out" | sort -s -n -k1,1 >"$T/btrace.ips"
 np=$(wc -l <"$T/perf.ips")
 nb=$(wc -l <"$T/btrace.ips")
+nt=$(cut -d' ' -f1 "$T/perf.ips" | uniq | wc -l)
 if diff "$T/perf.ips" "$T/btrace.ips" >"$T/diff"; then
-	echo "compare-perf: equal, $np instructions"
+	echo "compare-perf: equal, $np instructions in $nt threads"
 	exit 0
 fi
-echo "compare-perf: perf $np instructions, btrace $nb; first differences (< perf, > btrace):"
+echo "compare-perf: perf $np instructions, btrace $nb; first differences (< perf, > btrace, as TID IP):"
 head -20 "$T/diff"
 grep -n '^\[' "$T/btrace.out" | head -5 | sed 's/^/btrace note: /'
 exit 1

@@ -1,0 +1,194 @@
+# SPDX-License-Identifier: MIT
+"""Helpers of the end-to-end tests: TAP output, recording, gdb, stacks."""
+import json
+import os
+import re
+import shutil
+import subprocess
+
+SIGNO = {'SIGILL': 4, 'SIGTRAP': 5, 'SIGABRT': 6, 'SIGBUS': 7, 'SIGFPE': 8,
+         'SIGSEGV': 11, 'SIGSYS': 31}
+
+
+class Tap:
+    """TAP writer: plan at the end, TODO directives for known bugs."""
+
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def ok(self, cond, desc, todo=None):
+        self.n += 1
+        line = '%s %d - %s' % ('ok' if cond else 'not ok', self.n,
+                               desc.replace('#', '\\#'))
+        if todo:
+            line += ' # TODO ' + todo
+        elif not cond:
+            self.failed += 1
+        print(line, flush=True)
+        return cond
+
+    def diag(self, text):
+        for ln in str(text).splitlines():
+            print('# ' + ln)
+
+    def done(self):
+        print('1..%d' % self.n)
+        return 1 if self.failed or self.n == 0 else 0
+
+
+def base(path):
+    return os.path.basename(path or '')
+
+
+def qemu_available():
+    q = os.environ.get('BTRACE_QEMU') or shutil.which('qemu-x86_64')
+    return bool(q)
+
+
+def record(btrace, snap, argv, cwd=None, size=None, env=None):
+    """btrace record -b qemu; None when QEMU is not installed."""
+    if not qemu_available():
+        return None
+    cmd = [btrace, 'record', '-b', 'qemu', '-q', '-o', snap]
+    if size:
+        cmd += ['--size', size]
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run(cmd + ['--'] + argv, cwd=cwd, env=e,
+                          capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=600)
+
+
+def report_json(btrace, snap, *extra):
+    """The report as a dict; raises RuntimeError naming how it failed."""
+    cmd = [btrace, 'report', '--json'] + list(extra) + [snap]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError('%s: exit %d: %s' % (' '.join(cmd), r.returncode,
+                           r.stderr.strip()[-300:]))
+    return json.loads(r.stdout)
+
+
+_FRAME = re.compile(r'^#(\d+)\s+(?:(0x[0-9a-f]+) in )?(\S+) \((.*)\)'
+                    r'(?: at (\S+):(\d+))?(?: from (\S+))?\s*$')
+
+
+def gdb_native(argv, cwd=None):
+    """Run argv natively under gdb: signal, si_code, backtrace, pid, LWP."""
+    cmd = ['gdb', '-nx', '-batch', '-ex', 'run', '-ex', 'bt',
+           '-ex', 'p $_siginfo.si_code', '-ex', 'info inferiors',
+           '-ex', 'thread', '--args'] + argv
+    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL, timeout=300)
+    out = r.stdout + r.stderr
+    g = {'signal': None, 'si_code': None, 'frames': [], 'pid': None,
+         'lwp': None, 'text': out}
+    m = re.search(r'received signal (SIG[A-Z0-9]+)', out)
+    g['signal'] = m and m.group(1)
+    m = re.search(r'^\$1 = (-?\d+)', out, re.M)
+    g['si_code'] = m and int(m.group(1))
+    m = re.search(r'^\*\s+\d+\s+process (\d+)', out, re.M)
+    g['pid'] = m and int(m.group(1))
+    m = re.search(r'Current thread is .*?(?:LWP|process) (\d+)', out)
+    g['lwp'] = m and int(m.group(1))
+    for ln in out.splitlines():
+        m = _FRAME.match(ln)
+        if m:
+            g['frames'].append({'function': None if m.group(3) == '??'
+                                else m.group(3),
+                                'file': m.group(5),
+                                'line': int(m.group(6)) if m.group(6)
+                                else None,
+                                'module': m.group(7)})
+    return g
+
+
+def marker_line(src, marker='/* e2e: fault */'):
+    with open(src) as f:
+        for i, ln in enumerate(f, 1):
+            if marker in ln:
+                return i
+    raise RuntimeError('%s: no line with "%s"' % (src, marker))
+
+
+# glibc's internal names gdb takes from DWARF, and the exported names btrace
+# takes from the symbol table, for the same code.
+ALIASES = {'__libc_start_main_impl': '__libc_start_main'}
+# Same place, different code because the emulated machine differs: QEMU 7.2
+# answers clone3 with ENOSYS, and glibc falls back to clone.
+EMULATOR_EQUIV = {'clone3': '__clone'}
+_IFUNC = re.compile(r'^(__[a-z]+?)_(?:avx|evex|sse|ssse|erms|unaligned|rtm)'
+                    r'\w*$')
+
+
+def norm(name):
+    """Function name modulo symbol versions, __GI_ aliases, IFUNC variant."""
+    if not name:
+        return None
+    name = name.split('@')[0]
+    if name.startswith('__GI_'):
+        name = name[5:]
+    name = ALIASES.get(name, name)
+    name = EMULATOR_EQUIV.get(name, name)
+    m = _IFUNC.match(name)
+    return m.group(1) + '_*' if m else name
+
+
+def _upto_main(frames):
+    for i, f in enumerate(frames):
+        if f.get('function') == 'main':
+            return frames[:i + 1], True
+    return frames, False
+
+
+def stack_compare(bt, gdb, own):
+    """Compare btrace's stack (JSON frames) with gdb's backtrace.
+
+    Frames are compared from the top down to main (both must reach it when
+    gdb's does), else over the shorter list.  Names compare with norm().
+    Where both leave a frame unnamed, the modules must be equal.  gdb
+    synthesizes a frame for a function that tail-called (DWARF call-site
+    info); btrace marks the callee tail_call instead: such a gdb frame is
+    skipped only right below a btrace frame flagged tail_call.  Lines are
+    compared for frames of the program's own files (@own: basenames).
+    Returns (ok, message)."""
+    b, bmain = _upto_main(bt)
+    g, gmain = _upto_main(gdb)
+    i = j = 0
+    notes, pairs = [], []
+    ok = True
+    while i < len(b) and j < len(g):
+        bf, gf = b[i], g[j]
+        bn, gn = norm(bf.get('function')), norm(gf.get('function'))
+        if bn and gn:
+            same = bn == gn
+        elif gf.get('module') and bf.get('module'):
+            same = base(gf['module']).split('.so')[0] == \
+                base(bf['module']).split('.so')[0]
+            bn, gn = bn or '??(%s)' % base(bf['module']), \
+                gn or '??(%s)' % base(gf['module'])
+        else:
+            same = True   # one side cannot tell: not compared
+            notes.append('frame %d not resolved by both' % i)
+        if not same and i > 0 and b[i - 1].get('tail_call'):
+            notes.append('gdb tail-call frame %s skipped' % gn)
+            j += 1
+            continue
+        if same and base(bf.get('module')) in own and gf.get('line') and \
+                bf.get('line') and gf['line'] != bf['line']:
+            same = False
+            notes.append('line %s vs gdb %s' % (bf['line'], gf['line']))
+        pairs.append('%s%s%s' % (bn, '=' if same else '!=', gn))
+        ok = ok and same
+        i += 1
+        j += 1
+    if gmain and (j < len(g) or not bmain or i < len(b)):
+        ok = False
+        notes.append('btrace %d frames to main%s, gdb %d' %
+                     (len(b), '' if bmain else ' (no main)', len(g)))
+    if len(pairs) < min(2, len(g)):
+        ok = False
+        notes.append('too few frames compared')
+    return ok, ' '.join(pairs) + (' [' + '; '.join(notes) + ']'
+                                  if notes else '')

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Mask a `btrace report` (text or --json) of a recorded fixture so the
+golden is stable: across re-recordings and across machines.
+
+    fixture-mask.py text|json OWN_MODULE REPORT_JSON < REPORT > MASKED
+
+- Addresses (0x + 6 or more hex digits) become 0xADDR; pids and tids PID;
+  the fixture's directory @FIXTURE@.
+- Code outside OWN_MODULE (the fixture's own binary, a basename): its
+  symbols come from the files of the machine that decodes (libc is not
+  committed; the snapshot embeds its code, not its symbols), so every
+  function, offset, file and line of such code becomes @LIB@.  JSON: per
+  entry, by its "module".  Text: in the stack, calls and blocks, a line
+  whose symbol is not a function of OWN_MODULE (the names REPORT_JSON, the
+  same report unmasked, gives to the binary's code) is cut at its symbol
+  and ends in @LIB@.
+"""
+import json
+import os
+import re
+import sys
+
+ADDR = re.compile(r'0x[0-9a-f]{6,}')
+
+
+def other_names(rep, own):
+    own_names, other = set(), set()
+    for t in rep.get('threads', []):
+        for e in t.get('stack', []) + t.get('calls', []) + t.get('tail', []):
+            fn = e.get('function')
+            mod = os.path.basename(e.get('module') or '')
+            if not mod:
+                continue
+            if mod == own:
+                if fn:
+                    own_names.add(fn)
+            else:
+                other.add(fn or mod + '+0x')
+                other.add(mod + '+0x')
+    f = rep.get('fault') or {}
+    if f.get('module') and os.path.basename(f['module']) != own and \
+            f.get('function'):
+        other.add(f['function'])
+    return own_names, other - own_names
+
+
+SYMTOK = re.compile(r'(?<![\w.])([A-Za-z_.][\w.@-]*(?:\+0x[0-9a-f~]*)?~?)')
+# Lines of these sections name one symbol each (after an address/count).
+SECTIONS = ('stack at the fault', 'last calls', 'last blocks')
+LEAD = re.compile(r'^(\s*(?:#\d+\s+)?(?:0x[0-9a-f]+\s+)?(?:\d+\s+)?)(\S.*)$')
+
+
+def mask_text(text, own, rep, fixdir):
+    """Sections of symbol lines: keep a line whose symbol is a function of
+    the fixture's binary (or BINARY+0x...), cut any other at its symbol."""
+    own_names, _ = other_names(rep, own)
+    fault = rep.get('fault') or {}
+    fault_other = fault.get('module') and \
+        os.path.basename(fault['module']) != own
+    out = []
+    section = None
+    for ln in text.splitlines():
+        if fixdir:
+            ln = ln.replace(fixdir, '@FIXTURE@')
+        if ln and not ln[0].isspace():
+            section = next((x for x in SECTIONS if ln.startswith(x)), None)
+        m = LEAD.match(ln)
+        if ln.startswith('fault ') and fault_other:
+            ln = 'fault     @LIB@'
+        elif ln.lstrip().startswith('=> fault in') and fault_other:
+            ln = ln[:ln.index('=> fault in') + 11] + ' @LIB@'
+        elif section and m and ln[:1].isspace() and \
+                not m.group(2).startswith(('(', '=>', '[')):
+            tok = SYMTOK.match(m.group(2))
+            base = tok.group(1).rstrip('~').split('+0x')[0] if tok else ''
+            if base not in own_names and base != own:
+                ln = m.group(1) + '@LIB@'
+        ln = ADDR.sub('0xADDR', ln)
+        ln = re.sub(r'\b(process|thread)(\s+)\d+', r'\1\2PID', ln)
+        out.append(ln)
+    return '\n'.join(out) + '\n'
+
+
+def mask_entry(e, own):
+    if e.get('ip'):
+        e['ip'] = ADDR.sub('0xADDR', e['ip'])
+    if e.get('end_ip'):
+        e['end_ip'] = ADDR.sub('0xADDR', e['end_ip'])
+    mod = e.get('module')
+    if mod:
+        e['module'] = os.path.basename(mod)
+        if os.path.basename(mod) != own:
+            for k in ('function', 'file'):
+                if e.get(k) is not None:
+                    e[k] = '@LIB@'
+            for k in ('line', 'offset'):
+                if e.get(k) is not None:
+                    e[k] = 0
+    for k in ('address',):
+        if isinstance(e.get(k), str):
+            e[k] = ADDR.sub('0xADDR', e[k])
+    g = e.get('gap')
+    if isinstance(g, dict) and g.get('ip'):
+        g['ip'] = ADDR.sub('0xADDR', g['ip'])
+
+
+def mask_json(rep, own, fixdir):
+    rep['process']['pid'] = 'PID'
+    if rep.get('process', {}).get('command'):
+        rep['process']['command'] = os.path.basename(rep['process']['command'])
+    if rep.get('signal'):
+        mask_entry(rep['signal'], own)
+    if rep.get('fault'):
+        rep['fault']['tid'] = 'PID'
+        mask_entry(rep['fault'], own)
+    rep['image_notes'] = [ADDR.sub('0xADDR', n.replace(fixdir, '@FIXTURE@'))
+                          if fixdir else ADDR.sub('0xADDR', n)
+                          for n in rep.get('image_notes', [])]
+    for t in rep.get('threads', []):
+        t['tid'] = 'PID'
+        for g in t.get('history', {}).get('gaps', []):
+            if g.get('ip'):
+                g['ip'] = ADDR.sub('0xADDR', g['ip'])
+        for e in t.get('stack', []) + t.get('calls', []) + t.get('tail', []):
+            mask_entry(e, own)
+    return json.dumps(rep, indent=2, sort_keys=False) + '\n'
+
+
+def main():
+    mode, own, repjson = sys.argv[1:4]
+    fixdir = os.environ.get('FIXTURE_DIR', '')
+    text = sys.stdin.read()
+    if mode == 'json':
+        sys.stdout.write(mask_json(json.loads(text), own, fixdir))
+    else:
+        with open(repjson) as f:
+            rep = json.load(f)
+        sys.stdout.write(mask_text(text, own, rep, fixdir))
+
+
+if __name__ == '__main__':
+    main()

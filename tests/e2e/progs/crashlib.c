@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: MIT
+/* A copy of tests/qemu/progs/<same name> for the end-to-end tests (tests/e2e):
+ * the line the program faults on carries the marker "e2e: fault". */
+__attribute__((noinline)) static int lib_inner(int *p, int v)
+{
+	return *p + v;  /* e2e: fault */
+}
+
+__attribute__((visibility("default"))) int lib_crash(int *p);
+int lib_crash(int *p)
+{
+	return lib_inner(p, 5);
+}
