@@ -4,8 +4,13 @@
  *
  *   decode-bench raw FILE      libipt alone: pt_blk_next over the same bytes,
  *                              image from the files on disk (the baseline)
- *   decode-bench full FILE     btrace_decode() of the whole buffer into
- *                              blocks, calls, stack and symbols
+ *   decode-bench full FILE     btrace_decode() of the whole buffer the way
+ *                              `btrace report --full` does: every block
+ *                              analysed (call history, stack, fault), the
+ *                              last 24 calls and blocks kept with symbols
+ *                              (opts.keep: bounded memory)
+ *   decode-bench all FILE      the same, keeping every block and call in
+ *                              the result (what `btrace decode` prints)
  *   decode-bench tail FILE N   btrace_decode() of the last N calls (what
  *                              btrace report decodes by default: N = 24)
  *
@@ -79,7 +84,7 @@ static int run_raw(const struct btrace_snapshot *s, uint64_t *ninsn)
 }
 
 static int run_ours(const struct btrace_snapshot *s, uint64_t last,
-		    uint64_t *ninsn)
+		    uint64_t keep, uint64_t *ninsn)
 {
 	struct btrace_decode_opts o = { .sz = sizeof(o) };
 	struct btrace_decode_result *r;
@@ -90,6 +95,8 @@ static int run_ours(const struct btrace_snapshot *s, uint64_t last,
 		o.unit = BTRACE_UNIT_CALLS;
 	} else {
 		o.flags = BTRACE_DECODE_FULL;
+		o.unit = BTRACE_UNIT_CALLS;
+		o.keep = keep;
 	}
 	if (btrace_decode(s, &o, &r, &err) < 0) {
 		fprintf(stderr, "decode-bench: %s\n", err.msg);
@@ -109,7 +116,7 @@ int main(int argc, char **argv)
 	uint64_t n = 0;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: decode-bench raw|full|tail FILE [N]\n");
+		fprintf(stderr, "usage: decode-bench raw|full|all|tail FILE [N]\n");
 		return 2;
 	}
 	if (btrace_snapshot_read(argv[2], 0, &s, &err) < 0 || !s->nbuffers) {
@@ -123,7 +130,8 @@ int main(int argc, char **argv)
 			rc = run_raw(s, &n);
 		else
 			rc = run_ours(s, !strcmp(argv[1], "tail") ?
-				      strtoull(argc > 3 ? argv[3] : "24", NULL, 0) : 0, &n);
+				      strtoull(argc > 3 ? argv[3] : "24", NULL, 0) : 0,
+				      !strcmp(argv[1], "full") ? 24 : 0, &n);
 		if (rc < 0)
 			return 1;
 		double dt = now() - t0;

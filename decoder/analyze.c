@@ -21,67 +21,90 @@ struct frame {
 	int32_t depth;
 };
 
-struct walk {
-	struct bt_ctx *c;
-	struct btrace_thread *t;
+struct stack_copy {
+	struct frame *fr;
+	size_t n, cap;
+};
+
+struct bt_walk {
 	struct frame *fr;
 	size_t nfr, cfr;
-	size_t ccalls;
 	int32_t depth, min_depth;
+	int have_calls;
 	int pending;         /* next block starts a new call entry */
 	uint32_t pending_flags;
 	int jump_pending;    /* last block ended in a jump: check the target */
 	int ret_pending;
 	int async_pending;   /* an ITEM_ASYNC waits for the handler */
 	uint64_t async_ip;
-	struct frame *saved; /* the stack at the fault */
-	size_t nsaved;
+	uint64_t async_index;
+	int prev_async;      /* the previous item was an ITEM_ASYNC */
+	/* fault candidates */
+	struct stack_copy at_async;    /* the stack at the last ITEM_ASYNC */
+	struct stack_copy at_handler;  /* ... the last one a handler followed */
+	int64_t handler_item;          /* item index of that ITEM_ASYNC */
+	uint64_t handler_ip;           /* ... and where it interrupted */
 };
 
-static int push(struct walk *w, struct frame f)
+static int push(struct bt_walk *w, struct frame f)
 {
-	if (bt_grow((void **)&w->fr, &w->cfr, w->nfr + 1, sizeof(*w->fr)))
+	if (w->nfr == w->cfr &&
+	    bt_grow((void **)&w->fr, &w->cfr, w->nfr + 1, sizeof(*w->fr)))
 		return -ENOMEM;
 	w->fr[w->nfr++] = f;
 	return 0;
 }
 
-static int new_call(struct walk *w, uint64_t ip, uint32_t flags, int64_t blk)
+static int copy_stack(struct stack_copy *d, const struct frame *fr, size_t n)
 {
-	struct btrace_thread *t = w->t;
+	if (n > d->cap && bt_grow((void **)&d->fr, &d->cap, n, sizeof(*fr)))
+		return -ENOMEM;
+	if (n)
+		memcpy(d->fr, fr, n * sizeof(*fr));
+	d->n = n;
+	return 0;
+}
 
-	if (t->ncalls == w->ccalls) {
-		size_t ncap = w->ccalls ? w->ccalls * 2 : 1024;
+static int new_call(struct bt_thread_build *b, uint64_t ip, uint32_t flags,
+		    uint64_t item)
+{
+	struct btrace_thread *t = b->t;
+	struct bt_walk *w = b->w;
+
+	if (t->ncalls >= b->calls_trigger)
+		bt_thread_compact_calls(b);
+	if (t->ncalls == b->ccalls) {
+		size_t ncap = b->ccalls ? b->ccalls * 2 : 256;
 		void *p = realloc(t->calls, ncap * sizeof(*t->calls));
 		if (!p)
 			return -ENOMEM;
 		t->calls = p;
-		w->ccalls = ncap;
-		bt_hugepages(p, ncap * sizeof(*t->calls));
+		b->ccalls = ncap;
 	}
-	struct btrace_call *cl = &t->calls[t->ncalls++];
-	memset(cl, 0, sizeof(*cl));
-	cl->depth = w->depth;
-	cl->flags = flags;
-	cl->ip = ip;
-	cl->end_ip = ip;
-	cl->first_block = blk >= 0 ? (uint64_t)blk : 0;
+	t->calls[t->ncalls++] = (struct btrace_call){
+		.depth = w->depth, .flags = flags, .ip = ip, .end_ip = ip,
+		/* an item index until the end of the decode */
+		.first_block = item,
+	};
+	if (w->depth < w->min_depth)
+		w->min_depth = w->depth;
+	w->have_calls = 1;
 	return 0;
 }
 
-static struct frame *top(struct walk *w)
+static struct frame *top(struct bt_walk *w)
 {
 	return w->nfr ? &w->fr[w->nfr - 1] : NULL;
 }
 
 /* Pop to (and excluding) frame @k, which becomes the top. */
-static void pop_to(struct walk *w, size_t k)
+static void pop_to(struct bt_walk *w, size_t k)
 {
 	w->nfr = k + 1;
 	w->depth = w->fr[k].depth;
 }
 
-static int frame_of_function(struct walk *w, uint64_t func, size_t below)
+static int frame_of_function(struct bt_walk *w, uint64_t func, size_t below)
 {
 	for (size_t k = below; k-- > 0;)
 		if (w->fr[k].func && w->fr[k].func == func)
@@ -90,7 +113,7 @@ static int frame_of_function(struct walk *w, uint64_t func, size_t below)
 }
 
 /* Control arrived at @ip after a return. */
-static int on_return(struct walk *w, uint64_t ip)
+static int on_return(struct bt_ctx *c, struct bt_walk *w, uint64_t ip)
 {
 	for (size_t k = w->nfr; k-- > 0;) {
 		if (w->fr[k].ret == ip && k > 0) {
@@ -104,20 +127,40 @@ static int on_return(struct walk *w, uint64_t ip)
 	}
 	/* Return past the start of the history: a new outer frame. */
 	w->depth--;
-	if (w->depth < w->min_depth)
-		w->min_depth = w->depth;
 	w->nfr = 0;
-	return push(w, (struct frame){ 0, 0, bt_syms_func_start(w->c, ip), ip,
+	return push(w, (struct frame){ 0, 0, bt_syms_func_start(c, ip, NULL), ip,
 				       BTRACE_CALL_PARTIAL, w->depth });
 }
 
-/* Control arrived at @ip after a jump; 1 if a new call entry starts. */
-static int on_jump(struct walk *w, uint64_t ip, uint32_t *flags)
+/* Control arrived at @ip after a jump.  Returns 1 if a new call entry
+ * starts (flags in *@flags), 0 if not, 2 if the current entry continues in
+ * another function (a trampoline jump: PLT stub, lazy binding). */
+static int on_jump(struct bt_ctx *c, struct bt_walk *w, uint64_t ip,
+		   uint32_t *flags)
 {
 	struct frame *f = top(w);
-	uint64_t func = bt_syms_func_start(w->c, ip);
+	int from_tramp = 0;
+	uint64_t func;
 
-	if (!f || !func || func == f->func)
+	if (!f)
+		return 0;
+	if (f->func)
+		bt_syms_func_start(c, f->func, &from_tramp);
+	else
+		from_tramp = bt_plt_contains(c, f->ip);
+	func = bt_syms_func_start(c, ip, NULL);
+	if (func && func == f->func)
+		return 0;
+	if (from_tramp) {
+		/* a PLT stub (or the resolver) going on to the function:
+		 * part of the call, not a tail call */
+		if (!func && !bt_image_region(c, ip))
+			return 0;
+		f->func = func;
+		*flags = BTRACE_CALL_PLT;
+		return 2;
+	}
+	if (!func)
 		return 0;
 	/* longjmp or exception unwinding: into a function further down. */
 	int k = frame_of_function(w, func, w->nfr - 1);
@@ -127,8 +170,15 @@ static int on_jump(struct walk *w, uint64_t ip, uint32_t *flags)
 		return 1;
 	}
 	if (func == ip) {
-		/* tail call (or a PLT stub jumping to its target) */
+		/* A jump to a function's entry: a tail call.  For the outermost
+		 * frame, entered before the history with no known caller (e.g.
+		 * the dynamic loader handing over to _start), the frame just
+		 * changes function: nothing below it could be misattributed. */
 		f->func = func;
+		if (!f->ret && (f->flags & BTRACE_CALL_PARTIAL) && w->nfr == 1) {
+			*flags = 0;
+			return 1;
+		}
 		f->flags |= BTRACE_CALL_TAILCALL;
 		*flags = BTRACE_CALL_TAILCALL;
 		return 1;
@@ -136,62 +186,11 @@ static int on_jump(struct walk *w, uint64_t ip, uint32_t *flags)
 	return 0;
 }
 
-static void save_stack(struct walk *w)
+static int end_of_block(struct bt_ctx *c, struct bt_walk *w,
+			struct btrace_block *b)
 {
-	free(w->saved);
-	w->saved = malloc((w->nfr + 1) * sizeof(*w->saved));
-	if (!w->saved) {
-		w->nsaved = 0;
-		return;
-	}
-	memcpy(w->saved, w->fr, w->nfr * sizeof(*w->fr));
-	w->nsaved = w->nfr;
-}
+	const struct bt_insn_info *ii = bt_insn_classify(c, b->end_ip);
 
-static int on_block(struct walk *w, size_t i)
-{
-	struct btrace_block *b = &w->t->blocks[i];
-	uint32_t flags = w->pending_flags;
-	int start = w->pending || !w->t->ncalls;
-	int ret = 0;
-
-	if (w->ret_pending)
-		ret = on_return(w, b->ip);
-	else if (w->jump_pending && on_jump(w, b->ip, &flags))
-		start = 1;
-	if (ret < 0)
-		return ret;
-	if (!w->nfr) {
-		ret = push(w, (struct frame){ 0, 0, bt_syms_func_start(w->c, b->ip),
-					      b->ip, BTRACE_CALL_PARTIAL, w->depth });
-		if (ret < 0)
-			return ret;
-	}
-	struct frame *f = top(w);
-	if (!f->func)
-		f->func = bt_syms_func_start(w->c, b->ip);
-	if (w->ret_pending || !w->t->ncalls) {
-		start = 1;
-		if (f->flags & BTRACE_CALL_PARTIAL)
-			flags |= BTRACE_CALL_PARTIAL;
-	}
-	w->ret_pending = w->jump_pending = w->pending = 0;
-	w->pending_flags = 0;
-	if (start) {
-		ret = new_call(w, b->ip, flags, (int64_t)i);
-		if (ret < 0)
-			return ret;
-	}
-	struct btrace_call *cl = &w->t->calls[w->t->ncalls - 1];
-	cl->nblocks = i + 1 - cl->first_block;
-	cl->ninsn += b->ninsn;
-	cl->end_ip = b->end_ip;
-	b->depth = w->depth;
-	b->sym = bt_syms_lookup(w->c, b->ip);
-	w->t->ninsn += b->ninsn;
-	f->ip = b->end_ip;
-
-	const struct bt_insn_info *ii = bt_insn_classify(w->c, b->end_ip);
 	b->iclass = ii->cls;
 	b->end_size = ii->size;
 	switch (ii->cls) {
@@ -200,10 +199,9 @@ static int on_block(struct walk *w, size_t i)
 		if (ii->cls == BTRACE_INSN_CALL && ii->target == b->end_ip + ii->size)
 			break;   /* call next insn: the PIC idiom, not a call */
 		w->depth++;
-		ret = push(w, (struct frame){ b->end_ip + ii->size, b->end_ip,
-					      ii->target, 0, 0, w->depth });
 		w->pending = 1;
-		break;
+		return push(w, (struct frame){ b->end_ip + ii->size, b->end_ip,
+					       ii->target, 0, 0, w->depth });
 	case BTRACE_INSN_RET:
 		w->ret_pending = 1;
 		break;
@@ -214,25 +212,100 @@ static int on_block(struct walk *w, size_t i)
 	default:
 		break;
 	}
-	return ret;
+	return 0;
 }
 
-static int on_item(struct walk *w, size_t i)
+static int on_block(struct bt_ctx *c, struct bt_thread_build *bb,
+		    struct btrace_block *b, uint64_t i)
 {
-	struct btrace_block *b = &w->t->blocks[i];
-	int ret = 0;
+	struct bt_walk *w = bb->w;
+	struct btrace_thread *t = bb->t;
 
+	if (!(w->ret_pending | w->jump_pending | w->pending | !w->have_calls |
+	      !w->nfr)) {
+		/* the same call entry goes on (after a Jcc, mostly) */
+		struct btrace_call *cl = &t->calls[t->ncalls - 1];
+		cl->nblocks = i + 1 - cl->first_block;
+		cl->ninsn += b->ninsn;
+		cl->end_ip = b->end_ip;
+		b->depth = w->depth;
+		t->ninsn += b->ninsn;
+		w->fr[w->nfr - 1].ip = b->end_ip;
+		return end_of_block(c, w, b);
+	}
+	uint32_t flags = w->pending_flags;
+	int start = w->pending || !w->have_calls;
+	int ret = 0, j = 0;
+
+	if (w->ret_pending)
+		ret = on_return(c, w, b->ip);
+	else if (w->jump_pending && (j = on_jump(c, w, b->ip, &flags)) == 1)
+		start = 1;
+	if (ret < 0)
+		return ret;
+	if (!w->nfr) {
+		ret = push(w, (struct frame){ 0, 0, bt_syms_func_start(c, b->ip, NULL),
+					      b->ip, BTRACE_CALL_PARTIAL, w->depth });
+		if (ret < 0)
+			return ret;
+	}
+	struct frame *f = top(w);
+	if (!f->func)
+		f->func = bt_syms_func_start(c, b->ip, NULL);
+	if (w->ret_pending || !w->have_calls) {
+		start = 1;
+		if (f->flags & BTRACE_CALL_PARTIAL)
+			flags |= BTRACE_CALL_PARTIAL;
+	}
+	if (j == 2 && !start) {
+		/* trampoline: the entry becomes the call of the function it
+		 * went to, if it holds only the trampoline so far; else a new
+		 * entry (after the resolver ran) marked as such */
+		struct btrace_call *cl = &t->calls[t->ncalls - 1];
+		int cl_tramp = 0;
+		uint64_t cf = bt_syms_func_start(c, cl->ip, &cl_tramp);
+		if (cl_tramp || (!cf && bt_plt_contains(c, cl->ip))) {
+			cl->ip = b->ip;
+			cl->flags |= BTRACE_CALL_PLT;
+		} else {
+			start = 1;
+		}
+	}
+	w->ret_pending = w->jump_pending = w->pending = 0;
+	w->pending_flags = 0;
+	if (start) {
+		ret = new_call(bb, b->ip, flags, i);
+		if (ret < 0)
+			return ret;
+	}
+	struct btrace_call *cl = &t->calls[t->ncalls - 1];
+	cl->nblocks = i + 1 - cl->first_block;
+	cl->ninsn += b->ninsn;
+	cl->end_ip = b->end_ip;
+	b->depth = w->depth;
+	t->ninsn += b->ninsn;
+	f->ip = b->end_ip;
+	return end_of_block(c, w, b);
+}
+
+int bt_walk_item(struct bt_ctx *c, struct bt_thread_build *bb,
+		 struct btrace_block *b, uint64_t i)
+{
+	struct bt_walk *w = bb->w;
+	int ret = 0, prev_async = w->prev_async;
+
+	w->prev_async = 0;
 	switch (b->kind) {
 	case BTRACE_ITEM_BLOCK:
-		return on_block(w, i);
+		return on_block(c, bb, b, i);
 	case BTRACE_ITEM_ASYNC:
 	case BTRACE_ITEM_FAULT:
 		/* the interrupted instruction is where the last branch went */
 		if (w->ret_pending) {
-			ret = on_return(w, b->ip);
+			ret = on_return(c, w, b->ip);
 		} else if (w->jump_pending) {
 			uint32_t fl = 0;
-			on_jump(w, b->ip, &fl);
+			on_jump(c, w, b->ip, &fl);
 		}
 		w->ret_pending = w->jump_pending = 0;
 		if (ret < 0)
@@ -242,16 +315,28 @@ static int on_item(struct walk *w, size_t i)
 			break;
 		w->async_pending = 1;
 		w->async_ip = b->ip;
+		w->async_index = i;
+		w->prev_async = 1;
 		if (top(w))
 			top(w)->ip = b->ip;
+		ret = copy_stack(&w->at_async, w->fr, w->nfr);
 		break;
 	case BTRACE_ITEM_ENABLED:
 		b->depth = w->depth;
 		if (w->async_pending && b->ip != w->async_ip) {
-			/* Signal handler entered: a signal frame. */
+			/* a signal handler entered: a fault candidate when it
+			 * came right after the interruption */
+			if (prev_async) {
+				struct stack_copy tmp = w->at_handler;
+				w->at_handler = w->at_async;
+				w->at_async = tmp;
+				w->handler_item = (int64_t)w->async_index;
+				w->handler_ip = w->async_ip;
+			}
+			/* a signal frame */
 			w->depth++;
 			ret = push(w, (struct frame){ w->async_ip, w->async_ip,
-						      bt_syms_func_start(w->c, b->ip),
+						      bt_syms_func_start(c, b->ip, NULL),
 						      b->ip, BTRACE_CALL_SIGNAL,
 						      w->depth });
 			w->pending = 1;
@@ -262,7 +347,7 @@ static int on_item(struct walk *w, size_t i)
 		break;
 	case BTRACE_ITEM_FAR: {
 		b->depth = w->depth;
-		const struct bt_insn_info *ii = bt_insn_classify(w->c, b->ip);
+		const struct bt_insn_info *ii = bt_insn_classify(c, b->ip);
 		w->ret_pending = w->jump_pending = 0;
 		if (!b->end_ip || b->end_ip == b->ip + ii->size)
 			break;
@@ -278,7 +363,7 @@ static int on_item(struct walk *w, size_t i)
 		/* a signal delivered on the way back from the kernel */
 		w->depth++;
 		ret = push(w, (struct frame){ b->ip + ii->size, b->ip,
-					      bt_syms_func_start(w->c, b->end_ip),
+					      bt_syms_func_start(c, b->end_ip, NULL),
 					      b->end_ip, BTRACE_CALL_SIGNAL, w->depth });
 		w->pending = 1;
 		w->pending_flags = BTRACE_CALL_SIGNAL;
@@ -286,15 +371,10 @@ static int on_item(struct walk *w, size_t i)
 	}
 	case BTRACE_ITEM_GAP:
 		b->depth = w->depth;
-		if (bt_grow((void **)&w->t->calls, &w->ccalls, w->t->ncalls + 1,
-			    sizeof(*w->t->calls)))
-			return -ENOMEM;
-		memset(&w->t->calls[w->t->ncalls], 0, sizeof(w->t->calls[0]));
-		w->t->calls[w->t->ncalls].flags = BTRACE_CALL_GAP;
-		w->t->calls[w->t->ncalls].gap = b->gap;
-		w->t->calls[w->t->ncalls].depth = w->depth;
-		w->t->calls[w->t->ncalls].first_block = i;
-		w->t->ncalls++;
+		ret = new_call(bb, 0, BTRACE_CALL_GAP, i);
+		if (ret < 0)
+			return ret;
+		bb->t->calls[bb->t->ncalls - 1].gap = b->gap;
 		w->pending = 1;
 		w->ret_pending = w->jump_pending = w->async_pending = 0;
 		/* what ran in the hole is unknown: the frames before it cannot
@@ -308,50 +388,75 @@ static int on_item(struct walk *w, size_t i)
 	return ret;
 }
 
-static void find_fault(struct bt_ctx *c, struct bt_thread_build *bb,
-		       int64_t *item)
+int bt_walk_begin(struct bt_ctx *c, struct bt_thread_build *b)
+{
+	(void)c;
+	bt_walk_end(b);
+	b->w = calloc(1, sizeof(*b->w));
+	if (!b->w)
+		return -ENOMEM;
+	b->w->handler_item = -1;
+	return 0;
+}
+
+void bt_walk_end(struct bt_thread_build *b)
+{
+	struct bt_walk *w = b->w;
+
+	if (!w)
+		return;
+	free(w->fr);
+	free(w->at_async.fr);
+	free(w->at_handler.fr);
+	free(w);
+	b->w = NULL;
+}
+
+/* Which item is the fault and which saved stack goes with it:
+ * 0 the live stack (at the end), 1 at the last ITEM_ASYNC, 2 at the
+ * handler's ITEM_ASYNC. */
+static int find_fault(struct bt_ctx *c, struct bt_thread_build *bb,
+		      int64_t *item)
 {
 	struct btrace_thread *t = bb->t;
 	const struct btrace_signal *sig = c->snap->signal;
 	struct btrace_fault *f = &t->fault;
+	struct bt_walk *w = bb->w;
 
 	*item = -1;
 	if (!t->crashed)
-		return;
+		return 0;
 	f->found = 1;
 	int kernel_sent = sig && sig->code > 0;
 	int have_regs = sig && (sig->fault_source == BTRACE_FAULT_REGS ||
 				sig->fault_source == BTRACE_FAULT_CORE);
-	int64_t handler = -1;
 	/* The program may have handled the signal (and re-raised it): the
 	 * fault is then the last asynchronous event that entered a handler. */
-	for (size_t i = t->nblocks; i-- > 0;) {
-		if (t->blocks[i].kind == BTRACE_ITEM_ASYNC && i + 1 < t->nblocks &&
-		    t->blocks[i + 1].kind == BTRACE_ITEM_ENABLED &&
-		    t->blocks[i + 1].ip != t->blocks[i].ip) {
-			handler = (int64_t)i;
-			break;
-		}
-	}
+	int64_t handler = w->handler_item;
+
 	if (kernel_sent && have_regs) {
 		f->ip = sig->fault_ip ? sig->fault_ip :
 			(sig->has_regs ? sig->regs[BTRACE_REG_RIP] : 0);
 		f->exact = 1;
 		f->how = "registers at the signal";
-		if (bb->ended_async && bb->last_async_ip == f->ip)
+		if (bb->ended_async && bb->last_async_ip == f->ip) {
 			*item = bb->last_async_block;
+			return 1;
+		}
 	} else if (handler >= 0 && (!kernel_sent || !bb->ended_async)) {
-		f->ip = t->blocks[handler].ip;
+		f->ip = w->handler_ip;
 		f->exact = 1;
 		f->how = "trace: asynchronous event before the signal handler";
 		*item = handler;
+		return 2;
 	} else if (bb->ended_async) {
 		f->ip = bb->last_async_ip;
 		f->exact = 1;
-		f->how = t->blocks[bb->last_async_block].end_ip ?
+		f->how = bb->last_async_kernel ?
 			"trace: entry to the kernel (async branch)" :
 			"trace: asynchronous disable (FUP + TIP.PGD)";
 		*item = bb->last_async_block;
+		return 1;
 	} else if (sig && sig->fault_source == BTRACE_FAULT_BLOCK) {
 		f->ip = sig->fault_ip;
 		f->exact = 0;
@@ -368,20 +473,21 @@ static void find_fault(struct bt_ctx *c, struct bt_thread_build *bb,
 		if (!f->ip)
 			f->found = 0;
 	}
+	return 0;
 }
 
-static int build_stack(struct walk *w)
+static int build_stack(struct bt_ctx *c, struct btrace_thread *t,
+		       const struct frame *saved, size_t nsaved)
 {
-	struct btrace_thread *t = w->t;
 	size_t cap = 0;
 
-	for (size_t k = w->nsaved; k-- > 0;) {
-		struct frame *fr = &w->saved[k];
-		uint64_t ip = k + 1 == w->nsaved ?
+	for (size_t k = nsaved; k-- > 0;) {
+		const struct frame *fr = &saved[k];
+		uint64_t ip = k + 1 == nsaved ?
 			(t->fault.found ? t->fault.ip : fr->ip) :
-			w->saved[k + 1].call_ip;
+			saved[k + 1].call_ip;
 		struct btrace_symbol chain[8];
-		int n = bt_syms_inline_chain(w->c, ip, chain, 8);
+		int n = bt_syms_inline_chain(c, ip, chain, 8);
 
 		for (int j = 0; j < n; j++) {
 			if (bt_grow((void **)&t->stack, &cap, t->nstack + 1,
@@ -404,47 +510,52 @@ static int build_stack(struct walk *w)
 int bt_analyze_thread(struct bt_ctx *c, struct bt_thread_build *bb)
 {
 	struct btrace_thread *t = bb->t;
-	struct walk w = { 0 };
+	struct bt_walk *w;
 	int64_t fault_item;
-	int ret = 0;
+	int ret, which;
 
-	w.c = c;
-	w.t = t;
-	t->ninsn = 0;
-	find_fault(c, bb, &fault_item);
+	ret = bt_thread_flush(c, bb);
+	if (ret < 0)
+		return ret;
+	w = bb->w;
+	which = find_fault(c, bb, &fault_item);
 	if (t->fault.found && fault_item < 0) {
 		/* mark the fault at the end of the history */
 		struct btrace_block it = { 0 };
 		it.kind = BTRACE_ITEM_FAULT;
 		it.ip = t->fault.ip;
+		fault_item = (int64_t)bb->nitems;
 		ret = bt_thread_add_block(c, bb, &it);
 		if (ret < 0)
 			return ret;
-		fault_item = (int64_t)t->nblocks - 1;
 	}
-	for (size_t i = 0; i < t->nblocks && ret >= 0; i++) {
-		ret = on_item(&w, i);
-		if ((int64_t)i == fault_item)
-			save_stack(&w);
-	}
-	if (ret >= 0 && fault_item < 0)
-		save_stack(&w);
-	if (ret >= 0)
-		ret = build_stack(&w);
+	if (which == 2)
+		ret = build_stack(c, t, w->at_handler.fr, w->at_handler.n);
+	else if (which == 1)
+		ret = build_stack(c, t, w->at_async.fr, w->at_async.n);
+	else
+		ret = build_stack(c, t, w->fr, w->nfr);
+	if (ret < 0)
+		return bt_error(c->err, ret, "decode: out of memory");
 
-	/* normalise call depths: the shallowest entry is 0 (block depths stay
-	 * relative: compare them within a thread only) */
-	for (size_t i = 0; i < t->ncalls; i++)
-		if (t->calls[i].depth < w.min_depth)
-			w.min_depth = t->calls[i].depth;
+	/* item indices -> indices in the kept window; normalise call depths
+	 * (the shallowest entry is 0; block depths stay relative) */
 	for (size_t i = 0; i < t->ncalls; i++) {
-		t->calls[i].depth -= w.min_depth;
-		if (!(t->calls[i].flags & BTRACE_CALL_GAP))
-			t->calls[i].sym = bt_syms_lookup(c, t->calls[i].ip);
+		struct btrace_call *cl = &t->calls[i];
+		cl->first_block = cl->first_block >= t->dropped_blocks ?
+				  cl->first_block - t->dropped_blocks : 0;
+		cl->depth -= w->min_depth;
+		if (!(cl->flags & BTRACE_CALL_GAP))
+			cl->sym = bt_syms_lookup(c, cl->ip);
 	}
+	/* symbols only for what was kept */
+	for (size_t i = 0; i < t->nblocks; i++)
+		if (t->blocks[i].kind == BTRACE_ITEM_BLOCK)
+			t->blocks[i].sym = bt_syms_lookup(c, t->blocks[i].ip);
 	if (t->fault.found) {
 		struct btrace_insn in;
-		t->fault.block_index = (uint64_t)fault_item;
+		t->fault.block_index = fault_item >= (int64_t)t->dropped_blocks ?
+			(uint64_t)fault_item - t->dropped_blocks : 0;
 		t->fault.sym = *bt_syms_lookup(c, t->fault.ip);
 		if (!bt_insn_disasm(c, t->fault.ip, &in)) {
 			memcpy(t->fault.insn, in.text, sizeof(t->fault.insn));
@@ -452,7 +563,5 @@ int bt_analyze_thread(struct bt_ctx *c, struct bt_thread_build *bb)
 			t->fault.size = in.size;
 		}
 	}
-	free(w.fr);
-	free(w.saved);
-	return ret;
+	return 0;
 }

@@ -20,8 +20,6 @@ struct bts_state {
 	struct bt_ctx *c;
 	struct bt_thread_build *b;
 	uint64_t prev_to;         /* start of the current block, 0 unknown */
-	int64_t far_item;
-	int64_t async_item;
 };
 
 static int add_item(struct bts_state *st, uint32_t kind, uint64_t ip,
@@ -97,29 +95,33 @@ static int record(struct bts_state *st, uint64_t from, uint64_t to, uint64_t off
 		const struct bt_insn_info *ii = bt_insn_classify(st->c, from);
 		if (ii->cls == BTRACE_INSN_FAR) {
 			ret = add_span(st, from, 1, off);
-			if (ret >= 0)
-				ret = add_item(st, BTRACE_ITEM_FAR, from, 0, 0, off);
-			st->far_item = (int64_t)b->t->nblocks - 1;
+			if (ret >= 0) {
+				struct btrace_block it = { 0 };
+				it.kind = BTRACE_ITEM_FAR;
+				it.ip = from;
+				it.offset = off;
+				int64_t r = bt_thread_hold(st->c, b, &it);
+				ret = r < 0 ? (int)r : 0;
+			}
 			b->ended_async = 0;
 		} else {
 			ret = add_span(st, from, 0, off);
 			if (ret >= 0)
 				ret = add_item(st, BTRACE_ITEM_ASYNC, from, 0, 0, off);
-			st->async_item = (int64_t)b->t->nblocks - 1;
 			b->last_async_ip = from;
-			b->last_async_block = st->async_item;
+			b->last_async_block = (int64_t)b->nitems - 1;
+			b->last_async_kernel = 0;
 			b->ended_async = 1;
 		}
 		st->prev_to = 0;
 		return ret;
 	}
 	if (fk && !tk) {
-		if (st->far_item >= 0) {
-			b->t->blocks[st->far_item].end_ip = to;
-		} else {
+		int kind = b->have_held ? (int)b->held.kind : -1;
+		if (kind == BTRACE_ITEM_FAR)
+			ret = bt_thread_complete(st->c, b, to);
+		else
 			ret = add_item(st, BTRACE_ITEM_ENABLED, to, 0, 0, off);
-		}
-		st->far_item = st->async_item = -1;
 		st->prev_to = to;
 		b->ended_async = 0;
 		return ret;
@@ -133,7 +135,7 @@ static int record(struct bts_state *st, uint64_t from, uint64_t to, uint64_t off
 static int bts_decode_range(struct bt_ctx *c, const struct btrace_buffer *buf,
 			    struct bt_thread_build *b, uint64_t first)
 {
-	struct bts_state st = { c, b, 0, -1, -1 };
+	struct bts_state st = { c, b, 0 };
 	int ret = 0;
 
 	for (uint64_t off = first; off + BTS_REC <= buf->size && ret >= 0;
@@ -154,6 +156,8 @@ static int bts_decode_range(struct bt_ctx *c, const struct btrace_buffer *buf,
 	     sig->fault_source == BTRACE_FAULT_CORE) &&
 	    (!sig->tid || sig->tid == buf->tid))
 		ret = add_span(&st, sig->fault_ip, 0, buf->size);
+	if (ret >= 0)
+		ret = bt_thread_flush(c, b);
 	return ret;
 }
 

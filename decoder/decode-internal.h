@@ -48,6 +48,10 @@ struct bt_module {
 	int dw_tried;
 	void *map;           /* mmap of the disk file when code comes from it */
 	size_t map_size;
+	int searched;        /* files looked for (bt_image_find_files) */
+	char *code_file;     /* a file with this build ID and its code */
+	char *debug_file;    /* a separate debug file with this build ID */
+	char *disk_note;     /* why code could not come from disk */
 };
 
 struct bt_insn_info {
@@ -79,6 +83,10 @@ struct bt_ctx {
 	struct bt_map insn_map;
 	struct bt_insn_info *insns;
 	size_t ninsns, cinsns;
+	/* direct-mapped caches in front of the maps (hot path: one lookup
+	 * per block) */
+	struct bt_icache { uint64_t ip; struct bt_insn_info info; } *icache;
+	struct bt_fcache { uint64_t ip, start; int tramp; } *fcache;
 
 	/* symbols */
 	struct Dwfl *dwfl;
@@ -87,12 +95,36 @@ struct bt_ctx {
 	struct btrace_symbol **sym_chunks;   /* stable: never moved */
 	size_t nsyms, csym_chunks;
 
+	struct bt_map func_map;      /* ip -> index in funcs */
+	struct bt_func_info { uint64_t start; int tramp; } *funcs;
+	size_t nfuncs, cfuncs;
+	struct bt_plt_entry { uint64_t start, end; const char *name; } *plt;
+	size_t nplt, cplt;
+	uint64_t (*plt_ranges)[2];   /* PLT sections */
+	size_t nplt_ranges, cplt_ranges;
+
+	/* executable mappings without code (image notes, by relevance) */
+	struct bt_hole {
+		uint64_t start, end;       /* the code missing */
+		uint64_t mstart, mend;     /* its mapping */
+		const char *note;
+		int used;                  /* the trace entered the mapping */
+		int partial;               /* the mapping has some code */
+	} *holes;
+	size_t nholes, choles, npartial;
+
 	/* string arena */
 	char **strs;
 	size_t nstrs, cstrs;
 };
 
 void bt_hugepages(void *p, size_t len);
+
+#define BT_CACHE_SLOTS 4096u
+static inline size_t bt_cache_slot(uint64_t ip)
+{
+	return (size_t)((ip ^ (ip >> 12) ^ (ip >> 24)) & (BT_CACHE_SLOTS - 1));
+}
 
 /* strings owned by the context */
 const char *bt_ctx_strdup(struct bt_ctx *c, const char *s);
@@ -112,6 +144,10 @@ const struct bt_region *bt_image_region(const struct bt_ctx *c, uint64_t ip);
 int bt_image_module_of(const struct bt_ctx *c, uint64_t ip);
 /* Why there is no code at @ip (a note line). */
 const char *bt_image_why_missing(struct bt_ctx *c, uint64_t ip);
+/* The trace reached @ip: the holes of its mapping are worth a note. */
+void bt_image_mark_entered(struct bt_ctx *c, uint64_t ip, int block);
+/* Add the notes of the holes (entered ones, or all with ALL_NOTES). */
+int bt_image_notes(struct bt_ctx *c);
 int bt_elf_build_id(const char *path, uint8_t *id, uint32_t *size);
 
 /* insn.c */
@@ -130,24 +166,61 @@ int bt_syms_init(struct bt_ctx *c);
 void bt_syms_fini(struct bt_ctx *c);
 /* Symbol of @ip (cached; the returned record lives as long as @c). */
 const struct btrace_symbol *bt_syms_lookup(struct bt_ctx *c, uint64_t ip);
-/* Start address of the (outer) function containing @ip, 0 unknown. */
-uint64_t bt_syms_func_start(struct bt_ctx *c, uint64_t ip);
+/* Start address of the (outer) function containing @ip, 0 unknown; from
+ * the symbol tables only (no DWARF), cached.  *@tramp (may be NULL) is set
+ * when it is a PLT entry or the lazy-binding resolver. */
+uint64_t bt_syms_func_start(struct bt_ctx *c, uint64_t ip, int *tramp);
+/* plt.c: names of PLT entries ("strcmp@plt") from the module's ELF. */
+int bt_plt_load(struct bt_ctx *c);
+/* The PLT entry holding @ip: its start and name; 0 if none. */
+uint64_t bt_plt_lookup(const struct bt_ctx *c, uint64_t ip, const char **name);
+/* @ip is in a PLT section (.plt, .plt.sec, .plt.got). */
+int bt_plt_contains(const struct bt_ctx *c, uint64_t ip);
 /* Inline chain at @ip: up to @n symbols, innermost first; returns count. */
 int bt_syms_inline_chain(struct bt_ctx *c, uint64_t ip,
 			 struct btrace_symbol *out, int n);
 
-/* A growing thread result under construction. */
+/* A thread result under construction.  Decoders emit items one at a time;
+ * each is analysed as it arrives (analyze.c: stack, call history, fault
+ * candidates) and stored, with opts.keep, in a bounded window of the most
+ * recent ones. */
+struct bt_walk;
+
 struct bt_thread_build {
 	struct btrace_thread *t;
 	size_t cblocks, cgaps, ccalls, cstack;
+	uint64_t keep;               /* 0: keep every item */
+	uint32_t unit;
+	size_t trigger;              /* compact blocks[] at this count */
+	size_t calls_trigger;        /* ... calls[] */
+	uint64_t nitems;             /* items emitted (+ held): next index */
+	uint64_t units;              /* units (opts.unit) decoded */
+	struct btrace_block held;    /* FAR/ASYNC waiting for where it went */
+	uint64_t held_index;
+	int have_held;
 	/* events seen by the decoders to locate the fault */
 	uint64_t last_async_ip;      /* last async disable/branch from user */
-	int64_t last_async_block;    /* index of its ITEM_ASYNC entry */
+	int64_t last_async_block;    /* item index of its ITEM_ASYNC entry */
+	int last_async_kernel;       /* it was an async branch into the kernel */
 	int ended_async;             /* trace ends right at an async disable */
+	struct bt_walk *w;           /* analysis state */
 };
 
+/* Emit an item (flushes a held one first). */
 int bt_thread_add_block(struct bt_ctx *c, struct bt_thread_build *b,
 			const struct btrace_block *blk);
+/* The same for a block of instructions (the hot path). */
+int bt_thread_add_insns(struct bt_ctx *c, struct bt_thread_build *b,
+			uint64_t ip, uint64_t end_ip, uint32_t ninsn,
+			uint64_t offset);
+/* Hold an item whose end_ip comes later; returns its item index. */
+int64_t bt_thread_hold(struct bt_ctx *c, struct bt_thread_build *b,
+		       const struct btrace_block *blk);
+/* Complete the held item with @end_ip and emit it; returns its kind, or
+ * -1 when nothing was held (or a negative error < -1). */
+int bt_thread_complete(struct bt_ctx *c, struct bt_thread_build *b,
+		       uint64_t end_ip);
+int bt_thread_flush(struct bt_ctx *c, struct bt_thread_build *b);
 int bt_thread_add_gap(struct bt_ctx *c, struct bt_thread_build *b,
 		      uint32_t kind, int error, uint64_t offset, uint64_t ip,
 		      uint64_t bytes, const char *reason);
@@ -158,7 +231,14 @@ int bt_pt_decode(struct bt_ctx *c, const struct btrace_buffer *buf,
 int bt_bts_decode(struct bt_ctx *c, const struct btrace_buffer *buf,
 		  struct bt_thread_build *b);
 
-/* analyze.c: fault, stack, call history, symbols of a decoded thread. */
+/* analyze.c: incremental analysis of each item, then the fault, the stack,
+ * depths and symbols of what was kept. */
+int bt_walk_begin(struct bt_ctx *c, struct bt_thread_build *b);
+int bt_walk_item(struct bt_ctx *c, struct bt_thread_build *b,
+		 struct btrace_block *it, uint64_t index);
+void bt_walk_end(struct bt_thread_build *b);
 int bt_analyze_thread(struct bt_ctx *c, struct bt_thread_build *b);
+/* decode.c: drop old entries after the walker appended a call */
+void bt_thread_compact_calls(struct bt_thread_build *b);
 
 #endif /* BT_DECODE_INTERNAL_H */

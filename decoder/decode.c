@@ -5,6 +5,7 @@
  * the fault and rebuilds the stack and the call history of each thread.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,23 +80,166 @@ int bt_ctx_note(struct bt_ctx *c, const char *fmt, ...)
 	return 0;
 }
 
-int bt_thread_add_block(struct bt_ctx *c, struct bt_thread_build *b,
-			const struct btrace_block *blk)
+/* Drop the oldest entries of blocks[] so that at least @keep units stay;
+ * calls that started before the first kept block go too (but the one
+ * running into it), or, counting calls, all but the last @keep. */
+static void compact(struct bt_thread_build *b)
+{
+	struct btrace_thread *t = b->t;
+	size_t s = t->nblocks;
+	uint64_t u = 0;
+
+	while (s > 0 && u < b->keep) {
+		s--;
+		if (t->blocks[s].kind == BTRACE_ITEM_BLOCK)
+			u += b->unit == BTRACE_UNIT_INSNS ? t->blocks[s].ninsn : 1;
+	}
+	if (s) {
+		memmove(t->blocks, t->blocks + s, (t->nblocks - s) * sizeof(*t->blocks));
+		t->nblocks -= s;
+		t->dropped_blocks += s;
+	}
+	if (t->nblocks * 2 > b->trigger)
+		b->trigger = t->nblocks * 2;
+	if (b->unit != BTRACE_UNIT_CALLS) {
+		/* calls[].first_block holds item indices while decoding */
+		size_t k = 0;
+		while (k + 1 < t->ncalls && t->calls[k + 1].first_block <= t->dropped_blocks)
+			k++;
+		if (k) {
+			memmove(t->calls, t->calls + k, (t->ncalls - k) * sizeof(*t->calls));
+			t->ncalls -= k;
+			t->dropped_calls += k;
+		}
+	}
+}
+
+void bt_thread_compact_calls(struct bt_thread_build *b)
 {
 	struct btrace_thread *t = b->t;
 
+	if (!b->keep || b->unit != BTRACE_UNIT_CALLS || t->ncalls < b->calls_trigger)
+		return;
+	size_t k = t->ncalls - (size_t)b->keep;
+	memmove(t->calls, t->calls + k, (t->ncalls - k) * sizeof(*t->calls));
+	t->ncalls -= k;
+	t->dropped_calls += k;
+}
+
+static int emit(struct bt_ctx *c, struct bt_thread_build *b,
+		const struct btrace_block *src, uint64_t index)
+{
+	struct btrace_thread *t = b->t;
+	struct btrace_block *it;
+	int ret;
+
+	if (t->nblocks >= b->trigger) {
+		if (b->keep)
+			compact(b);
+		else
+			b->trigger = SIZE_MAX;
+	}
 	if (t->nblocks == b->cblocks) {
-		/* grow by large steps: big traces make millions of blocks */
-		size_t ncap = b->cblocks ? b->cblocks * 2 : 4096;
+		size_t ncap = b->cblocks ? b->cblocks * 2 : 1024;
 		void *p = realloc(t->blocks, ncap * sizeof(*t->blocks));
 		if (!p)
 			return bt_error(c->err, -ENOMEM, "decode: out of memory");
 		t->blocks = p;
 		b->cblocks = ncap;
-		bt_hugepages(p, ncap * sizeof(*t->blocks));
 	}
-	t->blocks[t->nblocks++] = *blk;
+	it = &t->blocks[t->nblocks];
+	*it = *src;
+	ret = bt_walk_item(c, b, it, index);
+	if (ret < 0)
+		return bt_error(c->err, ret, "decode: out of memory");
+	if (c->nholes && it->ip &&
+	    (it->kind == BTRACE_ITEM_BLOCK || it->kind == BTRACE_ITEM_GAP))
+		bt_image_mark_entered(c, it->ip, it->kind == BTRACE_ITEM_BLOCK);
+	if (it->kind == BTRACE_ITEM_BLOCK)
+		b->units += b->unit == BTRACE_UNIT_INSNS ? it->ninsn :
+			    b->unit == BTRACE_UNIT_BLOCKS ? 1 : 0;
+	t->nblocks++;
 	return 0;
+}
+
+int bt_thread_add_insns(struct bt_ctx *c, struct bt_thread_build *b,
+			uint64_t ip, uint64_t end_ip, uint32_t ninsn,
+			uint64_t offset)
+{
+	struct btrace_thread *t = b->t;
+	struct btrace_block *it;
+	int ret;
+
+	if (b->have_held) {
+		ret = bt_thread_flush(c, b);
+		if (ret < 0)
+			return ret;
+	}
+	if (t->nblocks >= b->trigger || t->nblocks == b->cblocks) {
+		/* compact or grow via the general path */
+		struct btrace_block blk = { .kind = BTRACE_ITEM_BLOCK, .ip = ip,
+					    .end_ip = end_ip, .offset = offset,
+					    .ninsn = ninsn };
+		return emit(c, b, &blk, b->nitems++);
+	}
+	it = &t->blocks[t->nblocks];
+	*it = (struct btrace_block){ .kind = BTRACE_ITEM_BLOCK, .ip = ip,
+				     .end_ip = end_ip, .offset = offset,
+				     .ninsn = ninsn };
+	ret = bt_walk_item(c, b, it, b->nitems++);
+	if (ret < 0)
+		return bt_error(c->err, ret, "decode: out of memory");
+	if (c->npartial)
+		bt_image_mark_entered(c, ip, 1);
+	b->units += b->unit == BTRACE_UNIT_INSNS ? ninsn :
+		    b->unit == BTRACE_UNIT_BLOCKS;
+	t->nblocks++;
+	return 0;
+}
+
+int bt_thread_flush(struct bt_ctx *c, struct bt_thread_build *b)
+{
+	if (!b->have_held)
+		return 0;
+	b->have_held = 0;
+	return emit(c, b, &b->held, b->held_index);
+}
+
+int bt_thread_add_block(struct bt_ctx *c, struct bt_thread_build *b,
+			const struct btrace_block *blk)
+{
+	if (b->have_held) {
+		int ret = bt_thread_flush(c, b);
+		if (ret < 0)
+			return ret;
+	}
+	return emit(c, b, blk, b->nitems++);
+}
+
+int64_t bt_thread_hold(struct bt_ctx *c, struct bt_thread_build *b,
+		       const struct btrace_block *blk)
+{
+	int ret = bt_thread_flush(c, b);
+
+	if (ret < 0)
+		return ret;
+	b->held = *blk;
+	b->held_index = b->nitems++;
+	b->have_held = 1;
+	return (int64_t)b->held_index;
+}
+
+int bt_thread_complete(struct bt_ctx *c, struct bt_thread_build *b,
+		       uint64_t end_ip)
+{
+	int kind, ret;
+
+	if (!b->have_held)
+		return -1;
+	kind = (int)b->held.kind;
+	b->held.end_ip = end_ip;
+	ret = bt_thread_flush(c, b);
+	return ret < 0 ? ret : kind;
 }
 
 int bt_thread_add_gap(struct bt_ctx *c, struct bt_thread_build *b,
@@ -120,6 +264,7 @@ static void thread_reset(struct bt_thread_build *b)
 {
 	struct btrace_thread *t = b->t;
 
+	bt_walk_end(b);
 	free(t->blocks);
 	free(t->gaps);
 	free(t->calls);
@@ -129,25 +274,25 @@ static void thread_reset(struct bt_thread_build *b)
 	t->calls = NULL;
 	t->stack = NULL;
 	t->nblocks = t->ngaps = t->ncalls = t->nstack = 0;
+	t->dropped_blocks = t->dropped_calls = 0;
+	t->ninsn = 0;
 	memset(&t->fault, 0, sizeof(t->fault));
 	b->cblocks = b->cgaps = b->ccalls = b->cstack = 0;
+	b->nitems = b->units = 0;
+	b->have_held = 0;
 	b->last_async_ip = 0;
 	b->last_async_block = -1;
+	b->last_async_kernel = 0;
 	b->ended_async = 0;
+	b->trigger = b->keep < 2048 ? 4096 : 2 * b->keep;
+	b->calls_trigger = b->keep && b->unit == BTRACE_UNIT_CALLS ?
+			   b->trigger : SIZE_MAX;
 }
 
-static uint64_t count_units(const struct btrace_thread *t, uint32_t unit)
+static uint64_t count_units(const struct bt_thread_build *b)
 {
-	uint64_t n = 0;
-
-	if (unit == BTRACE_UNIT_CALLS)
-		return t->ncalls;
-	for (size_t i = 0; i < t->nblocks; i++) {
-		if (t->blocks[i].kind != BTRACE_ITEM_BLOCK)
-			continue;
-		n += unit == BTRACE_UNIT_INSNS ? t->blocks[i].ninsn : 1;
-	}
-	return n;
+	return b->unit == BTRACE_UNIT_CALLS ?
+	       b->t->ncalls + b->t->dropped_calls : b->units;
 }
 
 static int crashed_tid(const struct btrace_snapshot *s)
@@ -193,7 +338,9 @@ static int decode_pt_tail(struct bt_ctx *c, const struct btrace_buffer *buf,
 			s = first;
 		start = s;
 		thread_reset(b);
-		ret = add_lost_gap(c, buf, b);
+		ret = bt_walk_begin(c, b);
+		if (ret >= 0)
+			ret = add_lost_gap(c, buf, b);
 		if (ret < 0)
 			return ret;
 		if (start == first && first > 0) {
@@ -210,7 +357,7 @@ static int decode_pt_tail(struct bt_ctx *c, const struct btrace_buffer *buf,
 		ret = bt_analyze_thread(c, b);
 		if (ret < 0)
 			return ret;
-		if (start == first || count_units(b->t, c->opts.unit) > want)
+		if (start == first || count_units(b) > want)
 			break;
 		step *= 2;
 	}
@@ -236,7 +383,12 @@ static int decode_buffer(struct bt_ctx *c, const struct btrace_buffer *buf,
 	int ret;
 	int tail = c->opts.last && !(c->opts.flags & BTRACE_DECODE_FULL);
 
-	b->last_async_block = -1;
+	b->keep = c->opts.keep;
+	b->unit = c->opts.unit;
+	thread_reset(b);
+	ret = bt_walk_begin(c, b);
+	if (ret < 0)
+		return bt_error(c->err, ret, "decode: out of memory");
 	if (buf->kind == BTRACE_TRACE_PT && tail) {
 		ret = decode_pt_tail(c, buf, b);
 		return ret < 0 ? ret : 0;
@@ -283,6 +435,8 @@ int btrace_decode(const struct btrace_snapshot *snap,
 	c->opts.sz = sizeof(c->opts);
 
 	ret = bt_image_build(c);
+	if (ret >= 0)
+		ret = bt_plt_load(c);
 	if (ret >= 0)
 		ret = bt_insn_init(c);
 	if (ret >= 0)
@@ -331,7 +485,10 @@ int btrace_decode(const struct btrace_snapshot *snap,
 			t->buffer_bytes = buf->size;
 			t->requested_bytes = buf->requested_size;
 			t->decoded_bytes = buf->size;
+			t->buffer_bytes = buf->size;
+			t->decoded_bytes = buf->size;
 			ret = decode_buffer(c, buf, &b);
+			bt_walk_end(&b);
 			if (ret < 0)
 				goto fail;
 			/* complete: no gap in what was decoded, and the
@@ -340,10 +497,17 @@ int btrace_decode(const struct btrace_snapshot *snap,
 				      (!t->requested_bytes ||
 				       t->buffer_bytes - t->unusable_bytes >=
 				       t->requested_bytes);
+			if (t->fault.found && c->nholes)
+				bt_image_mark_entered(c, t->fault.ip, 0);
 			if (crashed && res->crashed_thread < 0)
 				res->crashed_thread = (int)res->nthreads;
 			res->nthreads++;
 		}
+	}
+	ret = bt_image_notes(c);
+	if (ret < 0) {
+		ret = bt_error(err, ret, "decode: out of memory");
+		goto fail;
 	}
 	res->image_notes = c->notes;
 	res->nimage_notes = c->nnotes;
@@ -370,6 +534,8 @@ void btrace_decode_result_free(struct btrace_decode_result *res)
 	free(res->threads);
 	bt_syms_fini(c);
 	bt_insn_fini(c);
+	free(c->plt);
+	free(c->plt_ranges);
 	bt_image_free(c);
 	for (size_t i = 0; i < c->nnotes; i++)
 		free(c->notes[i]);

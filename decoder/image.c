@@ -12,6 +12,7 @@
  * /proc/self/fd/N sections.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -182,7 +183,133 @@ static int add_embedded(struct bt_ctx *c, const struct btrace_code *code,
 	return add_region(c, vaddr, vaddr + size, code->data + code_off, module);
 }
 
-/* Cover [start, end) of a file mapping from the disk file, if it matches. */
+static int same_id(const uint8_t *a, uint32_t na, const uint8_t *b, uint32_t nb)
+{
+	return na && na == nb && !memcmp(a, b, na);
+}
+
+/* The ELF has its code (not a separate debug file with NOBITS .text). */
+static int elf_has_code(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = 0;
+	size_t shstrndx;
+
+	if (fd < 0)
+		return 0;
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (e && !elf_getshdrstrndx(e, &shstrndx)) {
+		Elf_Scn *scn = NULL;
+		ret = 1;
+		while ((scn = elf_nextscn(e, scn))) {
+			GElf_Shdr sh;
+			const char *n;
+			if (!gelf_getshdr(scn, &sh) ||
+			    !(n = elf_strptr(e, shstrndx, sh.sh_name)))
+				continue;
+			if (!strcmp(n, ".text")) {
+				ret = sh.sh_type != SHT_NOBITS;
+				break;
+			}
+		}
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return ret;
+}
+
+/* @path holds the module's build ID: as its code file, or its debug file. */
+static int try_file(struct bt_module *mod, const char *path)
+{
+	uint8_t id[BTRACE_BUILD_ID_MAX];
+	uint32_t n = 0;
+
+	if (access(path, R_OK) || bt_elf_build_id(path, id, &n) < 0 ||
+	    !same_id(id, n, mod->build_id, mod->build_id_size))
+		return 0;
+	if (!mod->code_file && elf_has_code(path))
+		mod->code_file = strdup(path);
+	else if (!mod->debug_file)
+		mod->debug_file = strdup(path);
+	return 1;
+}
+
+/* DIR/<file name>, DIR/.build-id/xx/rest, DIR/.build-id/xx/rest.debug */
+static void search_dir(struct bt_module *mod, const char *dir, size_t dlen,
+		       const char *hex, int names)
+{
+	char p[4200];
+	const char *base = strrchr(mod->path, '/');
+
+	if (!dlen || dlen > 4000)
+		return;
+	if (names && base && base[1]) {
+		snprintf(p, sizeof(p), "%.*s%s", (int)dlen, dir, base);
+		try_file(mod, p);
+	}
+	if (!mod->code_file) {
+		snprintf(p, sizeof(p), "%.*s/.build-id/%.2s/%s", (int)dlen, dir, hex, hex + 2);
+		try_file(mod, p);
+	}
+	if (!mod->debug_file) {
+		snprintf(p, sizeof(p), "%.*s/.build-id/%.2s/%s.debug", (int)dlen, dir, hex, hex + 2);
+		try_file(mod, p);
+	}
+}
+
+/* Look for the module's files by build ID: the snapshot's directory,
+ * BTRACE_DEBUG_PATH, the debug directory (.build-id only), then the
+ * recorded path (docs/report.md, "Finding binaries"). */
+static void find_files(struct bt_ctx *c, struct bt_module *mod)
+{
+	char hex[2 * BTRACE_BUILD_ID_MAX + 8];
+	const char *env = getenv("BTRACE_DEBUG_PATH");
+	const char *dbg = c->opts.debug_dir ? c->opts.debug_dir : "/usr/lib/debug";
+
+	if (mod->searched)
+		return;
+	mod->searched = 1;
+	if (mod->path[0] != '/' || mod->path[1] == '/' || mod->build_id_size < 2)
+		return;
+	hexid(hex, mod->build_id, mod->build_id_size);
+	if (c->opts.search_dir)
+		search_dir(mod, c->opts.search_dir, strlen(c->opts.search_dir), hex, 1);
+	for (const char *d = env; d && *d && !(mod->code_file && mod->debug_file);) {
+		const char *e = strchr(d, ':');
+		size_t n = e ? (size_t)(e - d) : strlen(d);
+		search_dir(mod, d, n, hex, 1);
+		d = e ? e + 1 : NULL;
+	}
+	if (!(mod->code_file && mod->debug_file))
+		search_dir(mod, dbg, strlen(dbg), hex, 0);
+	if (!mod->code_file)
+		try_file(mod, mod->path);
+}
+
+static int add_hole(struct bt_ctx *c, const struct btrace_mapping *m,
+		    uint64_t start, uint64_t end, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static int add_hole(struct bt_ctx *c, const struct btrace_mapping *m,
+		    uint64_t start, uint64_t end, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (bt_grow((void **)&c->holes, &c->choles, c->nholes + 1, sizeof(*c->holes)))
+		return -ENOMEM;
+	const char *note = bt_ctx_strdup(c, buf);
+	if (!note)
+		return -ENOMEM;
+	c->holes[c->nholes++] = (struct bt_hole){ start, end, m->start, m->end,
+						   note, 0, 0 };
+	return 0;
+}
+
+/* Cover [start, end) of a file mapping from a file with its build ID. */
 static int add_from_disk(struct bt_ctx *c, const struct btrace_mapping *m,
 			 int mi, uint64_t start, uint64_t end)
 {
@@ -194,37 +321,39 @@ static int add_from_disk(struct bt_ctx *c, const struct btrace_mapping *m,
 	int ret;
 
 	if (c->opts.flags & BTRACE_DECODE_NO_DISK)
-		return bt_ctx_note(c, "%s: code at 0x%llx-0x%llx is not in the snapshot (disk files not used)",
-				   mod->path, (unsigned long long)start,
-				   (unsigned long long)end);
-	if (mod->path[0] != '/')
-		return bt_ctx_note(c, "%s: code at 0x%llx-0x%llx is not in the snapshot",
-				   mod->path, (unsigned long long)start,
-				   (unsigned long long)end);
-	ret = bt_elf_build_id(mod->path, id, &idsz);
+		return add_hole(c, m, start, end, "%s: code at 0x%llx-0x%llx is not in the snapshot (disk files not used)",
+				mod->path, (unsigned long long)start,
+				(unsigned long long)end);
+	if (mod->path[0] != '/' || mod->path[1] == '/')   /* //anon */
+		return add_hole(c, m, start, end, "%s: code at 0x%llx-0x%llx is not in the snapshot",
+				mod->path, (unsigned long long)start,
+				(unsigned long long)end);
+	find_files(c, mod);
 	hexid(want, m->build_id, m->build_id_size);
-	if (ret < 0)
-		return bt_ctx_note(c, "%s: code at 0x%llx-0x%llx is not in the snapshot and the file cannot be read (%s)",
-				   mod->path, (unsigned long long)start,
-				   (unsigned long long)end, btrace_strerror(ret));
-	hexid(have, id, idsz);
-	if (!m->build_id_size || idsz != m->build_id_size ||
-	    memcmp(id, m->build_id, idsz))
-		return bt_ctx_note(c, "%s: code at 0x%llx-0x%llx is not in the snapshot and the file on disk has build ID %s, recorded %s: not used",
-				   mod->path, (unsigned long long)start,
-				   (unsigned long long)end, have, want);
+	if (!mod->code_file) {
+		ret = bt_elf_build_id(mod->path, id, &idsz);
+		if (ret < 0)
+			return add_hole(c, m, start, end, "%s: code at 0x%llx-0x%llx is not in the snapshot, no file with build ID %s was found and the recorded path cannot be read (%s)",
+					mod->path, (unsigned long long)start,
+					(unsigned long long)end, want,
+					btrace_strerror(ret));
+		hexid(have, id, idsz);
+		return add_hole(c, m, start, end, "%s: code at 0x%llx-0x%llx is not in the snapshot and the file on disk has build ID %s, recorded %s: not used",
+				mod->path, (unsigned long long)start,
+				(unsigned long long)end, have, want);
+	}
 	if (!mod->map) {
-		int fd = open(mod->path, O_RDONLY | O_CLOEXEC);
+		int fd = open(mod->code_file, O_RDONLY | O_CLOEXEC);
 		if (fd < 0 || fstat(fd, &st) < 0 || !st.st_size) {
 			if (fd >= 0)
 				close(fd);
-			return bt_ctx_note(c, "%s: open failed", mod->path);
+			return add_hole(c, m, start, end, "%s: open failed", mod->code_file);
 		}
 		mod->map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 		close(fd);
 		if (mod->map == MAP_FAILED) {
 			mod->map = NULL;
-			return bt_ctx_note(c, "%s: mmap failed", mod->path);
+			return add_hole(c, m, start, end, "%s: mmap failed", mod->code_file);
 		}
 		mod->map_size = (size_t)st.st_size;
 	}
@@ -233,10 +362,10 @@ static int add_from_disk(struct bt_ctx *c, const struct btrace_mapping *m,
 		return 0;
 	if (foff + (end - start) > mod->map_size)
 		end = start + (mod->map_size - foff);
-	ret = pt_image_add_file(c->image, mod->path, foff, end - start, NULL, start);
+	ret = pt_image_add_file(c->image, mod->code_file, foff, end - start, NULL, start);
 	if (ret < 0)
-		return bt_ctx_note(c, "%s: adding to the image failed: %s",
-				   mod->path, pt_errstr(pt_errcode(ret)));
+		return add_hole(c, m, start, end, "%s: adding to the image failed: %s",
+				mod->code_file, pt_errstr(pt_errcode(ret)));
 	return add_region(c, start, end, (const uint8_t *)mod->map + foff, mi);
 }
 
@@ -316,6 +445,7 @@ static int add_mapping(struct bt_ctx *c, const struct btrace_mapping *m,
 	/* Fill the holes from disk (when the build ID matches). */
 	qsort(cov, ncov, sizeof(*cov), cmp_u64pair);
 	uint64_t at = m->start;
+	size_t h0 = c->nholes;
 	for (size_t i = 0; i <= ncov && at < m->end; i++) {
 		uint64_t next = i < ncov ? cov[i][0] : m->end;
 		if (next > m->end)
@@ -327,6 +457,13 @@ static int add_mapping(struct bt_ctx *c, const struct btrace_mapping *m,
 		}
 		if (i < ncov && cov[i][1] > at)
 			at = cov[i][1];
+	}
+	/* a mapping with some code and a hole: blocks can enter it */
+	for (size_t h = h0; h < c->nholes; h++) {
+		if (ncov || c->holes[h].start != m->start || c->holes[h].end != m->end) {
+			c->holes[h].partial = 1;
+			c->npartial++;
+		}
 	}
 out:
 	free(cov);
@@ -393,26 +530,17 @@ int bt_image_build(struct bt_ctx *c)
 	if (ret < 0)
 		return ret;
 
-	/* The file used for symbols: the disk file if its build ID matches,
-	 * else the separate debug file named by the build ID. */
+	/* The file used for symbols: one with the module's code and build ID
+	 * (its .dynsym and PLT too; libdw finds separate debug info for it),
+	 * else the separate debug file. */
 	for (size_t i = 0; i < c->nmodules; i++) {
 		struct bt_module *mod = &c->modules[i];
-		uint8_t id[BTRACE_BUILD_ID_MAX];
-		uint32_t idsz = 0;
-		char p[4200], hex[2 * BTRACE_BUILD_ID_MAX + 8];
 
-		if (mod->path[0] == '/' && !bt_elf_build_id(mod->path, id, &idsz) &&
-		    mod->build_id_size && idsz == mod->build_id_size &&
-		    !memcmp(id, mod->build_id, idsz)) {
-			mod->elf = strdup(mod->path);
-		} else if (mod->build_id_size >= 2) {
-			hexid(hex, mod->build_id, mod->build_id_size);
-			snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s.debug",
-				 c->opts.debug_dir ? c->opts.debug_dir : "/usr/lib/debug",
-				 hex, hex + 2);
-			if (!access(p, R_OK))
-				mod->elf = strdup(p);
-		}
+		find_files(c, mod);
+		if (mod->code_file)
+			mod->elf = strdup(mod->code_file);
+		else if (mod->debug_file)
+			mod->elf = strdup(mod->debug_file);
 		module_bias(c, mod);
 	}
 	return 0;
@@ -426,11 +554,17 @@ void bt_image_free(struct bt_ctx *c)
 	for (size_t i = 0; i < c->nmodules; i++) {
 		free(c->modules[i].path);
 		free(c->modules[i].elf);
+		free(c->modules[i].code_file);
+		free(c->modules[i].debug_file);
+		free(c->modules[i].disk_note);
 		if (c->modules[i].map)
 			munmap(c->modules[i].map, c->modules[i].map_size);
 	}
 	free(c->modules);
 	free(c->regions);
+	free(c->holes);
+	c->holes = NULL;
+	c->nholes = c->npartial = 0;
 	if (c->memfd >= 0)
 		close(c->memfd);
 	c->memfd = -1;
@@ -478,10 +612,39 @@ const char *bt_image_why_missing(struct bt_ctx *c, uint64_t ip)
 	if (bt_is_kernel(ip))
 		return bt_ctx_printf(c, "kernel code at 0x%llx (not in the image)",
 				     (unsigned long long)ip);
+	for (size_t i = 0; i < c->nholes; i++)
+		if (ip >= c->holes[i].start && ip < c->holes[i].end)
+			return c->holes[i].note;
 	mi = bt_image_module_of(c, ip);
 	if (mi < 0)
 		return bt_ctx_printf(c, "no mapping at 0x%llx in the snapshot",
 				     (unsigned long long)ip);
 	return bt_ctx_printf(c, "no code for %s at 0x%llx (not in the snapshot, no matching file)",
 			     c->modules[mi].path, (unsigned long long)ip);
+}
+
+void bt_image_mark_entered(struct bt_ctx *c, uint64_t ip, int block)
+{
+	if (block && !c->npartial)
+		return;
+	for (size_t i = 0; i < c->nholes; i++)
+		if (ip >= c->holes[i].mstart && ip < c->holes[i].mend)
+			c->holes[i].used = 1;
+}
+
+int bt_image_notes(struct bt_ctx *c)
+{
+	int all = !!(c->opts.flags & BTRACE_DECODE_ALL_NOTES);
+
+	for (size_t i = 0; i < c->nholes; i++) {
+		int ret = 0;
+		if (c->holes[i].used)
+			ret = bt_ctx_note(c, "%s", c->holes[i].note);
+		else if (all)
+			ret = bt_ctx_note(c, "%s (the trace never entered this mapping)",
+					  c->holes[i].note);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
 }

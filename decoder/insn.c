@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <capstone/capstone.h>
+#include <intel-pt.h>
 
 #include "decode-internal.h"
 #include "util.h"
@@ -94,6 +95,13 @@ int bt_insn_init(struct bt_ctx *c)
 	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
 	c->cs = h;
 	c->cs_ok = 1;
+	c->icache = malloc(BT_CACHE_SLOTS * sizeof(*c->icache));
+	c->fcache = malloc(BT_CACHE_SLOTS * sizeof(*c->fcache));
+	if (!c->icache || !c->fcache)
+		return bt_error(c->err, -ENOMEM, "decode: out of memory");
+	/* no code lives at the last address: an empty slot */
+	for (size_t i = 0; i < BT_CACHE_SLOTS; i++)
+		c->icache[i].ip = c->fcache[i].ip = UINT64_MAX;
 	return 0;
 }
 
@@ -107,6 +115,10 @@ void bt_insn_fini(struct bt_ctx *c)
 	bt_map_free(&c->insn_map);
 	free(c->insns);
 	c->insns = NULL;
+	free(c->icache);
+	free(c->fcache);
+	c->icache = NULL;
+	c->fcache = NULL;
 }
 
 static int is_far(unsigned id)
@@ -148,10 +160,140 @@ static void classify(const cs_insn *in, struct bt_insn_info *out)
 		out->target = (uint64_t)x->operands[0].imm;
 }
 
+/* --- libipt as the instruction length decoder ---
+ *
+ * capstone 4 does not know every encoding libipt's decoder runs through
+ * (some EVEX instructions, e.g. in glibc's *_evex string functions).  For
+ * those the size comes from libipt: a four-packet trace (PSB, PSBEND,
+ * MODE.Exec 64-bit, TIP.PGE at @ip) makes its instruction decoder decode the
+ * one instruction at @ip from the same bytes. */
+
+struct probe {
+	const uint8_t *p;
+	size_t avail;
+	uint64_t ip;
+};
+
+static int probe_read(uint8_t *buffer, size_t size, const struct pt_asid *asid,
+		      uint64_t ip, void *context)
+{
+	const struct probe *pr = context;
+	size_t n;
+
+	(void)asid;
+	if (ip < pr->ip || ip - pr->ip >= pr->avail)
+		return -pte_nomap;
+	n = pr->avail - (size_t)(ip - pr->ip);
+	if (n > size)
+		n = size;
+	memcpy(buffer, pr->p + (ip - pr->ip), n);
+	return (int)n;
+}
+
+static int probe_stream(uint8_t *buf, size_t len, uint64_t ip)
+{
+	struct pt_config cfg;
+	struct pt_encoder *enc;
+	struct pt_packet pkt;
+	int ret = 0;
+
+	pt_config_init(&cfg);
+	cfg.begin = buf;
+	cfg.end = buf + len;
+	enc = pt_alloc_encoder(&cfg);
+	if (!enc)
+		return -ENOMEM;
+	memset(&pkt, 0, sizeof(pkt));
+	pkt.type = ppt_psb;
+	ret = pt_enc_next(enc, &pkt);
+	if (ret >= 0) {
+		pkt.type = ppt_psbend;
+		ret = pt_enc_next(enc, &pkt);
+	}
+	if (ret >= 0) {
+		pkt.type = ppt_mode;
+		pkt.payload.mode.leaf = pt_mol_exec;
+		pkt.payload.mode.bits.exec = pt_set_exec_mode(ptem_64bit);
+		ret = pt_enc_next(enc, &pkt);
+	}
+	if (ret >= 0) {
+		memset(&pkt, 0, sizeof(pkt));
+		pkt.type = ppt_tip_pge;
+		pkt.payload.ip.ipc = pt_ipc_full;
+		pkt.payload.ip.ip = ip;
+		ret = pt_enc_next(enc, &pkt);
+	}
+	uint64_t off = 0;
+	if (ret >= 0)
+		ret = pt_enc_get_offset(enc, &off);
+	pt_free_encoder(enc);
+	return ret < 0 ? ret : (int)off;
+}
+
+/* Size of the instruction at @ip per libipt, 0 unknown. */
+static unsigned ipt_insn_size(const uint8_t *p, size_t avail, uint64_t ip)
+{
+	uint8_t buf[64];
+	struct probe pr = { p, avail, ip };
+	struct pt_config cfg;
+	struct pt_insn_decoder *dec;
+	struct pt_image *img;
+	struct pt_insn insn;
+	unsigned size = 0;
+	int n, st;
+
+	n = probe_stream(buf, sizeof(buf), ip);
+	if (n <= 0)
+		return 0;
+	pt_config_init(&cfg);
+	cfg.begin = buf;
+	cfg.end = buf + n;
+	dec = pt_insn_alloc_decoder(&cfg);
+	if (!dec)
+		return 0;
+	img = pt_insn_get_image(dec);
+	if (!img || pt_image_set_callback(img, probe_read, &pr) < 0)
+		goto out;
+	st = pt_insn_sync_forward(dec);
+	while (st >= 0 && (st & pts_event_pending)) {
+		struct pt_event ev;
+		st = pt_insn_event(dec, &ev, sizeof(ev));
+	}
+	if (st < 0)
+		goto out;
+	memset(&insn, 0, sizeof(insn));
+	pt_insn_next(dec, &insn, sizeof(insn));
+	/* a size is all that is wanted: errors past it (end of the trace)
+	 * do not matter */
+	if (insn.ip == ip && insn.iclass != ptic_error && insn.size &&
+	    insn.size <= avail)
+		size = insn.size;
+out:
+	pt_insn_free_decoder(dec);
+	return size;
+}
+
+static const struct bt_insn_info *classify_slow(struct bt_ctx *c, uint64_t ip);
+
 const struct bt_insn_info *bt_insn_classify(struct bt_ctx *c, uint64_t ip)
+{
+	struct bt_icache *e;
+
+	if (!c->icache)
+		return classify_slow(c, ip);
+	e = &c->icache[bt_cache_slot(ip)];
+	if (e->ip != ip) {
+		e->info = *classify_slow(c, ip);
+		e->ip = ip;
+	}
+	return &e->info;
+}
+
+static const struct bt_insn_info *classify_slow(struct bt_ctx *c, uint64_t ip)
 {
 	static const struct bt_insn_info unknown = { BTRACE_INSN_UNKNOWN, 0, 0 };
 	uint32_t v = bt_map_get(&c->insn_map, ip);
+	struct bt_insn_info info;
 	size_t avail;
 	const uint8_t *p;
 	cs_insn *in;
@@ -163,15 +305,22 @@ const struct bt_insn_info *bt_insn_classify(struct bt_ctx *c, uint64_t ip)
 		return &unknown;
 	if (avail > 16)
 		avail = 16;
-	if (cs_disasm(c->cs, p, avail, ip, 1, &in) != 1)
-		return &unknown;
-	if (bt_grow((void **)&c->insns, &c->cinsns, c->ninsns + 1,
-		    sizeof(*c->insns))) {
+	if (cs_disasm(c->cs, p, avail, ip, 1, &in) == 1) {
+		classify(in, &info);
 		cs_free(in, 1);
-		return &unknown;
+	} else {
+		/* capstone cannot disassemble it: libipt gives the size; every
+		 * branch is known to capstone, so it is not one */
+		info.size = (uint8_t)ipt_insn_size(p, avail, ip);
+		if (!info.size)
+			return &unknown;
+		info.cls = BTRACE_INSN_OTHER;
+		info.target = 0;
 	}
-	classify(in, &c->insns[c->ninsns]);
-	cs_free(in, 1);
+	if (bt_grow((void **)&c->insns, &c->cinsns, c->ninsns + 1,
+		    sizeof(*c->insns)))
+		return &unknown;
+	c->insns[c->ninsns] = info;
 	if (bt_map_put(&c->insn_map, ip, (uint32_t)c->ninsns) < 0)
 		return &unknown;
 	return &c->insns[c->ninsns++];
@@ -190,8 +339,18 @@ int bt_insn_disasm(struct bt_ctx *c, uint64_t ip, struct btrace_insn *out)
 	if (avail > 16)
 		avail = 16;
 	if (cs_disasm(c->cs, p, avail, ip, 1, &in) != 1) {
-		snprintf(out->text, sizeof(out->text), "(bad)");
-		return -BTRACE_ERR_BAD_PACKET;
+		/* not known to capstone: "(bad)" and the bytes, the size from
+		 * libipt's length decoder */
+		const struct bt_insn_info *ii = bt_insn_classify(c, ip);
+		int k = snprintf(out->text, sizeof(out->text), "(bad)");
+		if (!ii->size)
+			return -BTRACE_ERR_BAD_PACKET;
+		out->size = ii->size;
+		memcpy(out->bytes, p, ii->size);
+		for (unsigned i = 0; i < ii->size && k + 4 < (int)sizeof(out->text); i++)
+			k += snprintf(out->text + k, sizeof(out->text) - (size_t)k,
+				      " %02x", p[i]);
+		return 0;
 	}
 	out->size = in->size;
 	memcpy(out->bytes, in->bytes, in->size < 16 ? in->size : 16);

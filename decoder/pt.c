@@ -82,8 +82,6 @@ struct pt_state {
 	struct bt_ctx *c;
 	struct bt_thread_build *b;
 	struct pt_block_decoder *dec;
-	int64_t far_item;        /* ITEM_FAR waiting for its return IP */
-	int64_t async_item;      /* ITEM_ASYNC waiting for its target */
 	uint64_t last_ip;        /* last instruction decoded */
 };
 
@@ -108,38 +106,43 @@ static int add_item(struct pt_state *st, uint32_t kind, uint64_t ip,
 	return bt_thread_add_block(st->c, st->b, &it);
 }
 
+/* An ITEM_FAR / ITEM_ASYNC whose end_ip (where execution went on) comes
+ * with a later TIP.PGE. */
+static int64_t hold_item(struct pt_state *st, uint32_t kind, uint64_t ip)
+{
+	struct btrace_block it = { 0 };
+
+	it.kind = kind;
+	it.ip = ip;
+	it.offset = cur_offset(st);
+	return bt_thread_hold(st->c, st->b, &it);
+}
+
 static int handle_event(struct pt_state *st, const struct pt_event *ev)
 {
 	struct bt_thread_build *b = st->b;
-	int ret = 0;
+	int64_t ret = 0;
 
 	switch (ev->type) {
-	case ptev_enabled:
-		if (st->far_item >= 0) {
-			b->t->blocks[st->far_item].end_ip = ev->variant.enabled.ip;
-			st->far_item = -1;
-		} else if (st->async_item >= 0) {
-			b->t->blocks[st->async_item].end_ip = ev->variant.enabled.ip;
-			st->async_item = -1;
+	case ptev_enabled: {
+		int kind = bt_thread_complete(st->c, b, ev->variant.enabled.ip);
+		if (kind < -1)
+			return kind;
+		if (kind != BTRACE_ITEM_FAR)
 			ret = add_item(st, BTRACE_ITEM_ENABLED, ev->variant.enabled.ip, 0);
-		} else {
-			ret = add_item(st, BTRACE_ITEM_ENABLED, ev->variant.enabled.ip, 0);
-		}
 		b->ended_async = 0;
 		break;
+	}
 	case ptev_disabled:
 		/* A synchronous disable at a far branch (syscall). */
-		ret = add_item(st, BTRACE_ITEM_FAR, st->last_ip, 0);
-		st->far_item = (int64_t)b->t->nblocks - 1;
-		st->async_item = -1;
+		ret = hold_item(st, BTRACE_ITEM_FAR, st->last_ip);
 		b->ended_async = 0;
 		break;
 	case ptev_async_disabled:
-		ret = add_item(st, BTRACE_ITEM_ASYNC, ev->variant.async_disabled.at, 0);
-		st->async_item = (int64_t)b->t->nblocks - 1;
-		st->far_item = -1;
+		ret = hold_item(st, BTRACE_ITEM_ASYNC, ev->variant.async_disabled.at);
 		b->last_async_ip = ev->variant.async_disabled.at;
-		b->last_async_block = st->async_item;
+		b->last_async_block = ret;
+		b->last_async_kernel = 0;
 		b->ended_async = 1;
 		break;
 	case ptev_async_branch:
@@ -149,7 +152,8 @@ static int handle_event(struct pt_state *st, const struct pt_event *ev)
 				       ev->variant.async_branch.from,
 				       ev->variant.async_branch.to);
 			b->last_async_ip = ev->variant.async_branch.from;
-			b->last_async_block = (int64_t)b->t->nblocks - 1;
+			b->last_async_block = (int64_t)b->nitems - 1;
+			b->last_async_kernel = 1;
 			b->ended_async = 1;
 		}
 		break;
@@ -158,13 +162,12 @@ static int handle_event(struct pt_state *st, const struct pt_event *ev)
 					-BTRACE_ERR_OVERFLOW, cur_offset(st),
 					ev->ip_suppressed ? 0 : ev->variant.overflow.ip,
 					0, "trace overflow: the hardware dropped trace");
-		st->far_item = st->async_item = -1;
 		b->ended_async = 0;
 		break;
 	default:
 		break;
 	}
-	return ret;
+	return ret < 0 ? (int)ret : 0;
 }
 
 static int drain(struct pt_state *st, int status)
@@ -199,7 +202,6 @@ static int add_error_gap(struct pt_state *st, int status, uint64_t ip)
 				    (unsigned long long)off,
 				    (unsigned long long)ip, pt_errstr(code));
 	}
-	st->far_item = st->async_item = -1;
 	st->b->ended_async = 0;
 	return bt_thread_add_gap(c, st->b, kind, err, off, ip, 0, why);
 }
@@ -208,7 +210,7 @@ int bt_pt_decode_from(struct bt_ctx *c, const struct btrace_buffer *buf,
 		      struct bt_thread_build *b, uint64_t start)
 {
 	struct pt_config cfg;
-	struct pt_state st = { c, b, NULL, -1, -1, 0 };
+	struct pt_state st = { c, b, NULL, 0 };
 	int status, ret = 0;
 	uint64_t sync_off = start;
 
@@ -248,13 +250,8 @@ int bt_pt_decode_from(struct bt_ctx *c, const struct btrace_buffer *buf,
 			memset(&blk, 0, sizeof(blk));
 			status = pt_blk_next(st.dec, &blk, sizeof(blk));
 			if (blk.ninsn) {
-				struct btrace_block it = { 0 };
-				it.kind = BTRACE_ITEM_BLOCK;
-				it.ip = blk.ip;
-				it.end_ip = blk.end_ip;
-				it.ninsn = blk.ninsn;
-				it.offset = cur_offset(&st);
-				ret = bt_thread_add_block(c, b, &it);
+				ret = bt_thread_add_insns(c, b, blk.ip, blk.end_ip,
+							  blk.ninsn, cur_offset(&st));
 				if (ret < 0)
 					goto out;
 				st.last_ip = blk.end_ip;
@@ -283,6 +280,8 @@ int bt_pt_decode_from(struct bt_ctx *c, const struct btrace_buffer *buf,
 		b->t->gaps[b->t->ngaps - 1].bytes = sync_off - b->t->gaps[b->t->ngaps - 1].offset;
 	}
 out:
+	if (ret >= 0)
+		ret = bt_thread_flush(c, b);
 	pt_blk_free_decoder(st.dec);
 	return ret;
 }

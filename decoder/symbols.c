@@ -30,11 +30,18 @@ static const Dwfl_Callbacks dw_callbacks = {
 
 int bt_syms_init(struct bt_ctx *c)
 {
-	static char pathbuf[4200];
+	static char pathbuf[8192];
+	const char *env = getenv("BTRACE_DEBUG_PATH");
+	char sdir[4200] = "";
 
 	if (c->opts.flags & BTRACE_DECODE_NO_SYMS)
 		return 0;
-	snprintf(pathbuf, sizeof(pathbuf), "-:.debug:%s",
+	/* separate debug info (.build-id/xx/yyyy.debug, debuglink): the
+	 * snapshot's directory, BTRACE_DEBUG_PATH, the debug directory */
+	if (c->opts.search_dir && c->opts.search_dir[0] == '/')
+		snprintf(sdir, sizeof(sdir), "%s:", c->opts.search_dir);
+	snprintf(pathbuf, sizeof(pathbuf), "-:.debug:%s%s%s%s", sdir,
+		 env && *env ? env : "", env && *env ? ":" : "",
 		 c->opts.debug_dir ? c->opts.debug_dir : "/usr/lib/debug");
 	debuginfo_path = pathbuf;
 	c->dwfl = dwfl_begin(&dw_callbacks);
@@ -63,6 +70,10 @@ void bt_syms_fini(struct bt_ctx *c)
 		dwfl_end(c->dwfl);
 	c->dwfl = NULL;
 	bt_map_free(&c->sym_map);
+	bt_map_free(&c->func_map);
+	free(c->funcs);
+	c->funcs = NULL;
+	c->nfuncs = c->cfuncs = 0;
 	for (size_t i = 0; i < (c->nsyms + SYM_CHUNK - 1) / SYM_CHUNK; i++)
 		free(c->sym_chunks[i]);
 	free(c->sym_chunks);
@@ -173,6 +184,14 @@ static void lookup(struct bt_ctx *c, uint64_t ip, struct btrace_symbol *s)
 
 	memset(s, 0, sizeof(*s));
 	fill_module(c, ip, s);
+	uint64_t plt = bt_plt_lookup(c, ip, &name);
+	if (plt && name) {
+		/* a PLT entry: named like gdb and perf do, "strcmp@plt" */
+		s->function = name;
+		s->outer = name;
+		s->offset = ip - plt;
+		return;
+	}
 	if (!c->dwfl_ok || !(mod = dwfl_addrmodule(c->dwfl, ip)))
 		return;
 	name = dwfl_module_addrinfo(mod, ip, &off, &sym, NULL, NULL, NULL);
@@ -233,11 +252,66 @@ const struct btrace_symbol *bt_syms_lookup(struct bt_ctx *c, uint64_t ip)
 	return sym;
 }
 
-uint64_t bt_syms_func_start(struct bt_ctx *c, uint64_t ip)
+static int is_resolver(const char *name)
 {
-	const struct btrace_symbol *s = bt_syms_lookup(c, ip);
+	return name && (!strncmp(name, "_dl_runtime_resolve", 19) ||
+			!strncmp(name, "_dl_runtime_profile", 19));
+}
 
-	if (!s->outer)
-		return 0;
-	return ip - s->offset;
+static uint64_t func_start_slow(struct bt_ctx *c, uint64_t ip, int *tramp);
+
+uint64_t bt_syms_func_start(struct bt_ctx *c, uint64_t ip, int *tramp)
+{
+	struct bt_fcache *e;
+	int tr;
+
+	if (!c->fcache)
+		return func_start_slow(c, ip, tramp);
+	e = &c->fcache[bt_cache_slot(ip)];
+	if (e->ip != ip) {
+		e->start = func_start_slow(c, ip, &tr);
+		e->tramp = tr;
+		e->ip = ip;
+	}
+	if (tramp)
+		*tramp = e->tramp;
+	return e->start;
+}
+
+static uint64_t func_start_slow(struct bt_ctx *c, uint64_t ip, int *tramp)
+{
+	uint32_t v = bt_map_get(&c->func_map, ip);
+	struct bt_func_info fi = { 0, 0 };
+
+	if (v == UINT32_MAX) {
+		Dwfl_Module *mod;
+		const char *name = NULL;
+		uint64_t plt = bt_plt_lookup(c, ip, &name);
+
+		if (plt) {
+			fi.start = plt;
+			fi.tramp = 1;
+		} else if (c->dwfl_ok && (mod = dwfl_addrmodule(c->dwfl, ip))) {
+			GElf_Off off = 0;
+			GElf_Sym sym;
+			name = dwfl_module_addrinfo(mod, ip, &off, &sym, NULL,
+						    NULL, NULL);
+			if (name) {
+				fi.start = ip - off;
+				fi.tramp = is_resolver(name);
+			}
+		}
+		if (bt_grow((void **)&c->funcs, &c->cfuncs, c->nfuncs + 1,
+			    sizeof(*c->funcs)) ||
+		    bt_map_put(&c->func_map, ip, (uint32_t)c->nfuncs) < 0) {
+			if (tramp)
+				*tramp = fi.tramp;
+			return fi.start;
+		}
+		c->funcs[c->nfuncs] = fi;
+		v = (uint32_t)c->nfuncs++;
+	}
+	if (tramp)
+		*tramp = c->funcs[v].tramp;
+	return c->funcs[v].start;
 }

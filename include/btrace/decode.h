@@ -40,6 +40,9 @@ enum btrace_unit {
 #define BTRACE_DECODE_FULL      0x1u  /* decode every buffer from its start */
 #define BTRACE_DECODE_NO_DISK   0x2u  /* never read code from disk files */
 #define BTRACE_DECODE_NO_SYMS   0x4u  /* no symbol lookup (libdw) */
+#define BTRACE_DECODE_ALL_NOTES 0x8u  /* image_notes: every executable mapping
+				       * without code, also those the trace
+				       * never entered */
 
 struct btrace_decode_opts {
 	size_t sz;                 /* sizeof(struct btrace_decode_opts) */
@@ -51,6 +54,15 @@ struct btrace_decode_opts {
 	uint32_t reserved;
 	const char *debug_dir;     /* separate debug info root; NULL:
 				    * /usr/lib/debug (.build-id/xx/yyyy.debug) */
+	const char *search_dir;    /* directory of the snapshot: binaries and
+				    * debug files are looked for there first
+				    * (by file name or .build-id/); NULL: none.
+				    * See docs/report.md, "Finding binaries" */
+	uint64_t keep;             /* keep only the end of the history in the
+				    * result: at least @keep units (@unit) of
+				    * blocks and of calls; older entries are
+				    * dropped while decoding (bounded memory).
+				    * 0: keep everything */
 	size_t :0;
 };
 
@@ -133,15 +145,21 @@ struct btrace_block {
 #define BTRACE_CALL_GAP       0x8u  /* this entry is a gap (see @gap) */
 #define BTRACE_CALL_INLINE    0x10u /* stack: an inline frame */
 #define BTRACE_CALL_UNWOUND   0x20u /* entered by longjmp/exception unwind */
+#define BTRACE_CALL_PLT       0x40u /* entered through a PLT stub or the lazy
+				     * binding resolver (a trampoline jump,
+				     * not a tail call) */
 
 /* One entry of the function-call history: a run of blocks in one function
  * at one depth (gdb's record function-call-history). */
 struct btrace_call {
 	int32_t depth;             /* >= 0, indentation */
 	uint32_t flags;            /* BTRACE_CALL_* */
-	uint64_t ip;               /* first address executed in the entry */
+	uint64_t ip;               /* first address of the function run in
+				    * the entry (BTRACE_CALL_PLT: the function
+				    * the stub at blocks[first_block] went to) */
 	uint64_t end_ip;           /* last instruction executed */
-	uint64_t first_block;      /* index in the thread's blocks */
+	uint64_t first_block;      /* index in the thread's blocks (0 when it
+				    * started before the first kept block) */
 	uint64_t nblocks;
 	uint64_t ninsn;
 	uint32_t gap;              /* BTRACE_CALL_GAP: index in gaps */
@@ -197,6 +215,10 @@ struct btrace_thread {
 	size_t ngaps;
 
 	struct btrace_fault fault;
+
+	uint64_t dropped_blocks;   /* entries dropped before blocks[0]
+				    * (btrace_decode_opts.keep) */
+	uint64_t dropped_calls;    /* entries dropped before calls[0] */
 };
 
 struct btrace_decode_result {
@@ -241,7 +263,9 @@ struct btrace_insn {
 	uint32_t size;             /* 0: no code for @ip */
 	uint32_t reserved;
 	uint8_t bytes[16];
-	char text[96];             /* "mov eax, dword ptr [rdx]" */
+	char text[96];             /* "mov eax, dword ptr [rdx]"; "(bad) 62 b2 ..."
+				    * when capstone cannot disassemble it
+				    * (the size is then libipt's) */
 	struct btrace_symbol sym;
 };
 

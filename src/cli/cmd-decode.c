@@ -6,6 +6,8 @@
  * Gaps and events are printed where they happened.
  */
 #include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,6 +171,8 @@ static int decode_insns(struct btrace_decode_result *r,
 		}
 		int n = btrace_decode_block_insns(r, b, in, cap);
 		if (n < 0) {
+			/* the code is not in the image: the decoder could not
+			 * have decoded the block either, unless it changed */
 			printf("[no code for the block at 0x%llx: %u instructions]\n",
 			       (unsigned long long)b->ip, b->ninsn);
 			continue;
@@ -186,7 +190,7 @@ static int decode_insns(struct btrace_decode_result *r,
 				lline = s->line;
 			}
 			sym_str(a, sizeof(a), in[k].ip, s);
-			printf("  0x%012llx <%s>  %s\n", (unsigned long long)in[k].ip,
+			printf("  0x%-12llx <%s>  %s\n", (unsigned long long)in[k].ip,
 			       a, in[k].text);
 		}
 	}
@@ -209,14 +213,21 @@ static void decode_calls(const struct btrace_thread *t, uint64_t last)
 		    (i == start || t->calls[i - 1].first_block < t->fault.block_index))
 			fault_line(t);
 		if (c->flags & BTRACE_CALL_GAP) {
-			printf("%6zu  ", i + 1);
+			printf("%6llu  ", (unsigned long long)(i + 1 + t->dropped_calls));
 			print_gap(t, c->gap);
 			continue;
 		}
 		int d = c->depth - mind;
 		sym_str(a, sizeof(a), c->ip, c->sym);
 		line_str(l, sizeof(l), c->sym);
-		printf("%6zu  %*s%s", i + 1, 2 * (d > 40 ? 40 : d), "", a);
+		printf("%6llu  %*s%s", (unsigned long long)(i + 1 + t->dropped_calls),
+		       2 * (d > 40 ? 40 : d), "", a);
+		if ((c->flags & BTRACE_CALL_PLT) && c->first_block < t->nblocks &&
+		    t->blocks[c->first_block].kind == BTRACE_ITEM_BLOCK &&
+		    t->blocks[c->first_block].ip != c->ip &&
+		    t->blocks[c->first_block].sym &&
+		    t->blocks[c->first_block].sym->function)
+			printf(" (via %s)", t->blocks[c->first_block].sym->function);
 		if (l[0])
 			printf("  %s", l);
 		printf("  [%llu insn]", (unsigned long long)c->ninsn);
@@ -249,7 +260,12 @@ static void usage(FILE *f)
 		"  --thread TID       only this thread\n"
 		"  --debug-dir DIR    separate debug info root (default /usr/lib/debug)\n"
 		"  --no-disk          never read code from files on disk\n"
-		"  -h, --help         this help\n");
+		"  -v, --verbose      list every mapping without code, also those the\n"
+		"                     trace never entered\n"
+		"  -h, --help         this help\n"
+		"\n"
+		"Instructions capstone cannot disassemble (some EVEX encodings) are\n"
+		"printed as \"(bad)\" with their bytes; their size is libipt's.\n");
 }
 
 int cmd_decode(int argc, char **argv)
@@ -262,10 +278,12 @@ int cmd_decode(int argc, char **argv)
 		{ "thread", required_argument, NULL, 't' },
 		{ "debug-dir", required_argument, NULL, 'D' },
 		{ "no-disk", no_argument, NULL, 'N' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct btrace_decode_opts d = { .sz = sizeof(d) };
+	char dir[PATH_MAX];
 	struct btrace_snapshot *snap;
 	struct btrace_decode_result *r;
 	struct btrace_error err;
@@ -273,8 +291,9 @@ int cmd_decode(int argc, char **argv)
 	uint64_t last = 0, v;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hv", lo, NULL)) != -1) {
 		switch (c) {
+		case 'v': d.flags |= BTRACE_DECODE_ALL_NOTES; break;
 		case 'i': case 'b': case 'c': {
 			int m = c == 'i' ? M_INSN : c == 'b' ? M_BLOCKS : M_CALLS;
 			if (mode >= 0 && mode != m)
@@ -305,12 +324,16 @@ int cmd_decode(int argc, char **argv)
 	if (btrace_snapshot_read(argv[optind], BTRACE_READ_LENIENT, &snap, &err) < 0)
 		return cli_fail(CMD, &err);
 	d.last = last;
+	if (realpath(argv[optind], dir))
+		d.search_dir = dirname(dir);
 	d.unit = mode == M_INSN ? BTRACE_UNIT_INSNS :
 		 mode == M_BLOCKS ? BTRACE_UNIT_BLOCKS : BTRACE_UNIT_CALLS;
 	if (btrace_decode(snap, &d, &r, &err) < 0) {
 		btrace_snapshot_free(snap);
 		return cli_fail(CMD, &err);
 	}
+	for (size_t i = 0; i < snap->nwarnings; i++)
+		fprintf(stderr, "btrace decode: warning: %s\n", snap->warnings[i]);
 	for (size_t i = 0; i < r->nimage_notes; i++)
 		printf("[image: %s]\n", r->image_notes[i]);
 	if (d.tid && !r->nthreads)

@@ -5,6 +5,8 @@
  * lines and a completeness line.  --json for tools (docs/report.md).
  */
 #include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,8 +101,24 @@ struct rep_opts {
 	uint64_t calls, blocks;
 	int json;
 	int all;
+	int verbose;
 	int32_t tid;
 };
+
+/* The PLT stub (or resolver) a call went through, NULL if none. */
+static const char *call_via(const struct btrace_thread *t,
+			    const struct btrace_call *cl)
+{
+	const struct btrace_block *b;
+
+	if (!(cl->flags & BTRACE_CALL_PLT) || cl->first_block >= t->nblocks ||
+	    (t->dropped_blocks && !cl->first_block))
+		return NULL;
+	b = &t->blocks[cl->first_block];
+	if (b->kind != BTRACE_ITEM_BLOCK || !b->sym || b->ip == cl->ip)
+		return NULL;
+	return b->sym->outer ? b->sym->outer : b->sym->function;
+}
 
 /* Index in blocks where the shown tail ends (exclusive of the fault). */
 static size_t tail_end(const struct btrace_thread *t)
@@ -169,8 +187,9 @@ static void print_calls(FILE *f, const struct btrace_thread *t, uint64_t want)
 	for (size_t i = start; i < end; i++)
 		if (t->calls[i].depth < mind)
 			mind = t->calls[i].depth;
-	fprintf(f, "\nlast calls (oldest first, %zu of %zu%s)\n", end - start,
-		end, t->truncated ? " decoded" : "");
+	fprintf(f, "\nlast calls (oldest first, %zu of %llu%s)\n", end - start,
+		(unsigned long long)(end + t->dropped_calls),
+		t->truncated ? " decoded" : "");
 	for (size_t i = start; i < end; i++) {
 		const struct btrace_call *cl = &t->calls[i];
 		if (cl->flags & BTRACE_CALL_GAP) {
@@ -181,6 +200,9 @@ static void print_calls(FILE *f, const struct btrace_thread *t, uint64_t want)
 		if (d > 24)
 			d = 24;
 		fprintf(f, "  %*s%s", 2 * d, "", where(a, sizeof(a), cl->ip, cl->sym));
+		const char *via = call_via(t, cl);
+		if (via)
+			fprintf(f, " (via %s)", via);
 		srcline(b, sizeof(b), cl->sym);
 		if (b[0])
 			fprintf(f, "  %s", b);
@@ -465,6 +487,7 @@ static void j_thread(struct json *j, const struct btrace_thread *t,
 			else
 				json_null(j, "line");
 			json_uint(j, "ninsn", cl->ninsn);
+			json_str(j, "via", call_via(t, cl));
 			json_bool(j, "tail_call", cl->flags & BTRACE_CALL_TAILCALL);
 			json_bool(j, "signal", cl->flags & BTRACE_CALL_SIGNAL);
 			json_bool(j, "partial", cl->flags & BTRACE_CALL_PARTIAL);
@@ -580,7 +603,13 @@ static void usage(FILE *f)
 		"  --full             decode whole buffers, not just their tails\n"
 		"  --debug-dir DIR    separate debug info root (default /usr/lib/debug)\n"
 		"  --no-disk          never read code from files on disk\n"
-		"  -h, --help         this help\n");
+		"  -v, --verbose      list every mapping without code, also those the\n"
+		"                     trace never entered\n"
+		"  -h, --help         this help\n"
+		"\n"
+		"Binaries and debug info are found by build ID: next to FILE, in\n"
+		"BTRACE_DEBUG_PATH (colon-separated), in the debug directory's\n"
+		".build-id, then at the recorded path (docs/report.md).\n");
 }
 
 int cmd_report(int argc, char **argv)
@@ -594,10 +623,12 @@ int cmd_report(int argc, char **argv)
 		{ "full", no_argument, NULL, 'F' },
 		{ "debug-dir", required_argument, NULL, 'D' },
 		{ "no-disk", no_argument, NULL, 'N' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct rep_opts o = { .calls = 16, .blocks = 16 };
+	char dir[PATH_MAX];
 	struct btrace_decode_opts d = { .sz = sizeof(d) };
 	struct btrace_snapshot *snap;
 	struct btrace_decode_result *r;
@@ -606,9 +637,10 @@ int cmd_report(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hv", lo, NULL)) != -1) {
 		switch (c) {
 		case 'j': o.json = 1; break;
+		case 'v': o.verbose = 1; d.flags |= BTRACE_DECODE_ALL_NOTES; break;
 		case 'c':
 			if (cli_parse_u64(optarg, &o.calls) || !o.calls)
 				return cli_usage(CMD, "--calls: '%s' is not a positive number", optarg);
@@ -637,9 +669,13 @@ int cmd_report(int argc, char **argv)
 	if (btrace_snapshot_read(path, BTRACE_READ_LENIENT, &snap, &err) < 0)
 		return cli_fail(CMD, &err);
 	/* Tail-only: enough call-history entries for both lists (each entry
-	 * has at least one block). */
+	 * has at least one block); with --full, every block is analysed but
+	 * only that many calls and blocks are kept (bounded memory). */
 	d.unit = BTRACE_UNIT_CALLS;
 	d.last = (o.calls > o.blocks ? o.calls : o.blocks) + 8;
+	d.keep = d.last;
+	if (realpath(path, dir))
+		d.search_dir = dirname(dir);
 	d.tid = o.tid;
 	if (btrace_decode(snap, &d, &r, &err) < 0) {
 		btrace_snapshot_free(snap);

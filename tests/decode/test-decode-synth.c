@@ -340,6 +340,109 @@ out:
 	fx_free(&f);
 }
 
+static int copy_file(const char *from, const char *to)
+{
+	FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
+	char buf[65536];
+	size_t n;
+	int ret = 0;
+
+	if (!in || !out)
+		ret = -1;
+	while (!ret && (n = fread(buf, 1, sizeof(buf), in)) > 0)
+		if (fwrite(buf, 1, n, out) != n)
+			ret = -1;
+	if (in)
+		fclose(in);
+	if (out && fclose(out))
+		ret = -1;
+	return ret;
+}
+
+/* Binaries moved away from their recorded path: found by build ID next to
+ * the snapshot (search_dir) and in BTRACE_DEBUG_PATH. */
+static void test_find_binaries(struct bt_test *t)
+{
+	struct fx f;
+	struct gen_opts o = { .retcomp = 1, .no_code = 1 };
+	char sdir[300], edir[300], copy[700];
+	const char *exe = prog("BT_PROG_NULL");
+
+	if (setup(t, &f, "BT_PROG_NULL", "2", &o, NULL))
+		goto out;
+	BT_REQUIRE(t, exe != NULL);
+	const char *name = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+	/* the recorded path no longer exists (the reader owns the old
+	 * strings: they are put back before freeing) */
+	char moved[512], *orig[64] = { 0 };
+	snprintf(moved, sizeof(moved), "/nonexistent-btrace-dir/%s", name);
+	for (size_t i = 0; i < f.snap->nmappings && i < 64; i++) {
+		char *p = f.snap->mappings[i].path;
+		if (p && strstr(p, "crash-null")) {
+			orig[i] = p;
+			f.snap->mappings[i].path = moved;
+		}
+	}
+#define NEED(c) do { int ok_ = !!(c); BT_CHECK_(t, ok_, "%s", #c); if (!ok_) goto restore; } while (0)
+	struct btrace_decode_opts d = { .sz = sizeof(d) };
+	struct btrace_decode_result *r;
+	struct btrace_error err;
+
+	/* not found: no instructions, a missing-image gap */
+	NEED(btrace_decode(f.snap, &d, &r, &err) == 0);
+	BT_EQ_INT(t, 0, r->threads[0].ninsn);
+	btrace_decode_result_free(r);
+
+	/* next to the snapshot */
+	snprintf(sdir, sizeof(sdir), "%s/snapdir", tmpdir);
+	mkdir(sdir, 0700);
+	snprintf(copy, sizeof(copy), "%s/%s", sdir, name);
+	NEED(copy_file(exe, copy) == 0);
+	d.search_dir = sdir;
+	NEED(btrace_decode(f.snap, &d, &r, &err) == 0);
+	BT_EQ_INT(t, f.truth.n, r->threads[0].ninsn);
+	BT_EQ_INT(t, 0, r->threads[0].ngaps);
+	BT_EQ_STR(t, "store", r->threads[0].stack[0].sym.function);
+	btrace_decode_result_free(r);
+	unlink(copy);
+
+	/* in BTRACE_DEBUG_PATH, as DIR/.build-id/xx/rest */
+	const struct btrace_mapping *m = NULL;
+	for (size_t i = 0; i < f.snap->nmappings; i++)
+		if (f.snap->mappings[i].path && strstr(f.snap->mappings[i].path, "crash-null"))
+			m = &f.snap->mappings[i];
+	NEED(m && m->build_id_size >= 2);
+	char hex[2 * BTRACE_BUILD_ID_MAX + 1];
+	for (uint32_t i = 0; i < m->build_id_size; i++)
+		sprintf(hex + 2 * i, "%02x", m->build_id[i]);
+	snprintf(edir, sizeof(edir), "%s/dbg/.build-id/%.2s", tmpdir, hex);
+	char d1[300];
+	snprintf(d1, sizeof(d1), "%s/dbg", tmpdir);
+	mkdir(d1, 0700);
+	snprintf(d1, sizeof(d1), "%s/dbg/.build-id", tmpdir);
+	mkdir(d1, 0700);
+	mkdir(edir, 0700);
+	snprintf(copy, sizeof(copy), "%s/%s", edir, hex + 2);
+	NEED(copy_file(exe, copy) == 0);
+	snprintf(d1, sizeof(d1), "/nonexistent-btrace-x:%s/dbg", tmpdir);
+	setenv("BTRACE_DEBUG_PATH", d1, 1);
+	d.search_dir = NULL;
+	NEED(btrace_decode(f.snap, &d, &r, &err) == 0);
+	BT_EQ_INT(t, f.truth.n, r->threads[0].ninsn);
+	BT_EQ_INT(t, 0, r->threads[0].ngaps);
+	btrace_decode_result_free(r);
+	unsetenv("BTRACE_DEBUG_PATH");
+	unlink(copy);
+restore:
+	unsetenv("BTRACE_DEBUG_PATH");
+	for (size_t i = 0; i < f.snap->nmappings && i < 64; i++)
+		if (orig[i])
+			f.snap->mappings[i].path = orig[i];
+#undef NEED
+out:
+	fx_free(&f);
+}
+
 static void test_bad_input(struct bt_test *t)
 {
 	struct btrace_snapshot s;
@@ -386,4 +489,4 @@ static void test_setup(struct bt_test *t)
 BT_TESTS(test_setup, test_pt_plain, test_pt_retcomp_tnt64, test_pt_psb64,
 	 test_pt_tail_only, test_pt_wrapped, test_pt_overflow,
 	 test_pt_handler_reraise, test_pt_longjmp, test_bts,
-	 test_disk_build_id, test_bad_input)
+	 test_disk_build_id, test_find_binaries, test_bad_input)
