@@ -49,7 +49,12 @@ int bt_grow(void **arr, size_t *cap, size_t n, size_t size)
 
 	if (n < *cap)
 		return 0;
-	ncap = *cap ? *cap * 2 : 8;
+	ncap = *cap ? *cap : 8;
+	while (ncap <= n) {
+		if (ncap > SIZE_MAX / 2)
+			return -ENOMEM;
+		ncap *= 2;
+	}
 	if (ncap > SIZE_MAX / size)
 		return -ENOMEM;
 	p = realloc(*arr, ncap * size);

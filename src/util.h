@@ -23,7 +23,8 @@ int bt_hint(struct btrace_error *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void bt_error_clear(struct btrace_error *err);
 
-/* Growable array: *arr of *n elements of @size bytes, capacity *cap. */
+/* Growable array *arr of elements of @size bytes and capacity *cap: make
+ * room for the element at index @n (capacity > @n), doubling as needed. */
 int bt_grow(void **arr, size_t *cap, size_t n, size_t size);
 
 /* Little-endian access. */
