@@ -161,8 +161,10 @@ static void print_text(const char *path, const struct btrace_snapshot *s)
 	} else {
 		printf("backend:    unknown (no config section)\n");
 	}
+	if (s->nmeta)
+		printf("metadata:\n");
 	for (size_t i = 0; i < s->nmeta; i++)
-		printf("%-11s %s\n", s->meta[i].key, s->meta[i].value);
+		printf("  %-16s %s\n", s->meta[i].key, s->meta[i].value);
 	if (s->signal) {
 		const struct btrace_signal *g = s->signal;
 		const char *abbrev = g->signo > 0 && g->signo < 65 ?
