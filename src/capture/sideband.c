@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "capture-internal.h"
+#include "elf-buildid.h"
 #include "util.h"
 
 #define SAMPLE_ID_SIZE 16  /* TID (pid, tid) + TIME */
@@ -236,7 +237,7 @@ int bt_sideband_apply(struct bt_sideband *sb, const struct bt_sb_event *ev)
 			m.ino = ev->ino;
 			/* The note page was not resident: read it ourselves. */
 			if (ev->filename[0] == '/') {
-				int n = bt_read_build_id(ev->filename, m.build_id,
+				int n = bt_elf_build_id(ev->filename, m.build_id,
 							 sizeof(m.build_id));
 
 				if (n > 0)
@@ -296,58 +297,6 @@ int bt_sideband_apply(struct bt_sideband *sb, const struct bt_sb_event *ev)
 
 /* --- /proc synthesis --- */
 
-int bt_read_build_id(const char *path, uint8_t *out, size_t max)
-{
-	Elf64_Ehdr eh;
-	int fd, ret = -ENOENT;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum > 256) {
-		close(fd);
-		return -ENOEXEC;
-	}
-	for (unsigned i = 0; i < eh.e_phnum && ret < 0; i++) {
-		Elf64_Phdr ph;
-		uint8_t notes[4096];
-		size_t off = 0, len;
-
-		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) !=
-		    sizeof(ph))
-			break;
-		if (ph.p_type != PT_NOTE)
-			continue;
-		len = ph.p_filesz < sizeof(notes) ? ph.p_filesz : sizeof(notes);
-		if (pread(fd, notes, len, (off_t)ph.p_offset) != (ssize_t)len)
-			continue;
-		while (off + 12 <= len) {
-			uint32_t nsz = bt_le32(notes + off);
-			uint32_t dsz = bt_le32(notes + off + 4);
-			uint32_t type = bt_le32(notes + off + 8);
-			size_t name_off = off + 12;
-			size_t desc_off = name_off + ((nsz + 3u) & ~3u);
-
-			if (nsz > len || dsz > len || desc_off + dsz > len)
-				break;
-			if (type == NT_GNU_BUILD_ID && nsz == 4 &&
-			    !memcmp(notes + name_off, "GNU", 4) && dsz > 0) {
-				size_t n = dsz < max ? dsz : max;
-
-				memcpy(out, notes + desc_off, n);
-				ret = (int)n;
-				break;
-			}
-			off = desc_off + ((dsz + 3u) & ~3u);
-		}
-	}
-	close(fd);
-	return ret;
-}
-
 int bt_sideband_synthesize(struct bt_sideband *sb, pid_t pid,
 			   struct btrace_error *err)
 {
@@ -395,9 +344,9 @@ int bt_sideband_synthesize(struct bt_sideband *sb, pid_t pid,
 			/* Through the target's root, so containers work. */
 			snprintf(alt, sizeof(alt), "/proc/%d/map_files/%llx-%llx",
 				 (int)pid, start, end);
-			b = bt_read_build_id(alt, m.build_id, sizeof(m.build_id));
+			b = bt_elf_build_id(alt, m.build_id, sizeof(m.build_id));
 			if (b <= 0)
-				b = bt_read_build_id(name, m.build_id,
+				b = bt_elf_build_id(name, m.build_id,
 						     sizeof(m.build_id));
 			if (b > 0)
 				m.build_id_size = (uint32_t)b;

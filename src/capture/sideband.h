@@ -87,10 +87,5 @@ int bt_sideband_add_map(struct bt_sideband *sb, const struct btrace_mapping *m);
 struct bt_sb_task *bt_sideband_task(struct bt_sideband *sb, int32_t tid,
 				    bool create);
 
-/*
- * Read the GNU build ID of an ELF file (from its PT_NOTE segments).
- * Returns the size (1..20+) or a negative errno; @max bytes at most.
- */
-int bt_read_build_id(const char *path, uint8_t *out, size_t max);
 
 #endif /* BT_CAPTURE_SIDEBAND_H */

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "elf-buildid.h"
 #include "export-internal.h"
 #include "util.h"
 
@@ -220,7 +221,7 @@ int bt_cache_add(struct bt_cache *c, const struct btrace_snapshot *snap,
 	hex(sbid, bid, bid_size);
 	if (use_disk && path[0] == '/') {
 		uint8_t disk[BTRACE_BUILD_ID_MAX];
-		int k = bt_export_file_build_id(path, disk, sizeof(disk));
+		int k = bt_elf_build_id(path, disk, sizeof(disk));
 
 		if (k == (int)bid_size && !memcmp(disk, bid, bid_size) &&
 		    read_whole(path, &data, &n))

@@ -56,6 +56,5 @@ int bt_export_build_elf(const struct btrace_snapshot *snap, const uint8_t *bid,
 			uint32_t bid_size, uint8_t **out, uint64_t *size);
 
 /* Build ID of an ELF file on disk; returns its size, 0 when none, < 0. */
-int bt_export_file_build_id(const char *path, uint8_t *bid, size_t max);
 
 #endif /* BT_EXPORT_INTERNAL_H */

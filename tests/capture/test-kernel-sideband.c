@@ -15,6 +15,7 @@
 
 #include "bt-test.h"
 #include "capture/capture-internal.h"
+#include "elf-buildid.h"
 #include "capture/sbrings.h"
 
 static char child_path[1024], lib_path[1024];
@@ -99,7 +100,7 @@ static void test_launch_sideband(struct bt_test *t)
 	BT_REQUIRE(t, status != -1);
 	BT_CHECK(t, WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	BT_EQ_INT(t, 0, (int)sb.lost);
-	bid_size = bt_read_build_id(lib_path, bid, sizeof(bid));
+	bid_size = bt_elf_build_id(lib_path, bid, sizeof(bid));
 	BT_CHECK(t, bid_size > 0);
 	for (size_t i = 0; i < sb.nmaps; i++) {
 		const struct btrace_mapping *m = &sb.maps[i];

@@ -4,7 +4,7 @@
  * ring.c.  The input is a perf data ring: it is iterated with
  * bt_ring_iterate() from a tail taken from its first bytes, every record is
  * parsed with bt_sideband_parse() and applied to a sideband state; the
- * input is also read as an ELF file by bt_read_build_id() and as an AUX ring
+ * input is also read as an ELF file by bt_elf_build_id() and as an AUX ring
  * by bt_aux_locate()/bt_aux_linearize().
  */
 #include <fcntl.h>
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ring.h"
+#include "elf-buildid.h"
 #include "sideband.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -52,7 +53,7 @@ static void build_id(const uint8_t *data, size_t size)
 	    pwrite(fd, data, size, 0) != (ssize_t)size)
 		return;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	fz_sink += (uint64_t)bt_read_build_id(path, id, sizeof(id));
+	fz_sink += (uint64_t)bt_elf_build_id(path, id, sizeof(id));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
