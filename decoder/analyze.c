@@ -121,6 +121,16 @@ static int on_return(struct bt_ctx *c, struct bt_walk *w, uint64_t ip)
 			return 0;
 		}
 	}
+	/* A signal handler returns into the signal trampoline (__restore_rt)
+	 * the kernel put on its stack, not to a caller: the signal frame stays
+	 * until the trampoline's rt_sigreturn goes back to the interrupted
+	 * instruction (ITEM_FAR, below). */
+	if (w->nfr && (w->fr[w->nfr - 1].flags & BTRACE_CALL_SIGNAL)) {
+		struct frame *f = &w->fr[w->nfr - 1];
+		f->func = bt_syms_func_start(c, ip, NULL);
+		f->ip = ip;
+		return 0;
+	}
 	if (w->nfr > 1) {
 		pop_to(w, w->nfr - 2);
 		return 0;

@@ -92,9 +92,20 @@ struct bt_ctx {
 	struct Dwfl *dwfl;
 	int dwfl_ok;
 	struct bt_map sym_map;
+	struct bt_scache { uint64_t ip; const struct btrace_symbol *sym; } *scache;
 	struct btrace_symbol **sym_chunks;   /* stable: never moved */
 	size_t nsyms, csym_chunks;
 
+	/* functions of the symbol tables by address range: one symbol-table
+	 * search per function, not per address (sorted by start) */
+	struct bt_frange {
+		uint64_t lo, hi;           /* addresses it answers for */
+		uint64_t start;            /* the symbol's address */
+		const char *name;          /* symbol, version stripped */
+		const char *outer;         /* name gdb shows, NULL: not known yet */
+		int tramp;                 /* the lazy-binding resolver */
+	} *franges;
+	size_t nfranges, cfranges;
 	struct bt_map func_map;      /* ip -> index in funcs */
 	struct bt_func_info { uint64_t start; int tramp; } *funcs;
 	size_t nfuncs, cfuncs;

@@ -443,7 +443,8 @@ static int add_mapping(struct bt_ctx *c, const struct btrace_mapping *m,
 	}
 
 	/* Fill the holes from disk (when the build ID matches). */
-	qsort(cov, ncov, sizeof(*cov), cmp_u64pair);
+	if (ncov)   /* qsort(NULL, 0, ...) is undefined */
+		qsort(cov, ncov, sizeof(*cov), cmp_u64pair);
 	uint64_t at = m->start;
 	size_t h0 = c->nholes;
 	for (size_t i = 0; i <= ncov && at < m->end; i++) {

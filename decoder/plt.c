@@ -271,7 +271,8 @@ int bt_plt_load(struct bt_ctx *c)
 			return bt_error(c->err, ret, "%s: reading the PLT failed: %s",
 					mod->path, btrace_strerror(ret));
 	}
-	qsort(c->plt, c->nplt, sizeof(*c->plt), cmp_entry);
+	if (c->nplt)   /* qsort(NULL, 0, ...) is undefined */
+		qsort(c->plt, c->nplt, sizeof(*c->plt), cmp_entry);
 	return 0;
 }
 

@@ -70,7 +70,12 @@ void bt_syms_fini(struct bt_ctx *c)
 		dwfl_end(c->dwfl);
 	c->dwfl = NULL;
 	bt_map_free(&c->sym_map);
+	free(c->scache);
+	c->scache = NULL;
 	bt_map_free(&c->func_map);
+	free(c->franges);
+	c->franges = NULL;
+	c->nfranges = c->cfranges = 0;
 	free(c->funcs);
 	c->funcs = NULL;
 	c->nfuncs = c->cfuncs = 0;
@@ -175,11 +180,108 @@ int bt_syms_inline_chain(struct bt_ctx *c, uint64_t ip,
 	return k + 1;
 }
 
+/* A symbol table name as shown: without its version ("pthread_kill" for
+ * "pthread_kill@@GLIBC_2.34"), like gdb.  Owned by the context. */
+static const char *display_name(struct bt_ctx *c, const char *name)
+{
+	const char *at = strchr(name, '@');
+	char buf[512];
+
+	if (!at || at == name)
+		return bt_ctx_strdup(c, name);
+	snprintf(buf, sizeof(buf), "%.*s", (int)(at - name), name);
+	return bt_ctx_strdup(c, buf);
+}
+
+/* The name gdb gives the function whose code is @die (a subprogram): its
+ * DWARF name, following the abstract origin of out-of-line instances;
+ * NULL when it has a linkage name (C++: the symbol table's mangled name is
+ * more precise than the unqualified DWARF one) or no name. */
+static const char *subprogram_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+
+	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
+	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
+		return NULL;
+	return die_name(die);
+}
+
+/* The concrete (out-of-line) subprogram of @cu holding @pc.  Needed in
+ * inlined code: dwarf_getscopes() then goes on with the scopes of the
+ * abstract definition, not with the function the code is in. */
+static int concrete_subprogram(Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *out)
+{
+	if (dwarf_child(cu, out) != 0)
+		return 0;
+	do {
+		if (dwarf_tag(out) == DW_TAG_subprogram && dwarf_haspc(out, pc) > 0)
+			return 1;
+	} while (dwarf_siblingof(out, out) == 0);
+	return 0;
+}
+
+/*
+ * One naming rule for every consumer (text, JSON, decode listings):
+ * - outer: the function the address is in, named as gdb names it: the
+ *   DWARF subprogram's name when there is debug info, else the symbol
+ *   table's name without its version;
+ * - function: the innermost inlined function at the address, else outer;
+ * - offset: from the start of the symbol table's function.
+ */
+static int is_resolver(const char *name);
+
+/* The symbol-table function holding @ip in @mod: from the range cache, else
+ * one search of the module's symbol table (cached by its address range).
+ * NULL: no symbol. */
+static struct bt_frange *func_range(struct bt_ctx *c, Dwfl_Module *mod,
+				    uint64_t ip)
+{
+	size_t lo = 0, hi = c->nfranges;
+	GElf_Off off = 0;
+	GElf_Sym sym;
+	const char *name;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (c->franges[mid].lo <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && ip < c->franges[lo - 1].hi)
+		return &c->franges[lo - 1];
+	name = dwfl_module_addrinfo(mod, ip, &off, &sym, NULL, NULL, NULL);
+	if (!name)
+		return NULL;
+	struct bt_frange fr = { ip - off, ip - off + (sym.st_size ? sym.st_size : 1),
+				ip - off, display_name(c, name), NULL,
+				is_resolver(name) };
+	if (ip >= fr.hi) {
+		/* a symbol that does not hold @ip (code after a sized one,
+		 * or a label): cache just this address */
+		fr.lo = ip;
+		fr.hi = ip + 1;
+	}
+	/* the ranges stay sorted and disjoint; @ip is past the one before
+	 * and before the one after */
+	if (lo && fr.lo < c->franges[lo - 1].hi)
+		fr.lo = c->franges[lo - 1].hi;
+	if (lo < c->nfranges && fr.hi > c->franges[lo].lo)
+		fr.hi = c->franges[lo].lo;
+	if (bt_grow((void **)&c->franges, &c->cfranges, c->nfranges + 1,
+		    sizeof(*c->franges)))
+		return NULL;
+	memmove(&c->franges[lo + 1], &c->franges[lo],
+		(c->nfranges - lo) * sizeof(*c->franges));
+	c->franges[lo] = fr;
+	c->nfranges++;
+	return &c->franges[lo];
+}
+
 static void lookup(struct bt_ctx *c, uint64_t ip, struct btrace_symbol *s)
 {
 	Dwfl_Module *mod;
-	GElf_Off off = 0;
-	GElf_Sym sym;
 	const char *name;
 
 	memset(s, 0, sizeof(*s));
@@ -194,11 +296,11 @@ static void lookup(struct bt_ctx *c, uint64_t ip, struct btrace_symbol *s)
 	}
 	if (!c->dwfl_ok || !(mod = dwfl_addrmodule(c->dwfl, ip)))
 		return;
-	name = dwfl_module_addrinfo(mod, ip, &off, &sym, NULL, NULL, NULL);
-	if (name) {
-		s->function = bt_ctx_strdup(c, name);
+	struct bt_frange *fr = func_range(c, mod, ip);
+	if (fr) {
+		s->function = fr->outer ? fr->outer : fr->name;
 		s->outer = s->function;
-		s->offset = off;
+		s->offset = ip - fr->start;
 	}
 	Dwfl_Line *l = dwfl_module_getsrc(mod, ip);
 	if (l) {
@@ -214,21 +316,57 @@ static void lookup(struct bt_ctx *c, uint64_t ip, struct btrace_symbol *s)
 	Dwarf_Die *cu = dwfl_module_addrdie(mod, ip, &bias), *scopes = NULL;
 	if (cu) {
 		int ns = dwarf_getscopes(cu, ip - bias, &scopes);
+		const char *inl = NULL, *n = NULL;
+		Dwarf_Die fn;
 		for (int i = 0; i < ns; i++) {
-			if (dwarf_tag(&scopes[i]) == DW_TAG_inlined_subroutine) {
-				const char *n = die_name(&scopes[i]);
-				if (n)
-					s->function = bt_ctx_strdup(c, n);
+			int tag = dwarf_tag(&scopes[i]);
+			if (tag == DW_TAG_inlined_subroutine) {
+				inl = die_name(&scopes[i]);
+				/* the function it is inlined in: known for
+				 * the range, or looked for once */
+				if (!(fr && fr->outer) &&
+				    concrete_subprogram(cu, ip - bias, &fn))
+					n = subprogram_name(&fn);
 				break;
 			}
-			if (dwarf_tag(&scopes[i]) == DW_TAG_subprogram)
+			if (tag == DW_TAG_subprogram) {
+				n = subprogram_name(&scopes[i]);
 				break;
+			}
 		}
+		if (n && (!s->outer || strcmp(n, s->outer)))
+			s->outer = bt_ctx_strdup(c, n);
+		if (fr && !fr->outer && s->outer)
+			fr->outer = s->outer;
+		s->function = inl ? bt_ctx_strdup(c, inl) : s->outer;
 		free(scopes);
 	}
 }
 
+static const struct btrace_symbol *lookup_slow(struct bt_ctx *c, uint64_t ip);
+
 const struct btrace_symbol *bt_syms_lookup(struct bt_ctx *c, uint64_t ip)
+{
+	struct bt_scache *e;
+
+	/* direct-mapped cache in front of the map: one probe per block of
+	 * the history when loops repeat */
+	if (!c->scache) {
+		c->scache = malloc(BT_CACHE_SLOTS * sizeof(*c->scache));
+		if (!c->scache)
+			return lookup_slow(c, ip);
+		for (size_t i = 0; i < BT_CACHE_SLOTS; i++)
+			c->scache[i].ip = UINT64_MAX;
+	}
+	e = &c->scache[bt_cache_slot(ip)];
+	if (e->ip != ip) {
+		e->sym = lookup_slow(c, ip);
+		e->ip = ip;
+	}
+	return e->sym;
+}
+
+static const struct btrace_symbol *lookup_slow(struct bt_ctx *c, uint64_t ip)
 {
 	static const struct btrace_symbol none;
 	uint32_t v = bt_map_get(&c->sym_map, ip);
@@ -292,13 +430,10 @@ static uint64_t func_start_slow(struct bt_ctx *c, uint64_t ip, int *tramp)
 			fi.start = plt;
 			fi.tramp = 1;
 		} else if (c->dwfl_ok && (mod = dwfl_addrmodule(c->dwfl, ip))) {
-			GElf_Off off = 0;
-			GElf_Sym sym;
-			name = dwfl_module_addrinfo(mod, ip, &off, &sym, NULL,
-						    NULL, NULL);
-			if (name) {
-				fi.start = ip - off;
-				fi.tramp = is_resolver(name);
+			const struct bt_frange *fr = func_range(c, mod, ip);
+			if (fr) {
+				fi.start = fr->start;
+				fi.tramp = fr->tramp;
 			}
 		}
 		if (bt_grow((void **)&c->funcs, &c->cfuncs, c->nfuncs + 1,

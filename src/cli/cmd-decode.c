@@ -26,10 +26,16 @@ static const char *base(const char *p)
 	return s ? s + 1 : p;
 }
 
+/* The function an address is in: the same rule as btrace report's. */
+static const char *fn_name(const struct btrace_symbol *s)
+{
+	return s->outer ? s->outer : s->function;
+}
+
 static void sym_str(char *buf, size_t len, uint64_t ip,
 		   const struct btrace_symbol *s)
 {
-	const char *fn = s->outer ? s->outer : s->function;
+	const char *fn = fn_name(s);
 
 	if (fn && s->offset)
 		snprintf(buf, len, "%s+0x%llx", fn, (unsigned long long)s->offset);
@@ -138,17 +144,248 @@ static void decode_blocks(const struct btrace_thread *t, uint64_t last)
 	}
 }
 
+/*
+ * The instruction listing.  Traces repeat the same blocks (loops), so each
+ * distinct block (start address, instruction count) is disassembled,
+ * symbolised and formatted once, into an arena; every later run of it is a
+ * memcpy into a large output buffer.  The source-line headers ("file:line"
+ * when the line changes) depend on the line before the block: a block keeps
+ * its text before and after its first instruction with a line, that line,
+ * and its last line.
+ */
+struct lblock {
+	uint64_t ip;               /* 0: empty slot */
+	uint32_t ninsn;
+	int line0, line1;          /* first/last source line, 0: none */
+	const char *file0, *file1;
+	size_t off, pre, len;      /* text: arena[off, off + len); the header of
+				    * line0 goes at off + pre */
+};
+
+struct listing {
+	struct btrace_decode_result *r;
+	struct lblock *tab;
+	size_t cap, n;
+	char *arena;
+	size_t alen, acap;
+	char *out;
+	size_t olen;
+	struct btrace_insn *in;
+	size_t incap;
+	const char *lfile;         /* last source line printed */
+	int lline;
+	int oom;
+};
+
+#define OUT_SIZE (1u << 20)
+
+static void out_flush(struct listing *l)
+{
+	if (l->olen)
+		fwrite(l->out, 1, l->olen, stdout);
+	l->olen = 0;
+}
+
+static void out_put(struct listing *l, const char *p, size_t n)
+{
+	if (l->olen + n > OUT_SIZE) {
+		out_flush(l);
+		if (n > OUT_SIZE) {
+			fwrite(p, 1, n, stdout);
+			return;
+		}
+	}
+	memcpy(l->out + l->olen, p, n);
+	l->olen += n;
+}
+
+static int arena_put(struct listing *l, const char *p, size_t n)
+{
+	if (l->alen + n > l->acap) {
+		size_t nc = l->acap ? l->acap * 2 : (1u << 16);
+		while (nc < l->alen + n)
+			nc *= 2;
+		char *a = realloc(l->arena, nc);
+		if (!a)
+			return -1;
+		l->arena = a;
+		l->acap = nc;
+	}
+	memcpy(l->arena + l->alen, p, n);
+	l->alen += n;
+	return 0;
+}
+
+static int same_line(const char *f, int line, const char *lf, int ll)
+{
+	return line == ll && lf && (f == lf || !strcmp(f, lf));
+}
+
+/* "  0x1234        <main+0x4>  mov eax, 1\n" */
+static size_t insn_line(char *buf, size_t len, const struct btrace_insn *in)
+{
+	char a[160];
+	int n;
+
+	sym_str(a, sizeof(a), in->ip, &in->sym);
+	n = snprintf(buf, len, "  0x%-12llx <%s>  %s\n",
+		     (unsigned long long)in->ip, a, in->text);
+	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
+}
+
+static size_t header_line(char *buf, size_t len, const char *file, int line)
+{
+	int n = snprintf(buf, len, "%s:%d\n", file, line);
+	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
+}
+
+static int insns_of(struct listing *l, const struct btrace_block *b)
+{
+	if (b->ninsn > l->incap) {
+		free(l->in);
+		l->incap = b->ninsn;
+		l->in = calloc(l->incap, sizeof(*l->in));
+		if (!l->in) {
+			l->incap = 0;
+			return -1;
+		}
+	}
+	return btrace_decode_block_insns(l->r, b, l->in, l->incap);
+}
+
+/* Format block @b once; NULL when it has no code (or out of memory). */
+static const struct lblock *block_text(struct listing *l,
+				       const struct btrace_block *b)
+{
+	uint64_t h = (b->ip ^ (b->ip >> 17) ^ ((uint64_t)b->ninsn << 40)) *
+		     0x9e3779b97f4a7c15ull;
+	size_t i;
+
+	if (l->cap) {
+		for (i = (size_t)(h >> 32) & (l->cap - 1); l->tab[i].ip;
+		     i = (i + 1) & (l->cap - 1))
+			if (l->tab[i].ip == b->ip && l->tab[i].ninsn == b->ninsn)
+				return &l->tab[i];
+	}
+	if ((l->n + 1) * 2 > l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 4096;
+		struct lblock *t = calloc(nc, sizeof(*t));
+		if (!t) {
+			l->oom = 1;
+			return NULL;
+		}
+		for (size_t k = 0; k < l->cap; k++) {
+			if (!l->tab[k].ip)
+				continue;
+			const struct lblock *e = &l->tab[k];
+			uint64_t eh = (e->ip ^ (e->ip >> 17) ^ ((uint64_t)e->ninsn << 40)) *
+				      0x9e3779b97f4a7c15ull;
+			size_t j = (size_t)(eh >> 32) & (nc - 1);
+			while (t[j].ip)
+				j = (j + 1) & (nc - 1);
+			t[j] = *e;
+		}
+		free(l->tab);
+		l->tab = t;
+		l->cap = nc;
+	}
+	int n = insns_of(l, b);
+	if (n < 0 || (uint32_t)n != b->ninsn || !b->ip) {
+		if (!l->in && b->ninsn)
+			l->oom = 1;
+		return NULL;
+	}
+	struct lblock e = { .ip = b->ip, .ninsn = b->ninsn, .off = l->alen };
+	char line[512];
+	const char *lf = NULL;
+	int ll = 0;
+	for (int k = 0; k < n; k++) {
+		const struct btrace_symbol *s = &l->in[k].sym;
+		if (s->file && s->line) {
+			if (!e.line0) {
+				e.file0 = s->file;
+				e.line0 = s->line;
+				e.pre = l->alen - e.off;
+			} else if (!same_line(s->file, s->line, lf, ll) &&
+				   arena_put(l, line, header_line(line, sizeof(line),
+								  s->file, s->line))) {
+				l->oom = 1;
+				return NULL;
+			}
+			lf = s->file;
+			ll = s->line;
+		}
+		if (arena_put(l, line, insn_line(line, sizeof(line), &l->in[k]))) {
+			l->oom = 1;
+			return NULL;
+		}
+	}
+	e.file1 = lf;
+	e.line1 = ll;
+	e.len = l->alen - e.off;
+	for (i = (size_t)(h >> 32) & (l->cap - 1); l->tab[i].ip;
+	     i = (i + 1) & (l->cap - 1))
+		;
+	l->tab[i] = e;
+	l->n++;
+	return &l->tab[i];
+}
+
+static void emit_block(struct listing *l, const struct lblock *e)
+{
+	const char *t = l->arena + e->off;
+
+	if (!e->line0) {
+		out_put(l, t, e->len);
+		return;
+	}
+	out_put(l, t, e->pre);
+	if (!same_line(e->file0, e->line0, l->lfile, l->lline)) {
+		char h[512];
+		out_put(l, h, header_line(h, sizeof(h), e->file0, e->line0));
+	}
+	out_put(l, t + e->pre, e->len - e->pre);
+	l->lfile = e->file1;
+	l->lline = e->line1;
+}
+
+/* The first block of a --last listing: only its last instructions. */
+static int emit_partial(struct listing *l, const struct btrace_block *b,
+			uint64_t *skip)
+{
+	char line[512];
+	int n = insns_of(l, b);
+
+	if (n < 0)
+		return n;
+	for (int k = 0; k < n && (size_t)k < l->incap; k++) {
+		if (*skip) {
+			(*skip)--;
+			continue;
+		}
+		const struct btrace_symbol *s = &l->in[k].sym;
+		if (s->file && s->line &&
+		    !same_line(s->file, s->line, l->lfile, l->lline)) {
+			out_put(l, line, header_line(line, sizeof(line), s->file, s->line));
+			l->lfile = s->file;
+			l->lline = s->line;
+		}
+		out_put(l, line, insn_line(line, sizeof(line), &l->in[k]));
+	}
+	return 0;
+}
+
 static int decode_insns(struct btrace_decode_result *r,
 			const struct btrace_thread *t, uint64_t last)
 {
-	struct btrace_insn *in = NULL;
-	size_t cap = 0;
-	const char *lfile = NULL;
-	int lline = 0;
+	struct listing l = { .r = r };
 	uint64_t skip = 0;
 	size_t i = first_item(t, M_INSN, last);
-	char a[160];
+	int ret = 0;
 
+	l.out = malloc(OUT_SIZE);
+	if (!l.out)
+		return cli_failf(CMD, NULL, "out of memory");
 	if (last) {
 		uint64_t n = 0;
 		for (size_t k = i; k < t->nblocks; k++)
@@ -158,44 +395,47 @@ static int decode_insns(struct btrace_decode_result *r,
 	}
 	for (; i < t->nblocks; i++) {
 		const struct btrace_block *b = &t->blocks[i];
-		if ((int64_t)i == (int64_t)t->fault.block_index && t->fault.found)
-			fault_line(t);
-		if (print_event(t, b))
-			continue;
-		if (b->ninsn > cap) {
-			cap = b->ninsn;
-			free(in);
-			in = calloc(cap, sizeof(*in));
-			if (!in)
-				return cli_failf(CMD, NULL, "out of memory");
+		const struct lblock *e;
+
+		if (b->kind != BTRACE_ITEM_BLOCK ||
+		    ((int64_t)i == (int64_t)t->fault.block_index && t->fault.found)) {
+			out_flush(&l);
+			if ((int64_t)i == (int64_t)t->fault.block_index && t->fault.found)
+				fault_line(t);
+			if (print_event(t, b))
+				continue;
 		}
-		int n = btrace_decode_block_insns(r, b, in, cap);
-		if (n < 0) {
-			/* the code is not in the image: the decoder could not
-			 * have decoded the block either, unless it changed */
-			printf("[no code for the block at 0x%llx: %u instructions]\n",
-			       (unsigned long long)b->ip, b->ninsn);
-			continue;
-		}
-		for (int k = 0; k < n && (size_t)k < cap; k++) {
-			if (skip) {
-				skip--;
+		if (skip) {
+			if (skip >= b->ninsn) {
+				skip -= b->ninsn;
 				continue;
 			}
-			const struct btrace_symbol *s = &in[k].sym;
-			if (s->file && s->line &&
-			    (s->line != lline || !lfile || strcmp(lfile, s->file))) {
-				printf("%s:%d\n", s->file, s->line);
-				lfile = s->file;
-				lline = s->line;
+			if (emit_partial(&l, b, &skip) == 0)
+				continue;
+			e = NULL;
+		} else {
+			e = block_text(&l, b);
+			if (e) {
+				emit_block(&l, e);
+				continue;
 			}
-			sym_str(a, sizeof(a), in[k].ip, s);
-			printf("  0x%-12llx <%s>  %s\n", (unsigned long long)in[k].ip,
-			       a, in[k].text);
 		}
+		if (l.oom) {
+			ret = cli_failf(CMD, NULL, "out of memory");
+			break;
+		}
+		/* the code is not in the image: the decoder could not have
+		 * decoded the block either, unless it changed */
+		out_flush(&l);
+		printf("[no code for the block at 0x%llx: %u instructions]\n",
+		       (unsigned long long)b->ip, b->ninsn);
 	}
-	free(in);
-	return 0;
+	out_flush(&l);
+	free(l.out);
+	free(l.arena);
+	free(l.tab);
+	free(l.in);
+	return ret;
 }
 
 static void decode_calls(const struct btrace_thread *t, uint64_t last)
@@ -226,8 +466,8 @@ static void decode_calls(const struct btrace_thread *t, uint64_t last)
 		    t->blocks[c->first_block].kind == BTRACE_ITEM_BLOCK &&
 		    t->blocks[c->first_block].ip != c->ip &&
 		    t->blocks[c->first_block].sym &&
-		    t->blocks[c->first_block].sym->function)
-			printf(" (via %s)", t->blocks[c->first_block].sym->function);
+		    fn_name(t->blocks[c->first_block].sym))
+			printf(" (via %s)", fn_name(t->blocks[c->first_block].sym));
 		if (l[0])
 			printf("  %s", l);
 		printf("  [%llu insn]", (unsigned long long)c->ninsn);

@@ -56,11 +56,24 @@ static const char *base(const char *p)
 	return s ? s + 1 : p;
 }
 
+/*
+ * The one naming rule of the report, text and JSON alike: the function the
+ * address is in (the decoder names it as gdb does: DWARF name, else the
+ * symbol without its version); for an inline frame of the stack, the
+ * inlined function.  Offsets are from the start of that function.
+ */
+static const char *fn_name(const struct btrace_symbol *s, uint32_t flags)
+{
+	if ((flags & BTRACE_CALL_INLINE) && s->function)
+		return s->function;
+	return s->outer ? s->outer : s->function;
+}
+
 /* "func+0x12" or "module+0x1234" or "0x..." into @buf. */
 static const char *where(char *buf, size_t len, uint64_t ip,
 			 const struct btrace_symbol *s)
 {
-	const char *fn = s->outer ? s->outer : s->function;
+	const char *fn = fn_name(s, 0);
 
 	if (fn && s->offset)
 		snprintf(buf, len, "%s+0x%llx", fn, (unsigned long long)s->offset);
@@ -117,7 +130,7 @@ static const char *call_via(const struct btrace_thread *t,
 	b = &t->blocks[cl->first_block];
 	if (b->kind != BTRACE_ITEM_BLOCK || !b->sym || b->ip == cl->ip)
 		return NULL;
-	return b->sym->outer ? b->sym->outer : b->sym->function;
+	return fn_name(b->sym, 0);
 }
 
 /* Index in blocks where the shown tail ends (exclusive of the fault). */
@@ -160,7 +173,7 @@ static void print_stack(FILE *f, const struct btrace_thread *t)
 	for (size_t i = 0; i < t->nstack; i++) {
 		const struct btrace_frame *fr = &t->stack[i];
 		if ((fr->flags & BTRACE_CALL_INLINE) && fr->sym.function)
-			snprintf(a, sizeof(a), "%s", fr->sym.function);
+			snprintf(a, sizeof(a), "%s", fn_name(&fr->sym, fr->flags));
 		else
 			where(a, sizeof(a), fr->ip, &fr->sym);
 		fprintf(f, "  #%-2zu 0x%012llx %-*s %s", i, (unsigned long long)fr->ip,
@@ -397,9 +410,10 @@ static void report_text(FILE *f, const char *path,
 
 /* --- JSON --- */
 
-static void j_sym(struct json *j, const struct btrace_symbol *s)
+static void j_sym(struct json *j, const struct btrace_symbol *s,
+		  uint32_t flags)
 {
-	json_str(j, "function", s->function);
+	json_str(j, "function", fn_name(s, flags));
 	json_str(j, "module", s->module);
 	json_str(j, "file", s->file);
 	if (s->line)
@@ -450,7 +464,7 @@ static void j_thread(struct json *j, const struct btrace_thread *t,
 	for (size_t i = 0; i < t->nstack; i++) {
 		const struct btrace_frame *fr = &t->stack[i];
 		json_begin_object(j, NULL);
-		j_sym(j, &fr->sym);
+		j_sym(j, &fr->sym, fr->flags);
 		json_hex(j, "ip", fr->ip);
 		json_bool(j, "inline", fr->flags & BTRACE_CALL_INLINE);
 		json_bool(j, "tail_call", fr->flags & BTRACE_CALL_TAILCALL);
@@ -478,7 +492,7 @@ static void j_thread(struct json *j, const struct btrace_thread *t,
 			j_gap(j, &t->gaps[cl->gap]);
 			json_end_object(j);
 		} else {
-			json_str(j, "function", cl->sym->function);
+			json_str(j, "function", fn_name(cl->sym, 0));
 			json_str(j, "module", cl->sym->module);
 			json_hex(j, "ip", cl->ip);
 			json_str(j, "file", cl->sym->file);
@@ -509,7 +523,7 @@ static void j_thread(struct json *j, const struct btrace_thread *t,
 			json_begin_object(j, NULL);
 			json_hex(j, "ip", b->ip);
 			json_hex(j, "end_ip", b->end_ip);
-			j_sym(j, b->sym);
+			j_sym(j, b->sym, 0);
 			json_uint(j, "ninsn", b->ninsn);
 			json_end_object(j);
 		} else if (b->kind == BTRACE_ITEM_GAP) {
@@ -558,8 +572,8 @@ static void report_json(FILE *f, const struct btrace_decode_result *r,
 		json_int(&j, "tid", ct->tid);
 		json_hex(&j, "ip", ft->ip);
 		json_str(&j, "module", ft->sym.module);
-		json_str(&j, "function", ft->sym.function);
-		if (ft->sym.function)
+		json_str(&j, "function", fn_name(&ft->sym, 0));
+		if (fn_name(&ft->sym, 0))
 			json_uint(&j, "offset", ft->sym.offset);
 		else
 			json_null(&j, "offset");

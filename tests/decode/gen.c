@@ -39,6 +39,7 @@ struct captured {
 	struct btrace_code *code;
 	size_t ncode;
 	siginfo_t si;
+	siginfo_t first_si;     /* of the first signal (gen_opts.first_siginfo) */
 	struct user_regs_struct regs;
 	int have;
 };
@@ -340,7 +341,10 @@ static int trace_child(const struct gen_opts *o, struct step **steps,
 			continue;
 		/* A signal: record the state, then deliver it. */
 		sig = WSTOPSIG(st);
+		siginfo_t first = cap->first_si;
+		int had = cap->have;
 		capture(pid, cap, !o->no_code);
+		cap->first_si = had ? first : cap->si;
 		ptrace(PTRACE_GETREGS, pid, 0, &regs);
 		if (n && (*steps)[n - 1].ip == regs.rip)
 			(*steps)[n - 1].faulted = 1;   /* it did not complete */
@@ -526,11 +530,14 @@ static int write_snapshot(const struct gen_opts *o, const struct btrace_buffer *
 		rc = btrace_writer_add_mapping(w, &cap->maps[i], &err);
 	for (size_t i = 0; !rc && i < cap->ncode; i++)
 		rc = btrace_writer_add_code(w, &cap->code[i], &err);
+	/* the fatal signal, or (first_siginfo) the first one, as the QEMU
+	 * backend records a fault that a handler re-raised */
+	const siginfo_t *si = o->first_siginfo ? &cap->first_si : &cap->si;
 	sig.tid = pid;
-	sig.signo = cap->si.si_signo;
-	sig.code = cap->si.si_code;
-	sig.err = cap->si.si_errno;
-	sig.addr = (uint64_t)(uintptr_t)cap->si.si_addr;
+	sig.signo = si->si_signo;
+	sig.code = si->si_code;
+	sig.err = si->si_errno;
+	sig.addr = (uint64_t)(uintptr_t)si->si_addr;
 	sig.exit_status = -1;
 	if (!o->no_regs) {
 		sig.fault_source = BTRACE_FAULT_REGS;

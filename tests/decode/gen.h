@@ -22,6 +22,9 @@ struct gen_opts {
 	uint64_t ovf_from, ovf_to;  /* drop truth[from, to) as an overflow */
 	int no_code;            /* do not embed code */
 	int no_regs;            /* do not record the fault registers */
+	int first_siginfo;      /* record the siginfo of the first signal (a
+				 * fault a handler re-raised: what the QEMU
+				 * backend records), registers at the death */
 	uint64_t max_steps;     /* 0: 2,000,000 */
 	const char *repeat_sym; /* with @repeat: replay the steps between the
 				 * 8th and 12th arrival at this IP @repeat

@@ -151,4 +151,59 @@ static void test_evex_listing(struct bt_test *t)
 	btrace_decode_result_free(r);
 }
 
-BT_TESTS(test_evex_listing)
+/* An executable mapping with no code in the snapshot and no file (nothing
+ * to fill it from), in a snapshot without ELF modules (no PLT): the trace
+ * still decodes in the mapping with code, and the one without is named
+ * only when asked for (ALL_NOTES).  Under UBSan (halt_on_error) this also
+ * covers the empty arrays of the image and PLT tables. */
+static void test_mapping_without_code(struct bt_test *t)
+{
+	uint8_t trace[128];
+	int n = make_trace(trace, sizeof(trace));
+	struct btrace_mapping maps[2] = { { 0 }, { 0 } };
+	struct btrace_code cd = { 0 };
+	struct btrace_buffer buf = { 0 };
+	struct btrace_snapshot s;
+	struct btrace_decode_opts o = { .sz = sizeof(o),
+					.flags = BTRACE_DECODE_ALL_NOTES };
+	struct btrace_decode_result *r = NULL;
+	struct btrace_error err;
+
+	BT_REQUIRE(t, n > 0);
+	memset(&s, 0, sizeof(s));
+	maps[0].prot = 5;
+	maps[0].start = BASE;
+	maps[0].end = BASE + 0x1000;
+	maps[0].path = (char *)"//anon";
+	maps[1].prot = 5;
+	maps[1].start = BASE + 0x100000;
+	maps[1].end = BASE + 0x101000;
+	maps[1].path = (char *)"//anon";
+	cd.kind = BTRACE_CODE_ANON;
+	cd.vaddr = BASE;
+	cd.data = code;
+	cd.size = sizeof(code);
+	buf.kind = BTRACE_TRACE_PT;
+	buf.tid = 1;
+	buf.cpu = -1;
+	buf.data = trace;
+	buf.size = (uint64_t)n;
+	s.mappings = maps;
+	s.nmappings = 2;
+	s.code = &cd;
+	s.ncode = 1;
+	s.buffers = &buf;
+	s.nbuffers = 1;
+
+	BT_REQUIRE(t, btrace_decode(&s, &o, &r, &err) == 0);
+	BT_REQUIRE(t, r->nthreads == 1);
+	BT_EQ_INT(t, 5, r->threads[0].ninsn);
+	BT_EQ_INT(t, 0, r->threads[0].ngaps);
+	int noted = 0;
+	for (size_t i = 0; i < r->nimage_notes; i++)
+		noted |= strstr(r->image_notes[i], "0x110000") != NULL;
+	BT_CHECK(t, noted);
+	btrace_decode_result_free(r);
+}
+
+BT_TESTS(test_evex_listing, test_mapping_without_code)

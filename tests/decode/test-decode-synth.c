@@ -267,6 +267,48 @@ out:
 	fx_free(&f);
 }
 
+/* The same program, with the signal recorded the way the QEMU backend does
+ * (the original fault's siginfo, SEGV_MAPERR; registers at the death): the
+ * fault comes from the registers and the stack is the live one at the end,
+ * after the handler returned into __restore_rt and rt_sigreturn went back
+ * to the faulting instruction.  The signal frame must be gone: no handler
+ * frame, no __restore_rt, no [signal handler] mark (gdb: poke <- outer <-
+ * main). */
+static void test_pt_handler_sigreturn(struct bt_test *t)
+{
+	struct fx f;
+	struct gen_opts o = { .retcomp = 1, .first_siginfo = 1 };
+
+	if (setup(t, &f, "BT_PROG_HANDLER", NULL, &o, NULL))
+		goto out;
+	check_exact(t, &f);
+	const struct btrace_thread *th = &f.res->threads[0];
+	BT_CHECK(t, f.truth.code <= 0);   /* the death: the re-raise */
+	BT_REQUIRE(t, f.snap->signal != NULL);
+	BT_EQ_INT(t, 1, f.snap->signal->code);   /* recorded: SEGV_MAPERR */
+	BT_EQ_U64(t, f.truth.handler_fault, f.truth.fault_ip);
+	check_fault(t, &f, f.truth.handler_fault);
+	BT_CONTAINS(t, th->fault.how, "registers");
+	BT_REQUIRE(t, th->nstack >= 3);
+	BT_EQ_STR(t, "poke", th->stack[0].sym.function);
+	BT_EQ_STR(t, "outer", th->stack[1].sym.function);
+	BT_EQ_STR(t, "main", th->stack[2].sym.function);
+	BT_EQ_INT(t, 3, th->nstack);
+	for (size_t i = 0; i < th->nstack; i++)
+		BT_CHECK(t, !(th->stack[i].flags & BTRACE_CALL_SIGNAL));
+	BT_CHECK(t, !has_frame(th, "__restore_rt"));
+	BT_CHECK(t, !has_frame(th, "handler"));
+	/* the handler ran and is in the call history */
+	int handler = 0;
+	for (size_t i = 0; i < th->ncalls; i++)
+		handler |= th->calls[i].sym && th->calls[i].sym->function &&
+			   !strcmp(th->calls[i].sym->function, "handler") &&
+			   (th->calls[i].flags & BTRACE_CALL_SIGNAL);
+	BT_CHECK(t, handler);
+out:
+	fx_free(&f);
+}
+
 static void test_pt_longjmp(struct bt_test *t)
 {
 	struct fx f;
@@ -488,5 +530,6 @@ static void test_setup(struct bt_test *t)
 
 BT_TESTS(test_setup, test_pt_plain, test_pt_retcomp_tnt64, test_pt_psb64,
 	 test_pt_tail_only, test_pt_wrapped, test_pt_overflow,
-	 test_pt_handler_reraise, test_pt_longjmp, test_bts,
+	 test_pt_handler_reraise, test_pt_handler_sigreturn, test_pt_longjmp,
+	 test_bts,
 	 test_disk_build_id, test_find_binaries, test_bad_input)
