@@ -14,6 +14,8 @@
  *                 (default 1M = 4 MiB)
  *   tbmax=N       TB table capacity (default 4M)
  *   fixpage=0|1   work around QEMU 7.2's page-crossing instruction bug (1)
+ *   watch=0|1     1: a forked child waits (up to 2 s) until btrace marks
+ *                 its ring file watched (default 0)
  *   dumpable=0|1  0: make the emulator non-dumpable, so a fatal guest
  *                 signal leaves only QEMU's guest core, not a host core of
  *                 QEMU itself (default 1: leave it alone)
@@ -31,6 +33,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <capstone/capstone.h>
@@ -59,13 +62,13 @@ static struct {
 	uint64_t entries;
 	uint64_t tb_max;
 	int fixpage;
+	int watch;                       /* btrace acknowledges children */
 
 	/* The current process's file, and the root file with the TB table. */
 	struct bt_ring_hdr *hdr;
 	size_t map_size;
 	struct bt_ring_hdr *tbhdr;
 	struct bt_tb_info *tbs;
-	uint64_t mask;
 
 	struct bt_ring_slot *sink;       /* for threads without a slot */
 	pthread_mutex_t lock;
@@ -80,7 +83,10 @@ static struct {
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static struct bt_ring_slot *g_vslot[BT_MAX_VCPUS];
+static uint64_t g_mask;          /* ring entries - 1 */
 static uint64_t g_clone_flags[BT_MAX_VCPUS];
+/* The pending mmap/mprotect/munmap/mremap of each vCPU: {a1, a2, a3, a4}. */
+static uint64_t g_sysargs[BT_MAX_VCPUS][4];
 
 static pid_t bt_gettid(void)
 {
@@ -112,7 +118,9 @@ static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs,
 	int fd;
 
 	size = (size + BT_PAGE - 1) & ~(BT_PAGE - 1);
-	snprintf(path, sizeof(path), "%s/ring.%d", g.dir, (int)pid);
+	/* Created under a temporary name; bt_file_publish() renames it once
+	 * the header is complete, so a watcher never sees half a header. */
+	snprintf(path, sizeof(path), "%s/.ring.%d.new", g.dir, (int)pid);
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		fprintf(stderr, "btrace-qemu: %s: create failed: %s\n", path,
@@ -132,6 +140,8 @@ static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs,
 			strerror(errno));
 		return NULL;
 	}
+	/* Sparse, written in scattered places: no readahead of holes. */
+	madvise(p, size, MADV_RANDOM);
 	h = p;
 	memcpy(h->magic, BT_RING_MAGIC, 8);
 	h->version = BT_RING_VERSION;
@@ -153,6 +163,17 @@ static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs,
 		h->cwd[0] = 0;
 	*size_out = size;
 	return h;
+}
+
+static void bt_file_publish(pid_t pid)
+{
+	char from[PATH_MAX + 32], to[PATH_MAX + 32];
+
+	snprintf(from, sizeof(from), "%s/.ring.%d.new", g.dir, (int)pid);
+	snprintf(to, sizeof(to), "%s/ring.%d", g.dir, (int)pid);
+	if (rename(from, to))
+		fprintf(stderr, "btrace-qemu: %s: rename failed: %s\n", from,
+			strerror(errno));
 }
 
 /* ---- the guest's memory map ---- */
@@ -239,10 +260,88 @@ static int bt_is_host(const struct bt_range *r)
 }
 
 /*
- * The guest's view: the host's map minus what QEMU had mapped before the
- * guest existed, minus our own files.
+ * Guest ranges with PROT_EXEC that are not file mappings (JIT code): QEMU
+ * maps them without the execute bit on the host, so the plugin keeps them
+ * from the guest's mmap/mprotect arguments.  Called with g.lock held.
  */
-static void bt_refresh_maps(void)
+static void bt_xranges_set(uint64_t start, uint64_t end, int exec)
+{
+	struct bt_ring_hdr *h = g.hdr;
+	uint64_t xs[2 * BT_RING_MAX_XRANGES + 2][2];
+	uint32_t n = 0, i;
+
+	if (end <= start)
+		return;
+	/* Remove [start, end) from every range, keep the rest. */
+	for (i = 0; i < h->nxranges; i++) {
+		uint64_t s = h->xranges[i].start, e = h->xranges[i].end;
+
+		if (e <= start || s >= end) {
+			xs[n][0] = s;
+			xs[n++][1] = e;
+			continue;
+		}
+		if (s < start) {
+			xs[n][0] = s;
+			xs[n++][1] = start;
+		}
+		if (e > end) {
+			xs[n][0] = end;
+			xs[n++][1] = e;
+		}
+	}
+	if (exec) {
+		/* Insert in order, merging with neighbours. */
+		uint32_t k = 0;
+
+		while (k < n && xs[k][0] < start)
+			k++;
+		memmove(xs[k + 1], xs[k], (n - k) * sizeof(xs[0]));
+		xs[k][0] = start;
+		xs[k][1] = end;
+		n++;
+		for (i = 1, k = 0; i < n; i++) {
+			if (xs[i][0] <= xs[k][1]) {
+				if (xs[i][1] > xs[k][1])
+					xs[k][1] = xs[i][1];
+			} else {
+				k++;
+				xs[k][0] = xs[i][0];
+				xs[k][1] = xs[i][1];
+			}
+		}
+		n = k + 1;
+	}
+	if (n > BT_RING_MAX_XRANGES) {
+		/* Keep the newest-looking (highest) ranges. */
+		h->xranges_lost += n - BT_RING_MAX_XRANGES;
+		memmove(xs[0], xs[n - BT_RING_MAX_XRANGES],
+			BT_RING_MAX_XRANGES * sizeof(xs[0]));
+		n = BT_RING_MAX_XRANGES;
+	}
+	for (i = 0; i < n; i++) {
+		h->xranges[i].start = xs[i][0];
+		h->xranges[i].end = xs[i][1];
+	}
+	h->nxranges = n;
+}
+
+static int bt_xranges_overlap(const struct bt_range *r)
+{
+	for (uint32_t i = 0; i < g.hdr->nxranges; i++)
+		if (g.hdr->xranges[i].start < r->end &&
+		    g.hdr->xranges[i].end > r->start)
+			return 1;
+	return 0;
+}
+
+/*
+ * The guest's view: the host's map minus what QEMU had mapped before the
+ * guest existed, minus our own files; anonymous lines the guest made
+ * executable get their 'x' back.
+ */
+static void bt_refresh_maps_x(int xchange, uint64_t xs, uint64_t xe,
+			      int exec)
 {
 	struct bt_ring_hdr *h = g.hdr;
 	char *out = (char *)h + h->maps_offset;
@@ -250,13 +349,11 @@ static void bt_refresh_maps(void)
 	char *maps, *line, *save = NULL;
 
 	pthread_mutex_lock(&g.lock);
-	maps = bt_read_maps(&len);
-	if (!maps) {
-		pthread_mutex_unlock(&g.lock);
-		return;
-	}
 	__atomic_store_n(&h->maps_seq, h->maps_seq + 1, __ATOMIC_RELEASE);
-	for (line = strtok_r(maps, "\n", &save); line;
+	if (xchange)
+		bt_xranges_set(xs, xe, exec);
+	maps = bt_read_maps(&len);
+	for (line = maps ? strtok_r(maps, "\n", &save) : NULL; line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		struct bt_range r;
 		const char *path = strchr(line, '/');
@@ -268,14 +365,27 @@ static void bt_refresh_maps(void)
 			continue;
 		if (n + ll + 1 >= h->maps_cap)
 			break;
+		if ((!path || strchr(line, '[')) && ll > 20) {
+			char *perms = strchr(line, ' ');
+
+			if (perms && perms[1] && perms[2] && perms[3] &&
+			    bt_xranges_overlap(&r))
+				perms[3] = 'x';
+		}
 		memcpy(out + n, line, ll);
 		out[n + ll] = '\n';
 		n += ll + 1;
 	}
-	h->maps_len = (uint32_t)n;
+	if (maps)
+		h->maps_len = (uint32_t)n;
 	__atomic_store_n(&h->maps_seq, h->maps_seq + 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&g.lock);
 	free(maps);
+}
+
+static void bt_refresh_maps(void)
+{
+	bt_refresh_maps_x(0, 0, 0, 0);
 }
 
 /* ---- slots ---- */
@@ -310,20 +420,41 @@ static struct bt_ring_slot *bt_attach(unsigned int vcpu)
 	return best;
 }
 
+/*
+ * The per-TB callback, the whole run-time cost of the plugin: QEMU calls it
+ * (QEMU_PLUGIN_CB_NO_REGS) at the start of every executed TB with the TB's
+ * table index as udata.  The thread's slot is found by vCPU index in a
+ * plain array (no TLS, no lock); one 4-byte store into the ring (index
+ * masked) and the position update, no atomics.  A thread's first block
+ * takes the out-of-line path (a tail call, so the hot path has no frame).
+ */
+static void bt_exec_first(unsigned int vcpu, void *udata);
+
 static void bt_exec(unsigned int vcpu, void *udata)
 {
 	struct bt_ring_slot *s = g_vslot[vcpu & (BT_MAX_VCPUS - 1)];
 	uint64_t p;
 
-	if (__builtin_expect(!s, 0))
-		s = bt_attach(vcpu & (BT_MAX_VCPUS - 1));
+	if (__builtin_expect(!s, 0)) {
+		bt_exec_first(vcpu, udata);
+		return;
+	}
 	p = s->pos;
-	bt_ring_entries(s)[p & g.mask] = (uint32_t)(uintptr_t)udata;
+	bt_ring_entries(s)[p & g_mask] = (uint32_t)(uintptr_t)udata;
 	s->pos = p + 1;
 }
 
-/* TBs ending in a rep-string instruction: QEMU re-enters them once per
- * iteration; store the TB once. */
+static __attribute__((noinline)) void bt_exec_first(unsigned int vcpu,
+						    void *udata)
+{
+	struct bt_ring_slot *s = bt_attach(vcpu & (BT_MAX_VCPUS - 1));
+
+	bt_ring_entries(s)[s->pos & g_mask] = (uint32_t)(uintptr_t)udata;
+	s->pos++;
+}
+
+/* TBs ending in a rep-string instruction (only those): QEMU re-enters them
+ * once per iteration; store the TB once. */
 static void bt_exec_rep(unsigned int vcpu, void *udata)
 {
 	struct bt_ring_slot *s = g_vslot[vcpu & (BT_MAX_VCPUS - 1)];
@@ -331,13 +462,15 @@ static void bt_exec_rep(unsigned int vcpu, void *udata)
 	uint32_t *ring;
 	uint64_t p;
 
-	if (__builtin_expect(!s, 0))
-		s = bt_attach(vcpu & (BT_MAX_VCPUS - 1));
+	if (__builtin_expect(!s, 0)) {
+		bt_exec_first(vcpu, udata);
+		return;
+	}
 	p = s->pos;
 	ring = bt_ring_entries(s);
-	if (p && ring[(p - 1) & g.mask] == idx)
+	if (p && ring[(p - 1) & g_mask] == idx)
 		return;
-	ring[p & g.mask] = idx;
+	ring[p & g_mask] = idx;
 	s->pos = p + 1;
 }
 
@@ -374,6 +507,12 @@ static void bt_host_fault(int sig, siginfo_t *si, void *uc)
 			s->fault_addr = (uint64_t)(uintptr_t)si->si_addr;
 			s->fault_code = si->si_code;
 			s->fault_signo = sig;
+			if (!s->nfaults) {
+				s->first_fault_pos = s->fault_pos;
+				s->first_fault_addr = s->fault_addr;
+				s->first_fault_code = si->si_code;
+				s->first_fault_signo = sig;
+			}
 			s->nfaults++;
 			break;
 		}
@@ -630,6 +769,8 @@ static void bt_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 #define BT_NR_EXIT_GROUP 231
 #define BT_NR_EXECVEAT 322
 #define BT_NR_CLONE3 435
+#define BT_PROT_EXEC 0x4ull
+#define BT_MAP_ANONYMOUS 0x20ull
 #define BT_CLONE_VM 0x100ull
 #define BT_CLONE_VFORK 0x4000ull
 
@@ -658,6 +799,15 @@ static void bt_syscall(qemu_plugin_id_t id, unsigned int vcpu, int64_t num,
 	unsigned int v = vcpu & (BT_MAX_VCPUS - 1);
 
 	switch (num) {
+	case BT_NR_MMAP:
+	case BT_NR_MPROTECT:
+	case BT_NR_MUNMAP:
+	case BT_NR_MREMAP:
+		g_sysargs[v][0] = a1;
+		g_sysargs[v][1] = a2;
+		g_sysargs[v][2] = a3;
+		g_sysargs[v][3] = a4;
+		break;
 	case BT_NR_RT_SIGACTION:
 		bt_note_handler(a2);
 		break;
@@ -713,6 +863,15 @@ static void bt_child_init(void)
 	memset(g_vslot, 0, sizeof(g_vslot));
 	pthread_mutex_init(&g.lock, NULL);
 	bt_refresh_maps();
+	bt_file_publish(getpid());
+	/* watch=1: btrace watches the tree; let it open a pidfd on us before
+	 * the child runs, so even an instant crash is seen (at most 2 s). */
+	for (int i = 0; g.watch && i < 20000 &&
+	     !__atomic_load_n(&h->watched, __ATOMIC_ACQUIRE); i++) {
+		struct timespec ts = { 0, 100000 };
+
+		nanosleep(&ts, NULL);
+	}
 }
 
 static void bt_syscall_ret(qemu_plugin_id_t id, unsigned int vcpu,
@@ -720,13 +879,30 @@ static void bt_syscall_ret(qemu_plugin_id_t id, unsigned int vcpu,
 {
 	unsigned int v = vcpu & (BT_MAX_VCPUS - 1);
 
+	const uint64_t *a = g_sysargs[v];
+	uint64_t len = (a[1] + BT_PAGE - 1) & ~(BT_PAGE - 1);
+
 	switch (num) {
 	case BT_NR_MMAP:
+		/* Anonymous executable memory: JIT code.  File mappings get
+		 * their execute bit from the ELF file. */
+		if (ret >= 0 || ret < -4096)
+			bt_refresh_maps_x(1, (uint64_t)ret, (uint64_t)ret + len,
+					  (a[2] & BT_PROT_EXEC) &&
+					  (a[3] & BT_MAP_ANONYMOUS));
+		break;
 	case BT_NR_MPROTECT:
+		if (ret == 0)
+			bt_refresh_maps_x(1, a[0], a[0] + len,
+					  !!(a[2] & BT_PROT_EXEC));
+		break;
 	case BT_NR_MUNMAP:
+		if (ret == 0)
+			bt_refresh_maps_x(1, a[0], a[0] + len, 0);
+		break;
 	case BT_NR_MREMAP:
 		if (ret >= 0 || ret < -4096)
-			bt_refresh_maps();
+			bt_refresh_maps_x(1, a[0], a[0] + len, 0);
 		break;
 	case BT_NR_CLONE:
 	case BT_NR_CLONE3:
@@ -806,6 +982,8 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 			      v >= BT_RING_IDX_GAP || ((g.tb_max = v), 0);
 		else if (!strncmp(a, "fixpage=", 8))
 			bad = bt_parse_u64(a + 8, &v) || ((g.fixpage = !!v), 0);
+		else if (!strncmp(a, "watch=", 6))
+			bad = bt_parse_u64(a + 6, &v) || ((g.watch = !!v), 0);
 		else if (!strncmp(a, "dumpable=", 9))
 			bad = bt_parse_u64(a + 9, &v) || ((dumpable = !!v), 0);
 		else
@@ -825,11 +1003,12 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 		fprintf(stderr, "btrace-qemu: load failed: no dir= argument\n");
 		return -1;
 	}
-	g.mask = g.entries - 1;
+	g_mask = g.entries - 1;
 	bt_note_host_maps();
 	g.hdr = bt_file_create(getpid(), 1, &size);
 	if (!g.hdr)
 		return -1;
+	bt_file_publish(getpid());
 	g.map_size = size;
 	g.tbhdr = g.hdr;
 	g.tbs = (struct bt_tb_info *)((uint8_t *)g.hdr + g.hdr->tb_offset);

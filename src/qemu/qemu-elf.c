@@ -193,6 +193,19 @@ int bt_qemu_core_read(const char *path, struct bt_qemu_core *c)
 	for (int i = 0; i < n; i++) {
 		uint8_t *buf;
 
+		if (ph[i].p_type == PT_LOAD && ph[i].p_filesz) {
+			struct bt_qemu_core_load *l = realloc(c->loads,
+				(c->nloads + 1) * sizeof(*l));
+
+			if (l) {
+				c->loads = l;
+				l[c->nloads].vaddr = ph[i].p_vaddr;
+				l[c->nloads].offset = ph[i].p_offset;
+				l[c->nloads].filesz = ph[i].p_filesz;
+				c->nloads++;
+			}
+			continue;
+		}
 		if (ph[i].p_type != PT_NOTE || !ph[i].p_filesz ||
 		    ph[i].p_filesz > (64u << 20))
 			continue;
@@ -206,4 +219,11 @@ out:
 	free(ph);
 	close(fd);
 	return rc;
+}
+
+void bt_qemu_core_free(struct bt_qemu_core *c)
+{
+	free(c->loads);
+	c->loads = NULL;
+	c->nloads = 0;
 }

@@ -18,8 +18,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <stddef.h>
+#include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -226,9 +232,15 @@ static int bt_enc_cb(void *ctx, const struct bt_branch *br)
 {
 	struct bt_enc_ctx *c = ctx;
 	static FILE *dbg;
+	static int dbg_checked;
 
-	if (!dbg && getenv("BTRACE_QEMU_DUMP"))
-		dbg = fopen(getenv("BTRACE_QEMU_DUMP"), "w");
+	if (!dbg_checked) {
+		const char *d = getenv("BTRACE_QEMU_DUMP");
+
+		dbg_checked = 1;
+		if (d && *d)
+			dbg = fopen(d, "w");
+	}
 	if (dbg)
 		fprintf(dbg, "%u %d %#llx -> %#llx len %u\n", br->kind, br->taken,
 			(unsigned long long)br->from,
@@ -250,8 +262,13 @@ struct bt_job {
 	const char *start_cwd;
 	int pid;
 	int status;
+	int child;                      /* a forked child, not the root */
+	char core_path[PATH_MAX];       /* the guest core being used */
+	const struct bt_qemu_core *core;
 	uint64_t size, pad;
 	uint32_t kind;
+	uint64_t on;
+	struct timespec died;           /* when the death was seen */
 	struct btrace_writer *w;
 	struct btrace_error *err;
 };
@@ -291,6 +308,64 @@ struct bt_file_info {
 	struct bt_qemu_elf elf;
 	int ok;
 };
+
+/* Add the core's bytes of [s, e) as anonymous code. */
+static int bt_add_anon(struct bt_job *j, int fd, uint64_t s, uint64_t e)
+{
+	const struct bt_qemu_core *c = j->core;
+	int rc = 0;
+
+	for (size_t i = 0; i < c->nloads && !rc; i++) {
+		const struct bt_qemu_core_load *l = &c->loads[i];
+		uint64_t a = s > l->vaddr ? s : l->vaddr;
+		uint64_t b = e < l->vaddr + l->filesz ? e : l->vaddr + l->filesz;
+		struct btrace_code code;
+		uint8_t *buf;
+
+		if (a >= b || b - a > (256u << 20))
+			continue;
+		buf = malloc(b - a);
+		if (!buf)
+			return bt_error(j->err, -ENOMEM, "snapshot: anonymous "
+					"code failed: out of memory");
+		if (pread(fd, buf, b - a, (off_t)(l->offset + (a - l->vaddr))) !=
+		    (ssize_t)(b - a)) {
+			free(buf);
+			continue;
+		}
+		memset(&code, 0, sizeof(code));
+		code.kind = BTRACE_CODE_ANON;
+		code.vaddr = a;
+		code.data = buf;
+		code.size = b - a;
+		rc = btrace_writer_add_code(j->w, &code, j->err);
+		free(buf);
+	}
+	return rc;
+}
+
+/*
+ * Anonymous executable memory (JIT code): the plugin marks the map lines
+ * the guest made executable and keeps the exact ranges; the bytes come
+ * from the guest core, which holds every such page.
+ */
+static int bt_write_anon_code(struct bt_job *j, const struct bt_qemu_ring *r)
+{
+	const struct bt_ring_hdr *h = r->hdr;
+	uint32_t nx = h->nxranges < BT_RING_MAX_XRANGES ? h->nxranges :
+			BT_RING_MAX_XRANGES;
+	int fd, rc = 0;
+
+	if (!j->core || !j->core->nloads || !nx)
+		return 0;
+	fd = open(j->core_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	for (uint32_t i = 0; i < nx && !rc; i++)
+		rc = bt_add_anon(j, fd, h->xranges[i].start, h->xranges[i].end);
+	close(fd);
+	return rc;
+}
 
 /* Mappings from the guest map text; code of mapped files. */
 static int bt_write_maps(struct bt_job *j, const struct bt_qemu_ring *r)
@@ -415,6 +490,8 @@ static int bt_write_maps(struct bt_job *j, const struct bt_qemu_ring *r)
 			munmap(map, sg->offset + sg->filesz);
 		}
 	}
+	if (!rc && !(j->opts->flags & BTRACE_RECORD_NO_CODE))
+		rc = bt_write_anon_code(j, r);
 	for (size_t i = 0; i < nfiles; i++)
 		free(files[i].path);
 	free(files);
@@ -508,8 +585,11 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 		if (!core_path[0] && strcmp(r.hdr->cwd, j->start_cwd))
 			bt_core_path(j, j->start_cwd, j->pid, core_path,
 				     sizeof(core_path));
-		if (core_path[0])
-			bt_qemu_core_read(core_path, &core);
+		if (core_path[0] && !bt_qemu_core_read(core_path, &core)) {
+			j->core = &core;
+			snprintf(j->core_path, sizeof(j->core_path), "%s",
+				 core_path);
+		}
 	}
 	if (core.found)
 		crashed_tid = core.tid;
@@ -520,7 +600,10 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 			continue;
 		if (crashed_tid && s->tid == crashed_tid)
 			crashed = s;
-		if (!crashed_tid && s->nfaults && s->fault_signo == signo &&
+		/* No core: the thread with the (latest) noted fault of this
+		 * signal; after an exit, any thread that faulted. */
+		if (!crashed_tid && s->nfaults &&
+		    (!signo || s->fault_signo == signo) &&
 		    (!crashed || s->seq > crashed->seq))
 			crashed = s;
 	}
@@ -535,8 +618,16 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 	if (crashed)
 		crashed_tid = crashed->tid;
 
-	/* Output path. */
-	if (o->output && *o->output) {
+	/* Output path; a forked child's gets its pid inserted. */
+	if (o->output && *o->output && j->child) {
+		const char *base = bt_basename(o->output);
+		const char *dot = strrchr(base, '.');
+		int pre = dot && dot != base ? (int)(dot - o->output) :
+					       (int)strlen(o->output);
+
+		snprintf(out, sizeof(out), "%.*s-%d%s", pre, o->output, j->pid,
+			 o->output + pre);
+	} else if (o->output && *o->output) {
 		snprintf(out, sizeof(out), "%s", o->output);
 	} else {
 		char comm[16];
@@ -559,29 +650,48 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 	cfg.user_only = 1;
 	cfg.requested_size = j->size;
 	cfg.pad = j->pad;
-	cfg.crash_mode = signo ? BTRACE_CRASH_PASSIVE : BTRACE_CRASH_EXIT;
+	cfg.crash_mode = signo || (crashed && crashed->nfaults) ?
+			 BTRACE_CRASH_PASSIVE : BTRACE_CRASH_EXIT;
 	rc = btrace_writer_set_config(j->w, &cfg, j->err);
 
-	/* Signal: exact from the core, unless the program handled the
-	 * original fault and re-raised it; then the plugin's note of the
-	 * first fault names the block. */
+	/*
+	 * Signal: exact from the core when the thread died at its last noted
+	 * host fault (no handler, or a handler that returned).  When it went
+	 * on after a fault (a handler that re-raised, called abort() or
+	 * _exit(), or longjmp'd out) the plugin's note of the thread's FIRST
+	 * fault is the signal, to the block; what ended the process is kept
+	 * as metadata (qemu.final_*).
+	 */
 	memset(&sig, 0, sizeof(sig));
 	sig.exit_status = j->status;
 	sig.tid = crashed_tid;
 	sig.signo = signo;
-	if (crashed && crashed->nfaults && crashed->fault_signo == signo) {
-		const struct bt_tb_info *ft =
+	if (crashed && crashed->nfaults) {
+		const struct bt_tb_info *lt =
 			bt_qemu_tb_at(&r, crashed, crashed->fault_pos - 1);
+		const struct bt_tb_info *ft =
+			bt_qemu_tb_at(&r, crashed, crashed->first_fault_pos - 1);
 		uint64_t rip = core.regs[BTRACE_REG_RIP];
+		int at_last = core.found && lt && signo == crashed->fault_signo &&
+			      rip >= lt->start && rip <= lt->start + lt->last_off;
 
-		if (ft && (!core.found || rip < ft->start ||
-			   rip > ft->start + ft->last_off))
+		if (at_last && (crashed->nfaults == 1 ||
+				(ft && ft->start == lt->start &&
+				 crashed->first_fault_addr ==
+				 crashed->fault_addr))) {
+			sig.addr = crashed->fault_addr;
+			sig.code = crashed->fault_code;
+		} else if (ft) {
 			reraise = 1;
-		sig.addr = crashed->fault_addr;
-		sig.code = crashed->fault_code;
-		if (reraise) {
+			sig.signo = crashed->first_fault_signo;
+			sig.addr = crashed->first_fault_addr;
+			sig.code = crashed->first_fault_code;
 			sig.fault_source = BTRACE_FAULT_BLOCK;
 			sig.fault_ip = ft->start;
+		} else if (signo == crashed->fault_signo) {
+			/* The first fault left the ring: the last one. */
+			sig.addr = crashed->fault_addr;
+			sig.code = crashed->fault_code;
 		}
 	}
 	if (!reraise && core.found) {
@@ -630,7 +740,7 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 			bt_bts_enc_free(ec.bts);
 			break;
 		}
-		if (s == crashed && !sig.fault_ip) {
+		if (s == crashed && !sig.fault_ip && !reraise) {
 			sig.fault_source = BTRACE_FAULT_BLOCK;
 			sig.fault_ip = rb.end_ip;
 		}
@@ -669,16 +779,27 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 	}
 	if (!rc)
 		rc = bt_write_maps(j, &r);
-	if (!rc && signo)
+	if (!rc && sig.signo)
 		rc = btrace_writer_set_signal(j->w, &sig, j->err);
 	if (!rc)
 		rc = bt_write_meta(j);
 	if (!rc && reraise) {
-		char v[32];
+		char v[64];
 
-		snprintf(v, sizeof(v), "0x%llx",
-			 (unsigned long long)core.regs[BTRACE_REG_RIP]);
-		rc = btrace_writer_add_meta(j->w, "qemu.reraise_ip", v, j->err);
+		if (signo)
+			snprintf(v, sizeof(v), "%s", bt_signame(signo));
+		else
+			snprintf(v, sizeof(v), "exit %d", WEXITSTATUS(j->status));
+		rc = btrace_writer_add_meta(j->w, "qemu.final_signal", v, j->err);
+		snprintf(v, sizeof(v), "%u", crashed->nfaults);
+		if (!rc)
+			rc = btrace_writer_add_meta(j->w, "qemu.faults", v, j->err);
+		if (!rc && core.found) {
+			snprintf(v, sizeof(v), "0x%llx",
+				 (unsigned long long)core.regs[BTRACE_REG_RIP]);
+			rc = btrace_writer_add_meta(j->w, "qemu.reraise_ip", v,
+						    j->err);
+		}
 	}
 	if (!rc && (r.hdr->flags & BT_RING_F_EXEC))
 		rc = btrace_writer_add_meta(j->w, "qemu.exec",
@@ -694,7 +815,8 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 	if (!(o->flags & BTRACE_RECORD_QUIET))
 		fprintf(stderr, "btrace: wrote %s: %s in thread %d at %#llx%s, "
 			"%s of trace kept of %s asked (%llu thread%s, qemu)\n",
-			out, signo ? bt_signame(signo) : "exit", crashed_tid,
+			out, sig.signo ? bt_signame(sig.signo) : "exit",
+			crashed_tid,
 			(unsigned long long)sig.fault_ip,
 			sig.fault_source == BTRACE_FAULT_BLOCK ? " (block)" : "",
 			bt_fmt_size(kbuf, sizeof(kbuf), kept),
@@ -714,8 +836,311 @@ done:
 			unlink(core_path);
 		}
 	}
+	bt_qemu_core_free(&core);
+	j->core = NULL;
 	bt_qemu_ring_close(&r);
 	return rc;
+}
+
+/* ---- watching the process tree ---- */
+
+/* PIDFD_GET_INFO (Linux 6.15): a pidfd's exit status, even once reaped.
+ * Our own declaration of the ioctl's ABI (not in bookworm's headers). */
+struct bt_pidfd_info {
+	uint64_t mask;
+	uint64_t cgroupid;
+	uint32_t ids[11];   /* pid, tgid, ppid, ruid, ... fsgid */
+	int32_t exit_code;
+};
+#define BT_PIDFD_INFO_EXIT (1ull << 3)
+#define BT_PIDFD_GET_INFO _IOWR(0xFF, 11, struct bt_pidfd_info)
+
+static int bt_pidfd_open(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+struct bt_proc {
+	pid_t pid;
+	int pidfd;
+	int done;
+};
+
+struct bt_tree {
+	struct bt_job *j;
+	struct btrace_record_result *res;
+	int ino;
+	struct bt_proc *p;
+	size_t n, cap;
+};
+
+/* Whether process @ring_path's death (j->status) asks for a snapshot: a
+ * selected signal, --on exit, or a non-zero exit after a thread took a
+ * fault of a selected signal (a crash handler that called _exit()). */
+static int bt_wants(struct bt_job *j, const char *ring_path)
+{
+	struct bt_qemu_ring r;
+	int st = j->status, want = 0;
+
+	if (WIFSIGNALED(st))
+		return WTERMSIG(st) < 63 &&
+		       (j->on & BTRACE_ON_SIGNAL(WTERMSIG(st)));
+	if (j->on & BTRACE_ON_EXIT)
+		return 1;
+	if (!WIFEXITED(st) || !WEXITSTATUS(st) ||
+	    bt_qemu_ring_open(ring_path, &r, NULL))
+		return 0;
+	for (uint32_t i = 0; i < r.hdr->nslots && !want; i++) {
+		const struct bt_ring_slot *s = bt_qemu_ring_slot(&r, i);
+
+		want = s->state != BT_SLOT_FREE && s->nfaults &&
+		       s->first_fault_signo > 0 && s->first_fault_signo < 63 &&
+		       (j->on & BTRACE_ON_SIGNAL(s->first_fault_signo));
+	}
+	bt_qemu_ring_close(&r);
+	return want;
+}
+
+static double bt_cpu_ms(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
+static double bt_ms_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t->tv_sec) * 1e3 +
+	       (double)(now.tv_nsec - t->tv_nsec) / 1e6;
+}
+
+/* bt_snapshot(), and with BTRACE_QEMU_TIMING set, how long it took from
+ * the death being seen to the file renamed into place. */
+static int bt_snapshot_timed(struct bt_job *j, const char *ring_path,
+			     struct btrace_record_result *res)
+{
+	double cpu = bt_cpu_ms();
+	int rc = bt_snapshot(j, ring_path, res);
+
+	if (!rc && getenv("BTRACE_QEMU_TIMING"))
+		fprintf(stderr, "btrace: snapshot of pid %d written %.1f ms "
+			"after its death (%.1f ms of CPU)\n", j->pid,
+			bt_ms_since(&j->died), bt_cpu_ms() - cpu);
+	return rc;
+}
+
+/* The wait status of a forked child that is not ours (its parent is the
+ * emulated parent), or -1. */
+static int bt_child_status(struct bt_proc *p)
+{
+	struct bt_pidfd_info info;
+	char path[64], buf[1024], *c;
+	int st = -1, fd;
+	ssize_t n;
+
+	/* Reparented to us (its parent died first). */
+	if (waitpid(p->pid, &st, WNOHANG) == p->pid)
+		return st;
+	memset(&info, 0, sizeof(info));
+	info.mask = BT_PIDFD_INFO_EXIT;
+	if (p->pidfd >= 0 && ioctl(p->pidfd, BT_PIDFD_GET_INFO, &info) == 0 &&
+	    (info.mask & BT_PIDFD_INFO_EXIT))
+		return info.exit_code;
+	/* Older kernels: a zombie's exit_code, field 52 of its stat. */
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)p->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	c = strrchr(buf, ')');
+	if (!c || c[1] != ' ' || c[2] != 'Z')
+		return -1;
+	for (int f = 2; c && f < 52; f++)
+		c = strchr(c + 1, ' ');
+	return c ? atoi(c + 1) : -1;
+}
+
+/* A forked child died: its own snapshot, when its death asks for one. */
+static void bt_child_died(struct bt_tree *t, struct bt_proc *p)
+{
+	struct bt_job cj = *t->j;
+	struct btrace_error e;
+	char ring_path[PATH_MAX + 32];
+	int st;
+
+	clock_gettime(CLOCK_MONOTONIC, &cj.died);
+	p->done = 1;
+	st = bt_child_status(p);
+	snprintf(ring_path, sizeof(ring_path), "%s/ring.%d", cj.dir,
+		 (int)p->pid);
+	if (st == -1) {
+		/* Unknown status: a guest core means a fatal signal. */
+		struct bt_qemu_ring r;
+		struct bt_qemu_core core;
+		char core_path[PATH_MAX];
+
+		if (bt_qemu_ring_open(ring_path, &r, NULL))
+			return;
+		bt_core_path(&cj, r.hdr->cwd, p->pid, core_path,
+			     sizeof(core_path));
+		bt_qemu_ring_close(&r);
+		if (!core_path[0] || bt_qemu_core_read(core_path, &core))
+			return;
+		st = (core.signo & 0x7f) | 0x80;
+		bt_qemu_core_free(&core);
+	}
+	cj.pid = p->pid;
+	cj.status = st;
+	cj.child = 1;
+	cj.w = NULL;
+	memset(&e, 0, sizeof(e));
+	cj.err = &e;
+	if (bt_wants(&cj, ring_path) &&
+	    bt_snapshot_timed(&cj, ring_path, t->res))
+		fprintf(stderr, "btrace: forked child %d: %s\n", (int)p->pid,
+			e.msg[0] ? e.msg : "snapshot failed");
+}
+
+/* New ring files in the directory: forked children to watch. */
+static void bt_tree_scan(struct bt_tree *t)
+{
+	char buf[4096];
+	DIR *d;
+	struct dirent *de;
+
+	if (t->ino >= 0)
+		while (read(t->ino, buf, sizeof(buf)) > 0)
+			;
+	d = opendir(t->j->dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char path[PATH_MAX + 32];
+		uint32_t one = 1;
+		struct bt_proc *p;
+		long v;
+		char *end;
+		size_t i;
+		int fd;
+
+		if (strncmp(de->d_name, "ring.", 5))
+			continue;
+		v = strtol(de->d_name + 5, &end, 10);
+		if (*end || v <= 0 || v == t->j->pid)
+			continue;
+		for (i = 0; i < t->n && t->p[i].pid != v; i++)
+			;
+		if (i < t->n || bt_grow((void **)&t->p, &t->cap, t->n,
+					sizeof(*t->p)))
+			continue;
+		p = &t->p[t->n++];
+		p->pid = (pid_t)v;
+		p->done = 0;
+		p->pidfd = bt_pidfd_open(p->pid);
+		/* Let the child run: it waits for this mark. */
+		snprintf(path, sizeof(path), "%s/%s", t->j->dir, de->d_name);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			if (pwrite(fd, &one, sizeof(one),
+				   offsetof(struct bt_ring_hdr, watched)) < 0)
+				one = 0;
+			close(fd);
+		}
+		if (p->pidfd < 0)
+			bt_child_died(t, p);   /* already gone */
+	}
+	closedir(d);
+}
+
+/*
+ * Wait for the launched emulator; meanwhile watch every forked child (the
+ * plugin gives each its own ring file, and waits until we hold a pidfd on
+ * it) and write a snapshot for each that dies of a selected signal.
+ */
+static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
+{
+	struct bt_tree t = { .j = j, .res = res, .ino = -1 };
+	struct pollfd *pf = NULL;
+	int rootfd = bt_pidfd_open(j->pid);
+
+	if (rootfd < 0) {
+		/* No pidfd (Linux < 5.3): the launched process only. */
+		while (waitpid(j->pid, &j->status, 0) < 0 && errno == EINTR)
+			;
+		clock_gettime(CLOCK_MONOTONIC, &j->died);
+		return 0;
+	}
+	t.ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (t.ino >= 0 && inotify_add_watch(t.ino, j->dir, IN_MOVED_TO) < 0) {
+		close(t.ino);
+		t.ino = -1;
+	}
+	for (;;) {
+		size_t k = 2;
+		int r;
+
+		free(pf);
+		pf = calloc(t.n + 2, sizeof(*pf));
+		if (!pf)
+			break;
+		pf[0].fd = t.ino;
+		pf[0].events = POLLIN;
+		pf[1].fd = rootfd;
+		pf[1].events = POLLIN;
+		for (size_t i = 0; i < t.n; i++) {
+			pf[k].fd = t.p[i].done ? -1 : t.p[i].pidfd;
+			pf[k++].events = POLLIN;
+		}
+		/* Without inotify, look for new files every 50 ms. */
+		r = poll(pf, k, t.ino >= 0 ? -1 : 50);
+		if (r < 0 && errno != EINTR)
+			break;
+		if (r <= 0) {
+			if (t.ino < 0)
+				bt_tree_scan(&t);
+			continue;
+		}
+		if (pf[0].revents)
+			bt_tree_scan(&t);
+		for (size_t i = 0; i < t.n && 2 + i < k; i++)
+			if (pf[2 + i].revents && !t.p[i].done)
+				bt_child_died(&t, &t.p[i]);
+		if (pf[1].revents)
+			break;
+	}
+	free(pf);
+	while (waitpid(j->pid, &j->status, 0) < 0 && errno == EINTR)
+		;
+	clock_gettime(CLOCK_MONOTONIC, &j->died);
+	close(rootfd);
+	/* Children that died with the root; the living ones are left. */
+	bt_tree_scan(&t);
+	for (size_t i = 0; i < t.n; i++) {
+		struct pollfd q = { .fd = t.p[i].pidfd, .events = POLLIN };
+
+		if (!t.p[i].done && t.p[i].pidfd >= 0 && poll(&q, 1, 0) == 1)
+			bt_child_died(&t, &t.p[i]);
+		if (t.p[i].pidfd >= 0)
+			close(t.p[i].pidfd);
+	}
+	free(t.p);
+	if (t.ino >= 0)
+		close(t.ino);
+	return 0;
 }
 
 int bt_qemu_record(const struct btrace_record_opts *opts,
@@ -728,7 +1153,7 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	struct sigaction sa, old_int, old_term, old_hup;
 	struct bt_job j;
 	uint64_t on, entries;
-	int pipefd[2], rc, n = 0, k, cerr = 0;
+	int pipefd[2], rc, n = 0, k, cerr = 0, subreaper = -1;
 	char **argv, *extra, *save = NULL;
 	pid_t pid;
 
@@ -772,8 +1197,13 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 		return bt_error(err, -errno, "%s: create ring directory failed: "
 				"%s", dir, strerror(errno));
 	j.dir = dir;
-	snprintf(plugarg, sizeof(plugarg), "%s,dir=%s,entries=%llu,dumpable=0",
-		 plugin, dir, (unsigned long long)entries);
+	/* watch=1 (children wait for our pidfd) only if pidfds work. */
+	k = bt_pidfd_open(getpid());
+	if (k >= 0)
+		close(k);
+	snprintf(plugarg, sizeof(plugarg),
+		 "%s,dir=%s,entries=%llu,dumpable=0,watch=%d", plugin, dir,
+		 (unsigned long long)entries, k >= 0);
 
 	while (opts->argv[n])
 		n++;
@@ -803,7 +1233,15 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	for (int i = 1; i < n; i++)
 		argv[k++] = opts->argv[i];
 
+	/* Orphaned emulator processes (forked children whose parent died)
+	 * become our children, so their status is ours to read. */
+	if (prctl(PR_GET_CHILD_SUBREAPER, (unsigned long)&k, 0, 0, 0) == 0 &&
+	    prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0, 0, 0) == 0)
+		subreaper = k;
 	if (pipe2(pipefd, O_CLOEXEC)) {
+		if (subreaper >= 0)
+			prctl(PR_SET_CHILD_SUBREAPER, (unsigned long)subreaper,
+			      0, 0, 0);
 		free(argv);
 		free(extra);
 		bt_rmtree(dir);
@@ -812,6 +1250,9 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	pid = fork();
 	if (pid < 0) {
 		rc = -errno;
+		if (subreaper >= 0)
+			prctl(PR_SET_CHILD_SUBREAPER, (unsigned long)subreaper,
+			      0, 0, 0);
 		free(argv);
 		free(extra);
 		close(pipefd[0]);
@@ -841,6 +1282,13 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	free(argv);
 	free(extra);
 
+	if (cerr) {
+		while (waitpid(pid, &j.status, 0) < 0 && errno == EINTR)
+			;
+		bt_rmtree(dir);
+		return bt_error(err, -cerr, "%s: exec failed: %s", qemu,
+				strerror(cerr));
+	}
 	bt_child_pid = pid;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = bt_forward;
@@ -849,18 +1297,16 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
 	sigaction(SIGHUP, &sa, &old_hup);
-	while (waitpid(pid, &j.status, 0) < 0 && errno == EINTR)
-		;
+	j.pid = pid;
+	j.on = on;
+	rc = bt_watch_tree(&j, res);
 	bt_child_pid = 0;
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	sigaction(SIGHUP, &old_hup, NULL);
+	if (subreaper >= 0)
+		prctl(PR_SET_CHILD_SUBREAPER, (unsigned long)subreaper, 0, 0, 0);
 
-	if (cerr) {
-		bt_rmtree(dir);
-		return bt_error(err, -cerr, "%s: exec failed: %s", qemu,
-				strerror(cerr));
-	}
 	j.pid = pid;
 	res->exit_status = j.status;
 	res->shell_status = WIFEXITED(j.status) ? WEXITSTATUS(j.status) :
@@ -875,11 +1321,8 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 		return bt_hint(err, "run 'btrace doctor'; the plugin must match "
 			       "QEMU 7.2's plugin API version 1");
 	}
-	rc = 0;
-	if ((WIFSIGNALED(j.status) && WTERMSIG(j.status) < 63 &&
-	     (on & BTRACE_ON_SIGNAL(WTERMSIG(j.status)))) ||
-	    (on & BTRACE_ON_EXIT))
-		rc = bt_snapshot(&j, ring_path, res);
+	if (!rc && bt_wants(&j, ring_path))
+		rc = bt_snapshot_timed(&j, ring_path, res);
 	if (getenv("BTRACE_QEMU_KEEP_RINGS"))
 		fprintf(stderr, "btrace: ring files kept in %s\n", dir);
 	else

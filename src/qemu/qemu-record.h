@@ -102,14 +102,25 @@ struct bt_qemu_elf {
 
 int bt_qemu_elf_read(const char *path, struct bt_qemu_elf *e);
 
-/* A guest core: the crashing thread's signal and registers. */
+/* A memory segment of a guest core. */
+struct bt_qemu_core_load {
+	uint64_t vaddr;
+	uint64_t offset;      /* in the core file */
+	uint64_t filesz;
+};
+
+/* A guest core: the crashing thread's signal and registers, and where the
+ * guest's memory is in the file.  Free with bt_qemu_core_free(). */
 struct bt_qemu_core {
 	int found;
 	int signo;
 	int tid;
 	uint64_t regs[BTRACE_NREGS];
 	int nthreads;
+	struct bt_qemu_core_load *loads;
+	size_t nloads;
 };
 int bt_qemu_core_read(const char *path, struct bt_qemu_core *c);
+void bt_qemu_core_free(struct bt_qemu_core *c);
 
 #endif /* BT_QEMU_RECORD_H */

@@ -36,6 +36,9 @@ static int bt_ring_map(const char *path, uint8_t **base, size_t *size,
 	if (p == MAP_FAILED)
 		return bt_error(err, -errno, "%s: mmap failed: %s", path,
 				strerror(errno));
+	/* The file is sparse and read in scattered places: no readahead,
+	 * which would fill the page cache with zeroed holes. */
+	madvise(p, (size_t)st.st_size, MADV_RANDOM);
 	*base = p;
 	*size = (size_t)st.st_size;
 	return 0;

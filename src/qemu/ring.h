@@ -41,6 +41,7 @@
 #define BT_RING_IDX_GAP 0xffffffffu
 
 #define BT_RING_MAX_HANDLERS 64
+#define BT_RING_MAX_XRANGES 64
 
 /* TB kinds: how the last instruction of a TB leaves it. */
 enum bt_tb_kind {
@@ -89,7 +90,13 @@ struct bt_ring_slot {
 	uint32_t nfaults;
 	uint32_t reserved0;
 	uint64_t seq;        /* attach order, to tell slot generations apart */
-	uint8_t reserved[72];
+	/* The first host fault of the thread (fault_* above is the last):
+	 * what a handler that never returns would hide. */
+	uint64_t first_fault_pos;
+	uint64_t first_fault_addr;
+	int32_t first_fault_signo;
+	int32_t first_fault_code;
+	uint8_t reserved[48];
 };
 
 struct bt_ring_hdr {
@@ -114,11 +121,20 @@ struct bt_ring_hdr {
 	uint32_t untraced;   /* threads that found no free slot */
 	uint32_t flags;      /* BT_RING_F_* */
 	uint32_t nhandlers;  /* guest signal handler addresses seen */
-	uint32_t reserved0;
+	uint32_t watched;    /* set by btrace once it watches this process
+			      * (a forked child waits for it, briefly) */
 	uint64_t handlers[BT_RING_MAX_HANDLERS];
 	char exe[512];       /* guest program path */
 	char cwd[512];       /* guest working directory (for the guest core) */
 	char exec_path[512]; /* last execve() the guest attempted */
+	/* Anonymous ranges the guest mapped or mprotected with PROT_EXEC
+	 * (the host map hides the guest's execute bit), sorted, disjoint;
+	 * guarded by maps_seq like the map text. */
+	uint32_t nxranges;
+	uint32_t xranges_lost; /* ranges that did not fit */
+	struct {
+		uint64_t start, end;
+	} xranges[BT_RING_MAX_XRANGES];
 };
 #define BT_RING_F_READY    0x1u  /* the plugin finished initialising */
 #define BT_RING_F_EXITED   0x2u  /* normal exit (exit_group seen) */

@@ -49,6 +49,42 @@ static int record(const char *name, const char *arg, uint64_t size,
 	return bt_qemu_record(&o, res, err);
 }
 
+/* Record $BT_PROGS/@name with two arguments (either may be NULL). */
+static int record2(const char *name, const char *a1, const char *a2,
+		   const char *out, struct btrace_record_result *res,
+		   struct btrace_error *err)
+{
+	char path[4200];
+	char *argv[4] = { path, (char *)a1, (char *)a2, NULL };
+	struct btrace_record_opts o = { .sz = sizeof(o) };
+
+	prog_path(path, sizeof(path), name);
+	o.backend = BTRACE_BACKEND_QEMU;
+	o.argv = argv;
+	o.output = out;
+	o.flags = BTRACE_RECORD_QUIET;
+	memset(err, 0, sizeof(*err));
+	return bt_qemu_record(&o, res, err);
+}
+
+/* "key=0x..." (or key=N) from a file a test program wrote. */
+static uint64_t read_key(const char *file, const char *key)
+{
+	char buf[512], *p;
+	FILE *f = fopen(file, "r");
+	size_t n;
+
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strstr(buf, key);
+	if (!p || p[strlen(key)] != '=')
+		return 0;
+	return strtoull(p + strlen(key) + 1, NULL, 0);
+}
+
 static const struct btrace_task *crashed_task(const struct btrace_snapshot *s)
 {
 	for (size_t i = 0; i < s->ntasks; i++)
@@ -104,6 +140,7 @@ struct tail {
 	uint64_t *ip;
 	size_t n, cap;
 	uint64_t last_async_at;
+	uint64_t async_at[16];    /* the first ones */
 	int nasync;
 	int error;
 };
@@ -145,6 +182,9 @@ static void decode_tail(const struct btrace_snapshot *s,
 			if (st < 0)
 				break;
 			if (ev.type == ptev_async_disabled) {
+				if (t->nasync < 16)
+					t->async_at[t->nasync] =
+						ev.variant.async_disabled.at;
 				t->nasync++;
 				t->last_async_at = ev.variant.async_disabled.at;
 			}
@@ -506,7 +546,183 @@ static void test_cleanup(struct bt_test *t)
 	BT_EQ_INT(t, 0, system(cmd));
 }
 
+/* A forked child that crashes gets its own snapshot, named with its pid;
+ * the parent goes on and its exit status passes through. */
+static void test_fork_child(struct bt_test *t)
+{
+	struct btrace_record_result res;
+	struct btrace_error err;
+	struct btrace_snapshot *s = NULL;
+	const struct btrace_task *ct;
+	char out[256], pidf[256], want[300];
+	struct tail tl;
+	int child;
+
+	snprintf(out, sizeof(out), "%s/fork.btrace", workdir);
+	snprintf(pidf, sizeof(pidf), "%s/fork.pid", workdir);
+	BT_REQUIRE(t, record("crash-fork", pidf, 0, out, &res, &err) == 0);
+	BT_CHECK(t, WIFEXITED(res.exit_status));
+	BT_EQ_INT(t, 5, res.shell_status);
+	child = (int)read_key(pidf, "child");
+	BT_REQUIRE(t, child > 0);
+	snprintf(want, sizeof(want), "%s/fork-%d.btrace", workdir, child);
+	BT_EQ_INT(t, 1, res.snapshots);
+	BT_EQ_STR(t, want, res.snapshot_path);
+	BT_CHECK(t, access(out, F_OK) != 0);   /* the parent did not crash */
+	BT_REQUIRE(t, btrace_snapshot_read(want, 0, &s, &err) == 0);
+	BT_REQUIRE(t, s->signal != NULL);
+	BT_EQ_INT(t, SIGSEGV, s->signal->signo);
+	BT_EQ_INT(t, child, s->signal->tid);
+	BT_EQ_INT(t, BTRACE_FAULT_CORE, s->signal->fault_source);
+	BT_CHECK(t, WIFSIGNALED(s->signal->exit_status) &&
+		 WTERMSIG(s->signal->exit_status) == SIGSEGV);
+	ct = crashed_task(s);
+	BT_REQUIRE(t, ct != NULL);
+	BT_EQ_INT(t, child, ct->pid);
+	decode_tail(s, buffer_of(s, child), &tl);
+	BT_EQ_INT(t, 0, tl.error);
+	BT_CHECK(t, tl.n > 100);   /* child_work's loop ran in the child */
+	BT_EQ_U64(t, s->signal->fault_ip, tl.last_async_at);
+	free(tl.ip);
+	btrace_snapshot_free(s);
+}
+
+/* SIGSEGV handlers that never return to the fault: the snapshot still
+ * names the original fault (signal, address, block of crash_here). */
+static void handler_case(struct bt_test *t, const char *mode, int shell,
+			 const char *final)
+{
+	struct btrace_record_result res;
+	struct btrace_error err;
+	struct btrace_snapshot *s = NULL;
+	char out[256], addrf[256];
+	const char *fs;
+	uint64_t fn;
+	struct tail tl;
+	int seen = 0;
+
+	snprintf(out, sizeof(out), "%s/handler-%s.btrace", workdir, mode);
+	snprintf(addrf, sizeof(addrf), "%s/handler-%s.txt", workdir, mode);
+	BT_REQUIRE(t, record2("crash-handler", mode, addrf, out, &res,
+			      &err) == 0);
+	BT_EQ_INT(t, shell, res.shell_status);
+	BT_EQ_INT(t, 1, res.snapshots);
+	fn = read_key(addrf, "crash_here");
+	BT_REQUIRE(t, fn != 0);
+	BT_REQUIRE(t, btrace_snapshot_read(out, 0, &s, &err) == 0);
+	BT_REQUIRE(t, s->signal != NULL);
+	BT_EQ_INT(t, SIGSEGV, s->signal->signo);
+	BT_EQ_U64(t, 0x10, s->signal->addr);
+	BT_CHECK(t, s->signal->code > 0);
+	BT_EQ_INT(t, BTRACE_FAULT_BLOCK, s->signal->fault_source);
+	BT_EQ_U64(t, fn, s->signal->fault_ip);   /* crash_here is one block */
+	BT_EQ_INT(t, res.exit_status, s->signal->exit_status);
+	fs = btrace_snapshot_meta(s, "qemu.final_signal");
+	BT_REQUIRE(t, fs != NULL);
+	BT_CONTAINS(t, fs, final);
+	/* The trace enters crash_here, leaves it asynchronously (the fault)
+	 * and goes on into the handler. */
+	decode_tail(s, buffer_of(s, s->signal->tid), &tl);
+	BT_EQ_INT(t, 0, tl.error);
+	for (int i = 0; i < tl.nasync && i < 16; i++)
+		seen |= tl.async_at[i] == fn;
+	BT_CHECK(t, seen);
+	BT_CHECK(t, tl.nasync >= 2);   /* the fault, and the end */
+	free(tl.ip);
+	btrace_snapshot_free(s);
+}
+
+static void test_handler_abort(struct bt_test *t)
+{
+	handler_case(t, "abort", 128 + SIGABRT, "SIGABRT");
+}
+
+static void test_handler_exit(struct bt_test *t)
+{
+	handler_case(t, "exit", 3, "exit 3");
+}
+
+static void test_handler_longjmp(struct bt_test *t)
+{
+	handler_case(t, "longjmp", 4, "exit 4");
+}
+
+/* Code written into anonymous memory is embedded (ANON) and decodes. */
+static void jit_case(struct bt_test *t, const char *mode)
+{
+	struct btrace_record_result res;
+	struct btrace_error err;
+	struct btrace_snapshot *s = NULL;
+	char out[256], addrf[256];
+	uint64_t code, fault;
+	const struct btrace_code *anon = NULL;
+	struct tail tl;
+
+	snprintf(out, sizeof(out), "%s/jit-%s.btrace", workdir, mode);
+	snprintf(addrf, sizeof(addrf), "%s/jit-%s.txt", workdir, mode);
+	BT_REQUIRE(t, record2("crash-jit", mode, addrf, out, &res, &err) == 0);
+	BT_EQ_INT(t, 128 + SIGSEGV, res.shell_status);
+	code = read_key(addrf, "code");
+	fault = read_key(addrf, "fault");
+	BT_REQUIRE(t, code && fault);
+	BT_REQUIRE(t, btrace_snapshot_read(out, 0, &s, &err) == 0);
+	BT_REQUIRE(t, s->signal != NULL);
+	BT_EQ_INT(t, BTRACE_FAULT_CORE, s->signal->fault_source);
+	BT_EQ_U64(t, fault, s->signal->fault_ip);
+	for (size_t i = 0; i < s->ncode; i++)
+		if (s->code[i].kind == BTRACE_CODE_ANON &&
+		    s->code[i].vaddr <= code &&
+		    s->code[i].vaddr + s->code[i].size > fault)
+			anon = &s->code[i];
+	BT_REQUIRE(t, anon != NULL);
+	BT_EQ_INT(t, 0x31, anon->data[code - anon->vaddr]);   /* xor */
+	decode_tail(s, buffer_of(s, s->signal->tid), &tl);
+	BT_EQ_INT(t, 0, tl.error);
+	BT_REQUIRE(t, tl.n >= 4);
+	/* The path ends in the generated code: xor, test, je (not taken,
+	 * argc is 3), inc; then the store faults. */
+	BT_EQ_U64(t, code, tl.ip[tl.n - 4]);
+	BT_EQ_U64(t, code + 6, tl.ip[tl.n - 1]);
+	BT_EQ_U64(t, fault, tl.last_async_at);
+	free(tl.ip);
+	btrace_snapshot_free(s);
+}
+
+static void test_jit_rwx(struct bt_test *t)
+{
+	jit_case(t, "rwx");
+}
+
+static void test_jit_rx(struct bt_test *t)
+{
+	jit_case(t, "rx");
+}
+
+static void test_threads16(struct bt_test *t)
+{
+	struct btrace_record_result res;
+	struct btrace_error err;
+	struct btrace_snapshot *s = NULL;
+	const struct btrace_task *ct;
+	char out[256];
+
+	snprintf(out, sizeof(out), "%s/threads16.btrace", workdir);
+	BT_REQUIRE(t, record("crash-threads16", "100", 1 << 20, out, &res,
+			     &err) == 0);
+	BT_EQ_INT(t, 128 + SIGSEGV, res.shell_status);
+	BT_REQUIRE(t, btrace_snapshot_read(out, 0, &s, &err) == 0);
+	BT_REQUIRE(t, s->signal != NULL);
+	ct = crashed_task(s);
+	BT_REQUIRE(t, ct != NULL);
+	BT_CHECK(t, ct->tid != ct->pid);
+	BT_CHECK(t, s->nbuffers >= 17);   /* main + 16 */
+	BT_EQ_INT(t, BTRACE_FAULT_CORE, s->signal->fault_source);
+	btrace_snapshot_free(s);
+}
+
 BT_TESTS(test_setup, test_null_fnptr, test_reraise_keeps_first_fault,
 	 test_thread_crash, test_abort, test_sigfpe, test_sigill, test_dlopen,
 	 test_long_run_wraps, test_exit_status, test_signal_forwarded,
-	 test_errors, test_cleanup)
+	 test_errors, test_fork_child, test_handler_abort, test_handler_exit,
+	 test_handler_longjmp, test_jit_rwx, test_jit_rx, test_threads16,
+	 test_cleanup)
