@@ -813,7 +813,7 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 	res->snapshots++;
 	snprintf(res->snapshot_path, sizeof(res->snapshot_path), "%s", out);
 	if (!(o->flags & BTRACE_RECORD_QUIET))
-		fprintf(stderr, "btrace: wrote %s: %s in thread %d at %#llx%s, "
+		fprintf(stderr, "btrace record: wrote %s: %s in thread %d at %#llx%s, "
 			"%s of trace kept of %s asked (%llu thread%s, qemu)\n",
 			out, sig.signo ? bt_signame(sig.signo) : "exit",
 			crashed_tid,
@@ -1011,7 +1011,7 @@ static void bt_child_died(struct bt_tree *t, struct bt_proc *p)
 	cj.err = &e;
 	if (bt_wants(&cj, ring_path) &&
 	    bt_snapshot_timed(&cj, ring_path, t->res))
-		fprintf(stderr, "btrace: forked child %d: %s\n", (int)p->pid,
+		fprintf(stderr, "btrace record: forked child %d: %s\n", (int)p->pid,
 			e.msg[0] ? e.msg : "snapshot failed");
 }
 
