@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "qemu-record.h"
+#include "elf-buildid.h"
 #include "util.h"
 
 static int bt_pread_all(int fd, void *buf, size_t len, uint64_t off)
@@ -54,18 +55,6 @@ static void bt_notes(const uint8_t *buf, size_t len,
 			name = "";
 		fn(ctx, type, name, buf + off + 12 + nal, dsz);
 		off += 12 + nal + dal;
-	}
-}
-
-static void bt_buildid_note(void *ctx, uint32_t type, const char *name,
-			    const uint8_t *desc, uint32_t dsz)
-{
-	struct bt_qemu_elf *e = ctx;
-
-	if (type == NT_GNU_BUILD_ID && !strcmp(name, "GNU") && dsz &&
-	    dsz <= BTRACE_BUILD_ID_MAX && !e->build_id_size) {
-		memcpy(e->build_id, desc, dsz);
-		e->build_id_size = dsz;
 	}
 }
 
@@ -141,8 +130,14 @@ int bt_qemu_elf_read(const char *path, struct bt_qemu_elf *e)
 			uint8_t *buf = malloc(ph[i].p_filesz);
 
 			if (buf && !bt_pread_all(fd, buf, ph[i].p_filesz,
-						 ph[i].p_offset))
-				bt_notes(buf, ph[i].p_filesz, bt_buildid_note, e);
+						 ph[i].p_offset)) {
+				int bid = bt_elf_note_build_id(buf, ph[i].p_filesz,
+							       e->build_id,
+							       BTRACE_BUILD_ID_MAX);
+
+				if (bid > 0)
+					e->build_id_size = (uint32_t)bid;
+			}
 			free(buf);
 		}
 	}
