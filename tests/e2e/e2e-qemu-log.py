@@ -4,7 +4,7 @@
 
     e2e-qemu-log.py BTRACE PROGDIR
 
-Records programs of tests/e2e/progs with BTRACE_QEMU_ARGS="-d exec,nochain
+Records programs of tests/qemu/progs with BTRACE_QEMU_ARGS="-d exec,nochain
 -D LOG", so QEMU itself logs the start of every translation block (TB) it
 executes, in the same run (the same addresses).  Two checks per program,
 walking backwards from the fault:

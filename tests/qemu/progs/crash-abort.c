@@ -4,7 +4,7 @@
 __attribute__((noinline)) static void check(int v)
 {
 	if (v != 3)
-		abort();
+		abort();  /* e2e: fault */
 }
 
 int main(int argc, char **argv)

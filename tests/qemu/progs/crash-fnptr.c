@@ -7,7 +7,7 @@ typedef int (*op_fn)(int *, int);
 
 __attribute__((noinline)) static int op_add(int *p, int v)
 {
-	*p += v;      /* faults when p is NULL */
+	*p += v;      /* faults when p is NULL */ /* e2e: fault */
 	return *p;
 }
 

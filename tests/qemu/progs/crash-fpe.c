@@ -3,7 +3,7 @@
 
 __attribute__((noinline)) static int divide(int a, int b)
 {
-	return a / b;
+	return a / b;  /* e2e: fault */
 }
 
 int main(int argc, char **argv)

@@ -2,7 +2,7 @@
 __attribute__((noinline)) static void do_trap(int v)
 {
 	if (v > 0)
-		__builtin_trap();
+		__builtin_trap();  /* e2e: fault */
 }
 
 int main(int argc, char **argv)

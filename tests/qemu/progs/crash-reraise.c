@@ -7,7 +7,7 @@
 
 __attribute__((noinline)) static void crash_here(int *p)
 {
-	*(volatile int *)p = 42;
+	*(volatile int *)p = 42;  /* e2e: fault */
 }
 
 static void on_segv(int sig)

@@ -24,7 +24,7 @@ static void *busy(void *arg)
 
 __attribute__((noinline)) static void worker_crash(int *p)
 {
-	*p = (int)spin_work(7);
+	*p = (int)spin_work(7);  /* e2e: fault */
 }
 
 static void *crasher(void *arg)
