@@ -22,6 +22,15 @@ import re
 import sys
 
 ADDR = re.compile(r'0x[0-9a-f]{6,}')
+# The fixture's directory as recorded (wherever the tree was when the
+# fixture was recorded) or as found now (wherever the tree is now).
+FIXPATH = re.compile(r'/[^\s"]*/fixtures/recorded/[^/\s"]+')
+
+
+def unfix(s, fixdir):
+    if fixdir:
+        s = s.replace(fixdir, '@FIXTURE@')
+    return FIXPATH.sub('@FIXTURE@', s)
 
 
 def other_names(rep, own):
@@ -61,8 +70,7 @@ def mask_text(text, own, rep, fixdir):
     out = []
     section = None
     for ln in text.splitlines():
-        if fixdir:
-            ln = ln.replace(fixdir, '@FIXTURE@')
+        ln = unfix(ln, fixdir)
         if ln and not ln[0].isspace():
             section = next((x for x in SECTIONS if ln.startswith(x)), None)
         m = LEAD.match(ln)
@@ -114,8 +122,7 @@ def mask_json(rep, own, fixdir):
     if rep.get('fault'):
         rep['fault']['tid'] = 'PID'
         mask_entry(rep['fault'], own)
-    rep['image_notes'] = [ADDR.sub('0xADDR', n.replace(fixdir, '@FIXTURE@'))
-                          if fixdir else ADDR.sub('0xADDR', n)
+    rep['image_notes'] = [ADDR.sub('0xADDR', unfix(n, fixdir))
                           for n in rep.get('image_notes', [])]
     for t in rep.get('threads', []):
         t['tid'] = 'PID'

@@ -579,5 +579,6 @@ int main(int argc, char **argv)
 		si.si_signo, buf.size, wrapped ? " (wrapped)" : "");
 	bt_pt_enc_free(pt);
 	bt_bts_enc_free(bts);
+	free(ips);
 	return 0;
 }
