@@ -298,6 +298,14 @@ static int on_block(struct bt_ctx *c, struct bt_thread_build *bb,
 	return end_of_block(c, w, b);
 }
 
+/* bt_walk_item() for a BTRACE_ITEM_BLOCK (the hot path: no dispatch) */
+int bt_walk_block(struct bt_ctx *c, struct bt_thread_build *bb,
+		  struct btrace_block *b, uint64_t i)
+{
+	bb->w->prev_async = 0;
+	return on_block(c, bb, b, i);
+}
+
 int bt_walk_item(struct bt_ctx *c, struct bt_thread_build *bb,
 		 struct btrace_block *b, uint64_t i)
 {

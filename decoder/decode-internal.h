@@ -164,8 +164,20 @@ int bt_elf_build_id(const char *path, uint8_t *id, uint32_t *size);
 /* insn.c */
 int bt_insn_init(struct bt_ctx *c);
 void bt_insn_fini(struct bt_ctx *c);
-/* Classify the instruction at @ip (cached). */
-const struct bt_insn_info *bt_insn_classify(struct bt_ctx *c, uint64_t ip);
+/* Classify the instruction at @ip (cached): the cache probe is inline
+ * (once per block on the hot path), a miss goes to insn.c. */
+const struct bt_insn_info *bt_insn_classify_miss(struct bt_ctx *c, uint64_t ip);
+static inline const struct bt_insn_info *bt_insn_classify(struct bt_ctx *c,
+							  uint64_t ip)
+{
+	if (c->icache) {
+		struct bt_icache *e = &c->icache[bt_cache_slot(ip)];
+
+		if (e->ip == ip)
+			return &e->info;
+	}
+	return bt_insn_classify_miss(c, ip);
+}
 /* Disassemble at @ip into @out. 0 ok, negative if no code. */
 int bt_insn_disasm(struct bt_ctx *c, uint64_t ip, struct btrace_insn *out);
 /* Walk @n instructions from @ip; stores the IP of the last one. */
@@ -247,6 +259,9 @@ int bt_bts_decode(struct bt_ctx *c, const struct btrace_buffer *buf,
 int bt_walk_begin(struct bt_ctx *c, struct bt_thread_build *b);
 int bt_walk_item(struct bt_ctx *c, struct bt_thread_build *b,
 		 struct btrace_block *it, uint64_t index);
+/* The same for an item known to be a BTRACE_ITEM_BLOCK. */
+int bt_walk_block(struct bt_ctx *c, struct bt_thread_build *b,
+		  struct btrace_block *it, uint64_t index);
 void bt_walk_end(struct bt_thread_build *b);
 int bt_analyze_thread(struct bt_ctx *c, struct bt_thread_build *b);
 /* decode.c: drop old entries after the walker appended a call */

@@ -162,6 +162,32 @@ static int emit(struct bt_ctx *c, struct bt_thread_build *b,
 	return 0;
 }
 
+/* bt_thread_add_insns() off its fast path: a held item to emit first, or
+ * blocks[] to compact or grow (the general path). */
+static __attribute__((noinline)) int
+add_insns_slow(struct bt_ctx *c, struct bt_thread_build *b, uint64_t ip,
+	       uint64_t end_ip, uint32_t ninsn, uint64_t offset)
+{
+	struct btrace_block blk = { .kind = BTRACE_ITEM_BLOCK, .ip = ip,
+				    .end_ip = end_ip, .offset = offset,
+				    .ninsn = ninsn };
+
+	if (b->have_held) {
+		int ret = bt_thread_flush(c, b);
+		if (ret < 0)
+			return ret;
+		/* then as if nothing had been held */
+		return bt_thread_add_insns(c, b, ip, end_ip, ninsn, offset);
+	}
+	return emit(c, b, &blk, b->nitems++);
+}
+
+static __attribute__((noinline, cold)) int add_insns_failed(struct bt_ctx *c,
+							    int ret)
+{
+	return bt_error(c->err, ret, "decode: out of memory");
+}
+
 int bt_thread_add_insns(struct bt_ctx *c, struct bt_thread_build *b,
 			uint64_t ip, uint64_t end_ip, uint32_t ninsn,
 			uint64_t offset)
@@ -170,25 +196,16 @@ int bt_thread_add_insns(struct bt_ctx *c, struct bt_thread_build *b,
 	struct btrace_block *it;
 	int ret;
 
-	if (b->have_held) {
-		ret = bt_thread_flush(c, b);
-		if (ret < 0)
-			return ret;
-	}
-	if (t->nblocks >= b->trigger || t->nblocks == b->cblocks) {
-		/* compact or grow via the general path */
-		struct btrace_block blk = { .kind = BTRACE_ITEM_BLOCK, .ip = ip,
-					    .end_ip = end_ip, .offset = offset,
-					    .ninsn = ninsn };
-		return emit(c, b, &blk, b->nitems++);
-	}
+	if (__builtin_expect(b->have_held || t->nblocks >= b->trigger ||
+			     t->nblocks == b->cblocks, 0))
+		return add_insns_slow(c, b, ip, end_ip, ninsn, offset);
 	it = &t->blocks[t->nblocks];
 	*it = (struct btrace_block){ .kind = BTRACE_ITEM_BLOCK, .ip = ip,
 				     .end_ip = end_ip, .offset = offset,
 				     .ninsn = ninsn };
-	ret = bt_walk_item(c, b, it, b->nitems++);
-	if (ret < 0)
-		return bt_error(c->err, ret, "decode: out of memory");
+	ret = bt_walk_block(c, b, it, b->nitems++);
+	if (__builtin_expect(ret < 0, 0))
+		return add_insns_failed(c, ret);
 	if (c->npartial)
 		bt_image_mark_entered(c, ip, 1);
 	b->units += b->unit == BTRACE_UNIT_INSNS ? ninsn :

@@ -275,7 +275,7 @@ out:
 
 static const struct bt_insn_info *classify_slow(struct bt_ctx *c, uint64_t ip);
 
-const struct bt_insn_info *bt_insn_classify(struct bt_ctx *c, uint64_t ip)
+const struct bt_insn_info *bt_insn_classify_miss(struct bt_ctx *c, uint64_t ip)
 {
 	struct bt_icache *e;
 

@@ -83,15 +83,32 @@ struct pt_state {
 	struct bt_thread_build *b;
 	struct pt_block_decoder *dec;
 	uint64_t last_ip;        /* last instruction decoded */
+	uint64_t blk_off;        /* trace offset given to blocks */
+	uint32_t blk_age;        /* blocks since blk_off was queried */
 };
+
+/* A block's offset is "near which it was decoded": the decoder's position
+ * is queried at every event and gap, and for blocks once every
+ * BT_PT_OFFSET_EVERY blocks (the query is a library call per block,
+ * about 5% of the decode otherwise). */
+#define BT_PT_OFFSET_EVERY 16u
 
 static uint64_t cur_offset(struct pt_state *st)
 {
 	uint64_t off = 0;
 
 	if (pt_blk_get_offset(st->dec, &off) < 0)
-		return 0;
+		off = 0;
+	st->blk_off = off;
+	st->blk_age = 0;
 	return off;
+}
+
+static uint64_t block_offset(struct pt_state *st)
+{
+	if (++st->blk_age >= BT_PT_OFFSET_EVERY)
+		return cur_offset(st);
+	return st->blk_off;
 }
 
 static int add_item(struct pt_state *st, uint32_t kind, uint64_t ip,
@@ -210,7 +227,7 @@ int bt_pt_decode_from(struct bt_ctx *c, const struct btrace_buffer *buf,
 		      struct bt_thread_build *b, uint64_t start)
 {
 	struct pt_config cfg;
-	struct pt_state st = { c, b, NULL, 0 };
+	struct pt_state st = { c, b, NULL, 0, 0, BT_PT_OFFSET_EVERY };
 	int status, ret = 0;
 	uint64_t sync_off = start;
 
@@ -251,7 +268,7 @@ int bt_pt_decode_from(struct bt_ctx *c, const struct btrace_buffer *buf,
 			status = pt_blk_next(st.dec, &blk, sizeof(blk));
 			if (blk.ninsn) {
 				ret = bt_thread_add_insns(c, b, blk.ip, blk.end_ip,
-							  blk.ninsn, cur_offset(&st));
+							  blk.ninsn, block_offset(&st));
 				if (ret < 0)
 					goto out;
 				st.last_ip = blk.end_ip;
@@ -275,6 +292,7 @@ int bt_pt_decode_from(struct bt_ctx *c, const struct btrace_buffer *buf,
 		if (status < 0)
 			break;
 		pt_blk_get_sync_offset(st.dec, &sync_off);
+		st.blk_age = BT_PT_OFFSET_EVERY;   /* query at the next block */
 		if (sync_off <= prev)
 			break;
 		b->t->gaps[b->t->ngaps - 1].bytes = sync_off - b->t->gaps[b->t->ngaps - 1].offset;
