@@ -874,6 +874,43 @@ static void bt_child_init(void)
 	}
 }
 
+/*
+ * Guest ranges mapped executable (file code and JIT), from the mmap and
+ * mprotect arguments.  The copy of the map is what decodes the code, so it
+ * is refreshed when a change touches executable memory; changes to data
+ * mappings alone (malloc arenas: hundreds in a CPython run) do not pay for
+ * a read of /proc/self/maps.  The loader's own mappings of the program and
+ * the interpreter are in the first copy.
+ */
+#define BT_MAX_EXEC_RANGES 512
+static struct bt_range g_exec[BT_MAX_EXEC_RANGES];
+static unsigned int g_nexec;
+static int g_exec_full;  /* too many to track: refresh on every change */
+
+/* Does [s, e) touch executable memory?  Updates the list: @exec adds the
+ * range, otherwise ranges it covers entirely are dropped. */
+static int bt_exec_touch(uint64_t s, uint64_t e, int exec)
+{
+	int hit = exec || g_exec_full;
+
+	pthread_mutex_lock(&g.lock);
+	for (unsigned int i = 0; i < g_nexec; i++) {
+		if (g_exec[i].start >= e || g_exec[i].end <= s)
+			continue;
+		hit = 1;
+		if (!exec && g_exec[i].start >= s && g_exec[i].end <= e)
+			g_exec[i--] = g_exec[--g_nexec];
+	}
+	if (exec) {
+		if (g_nexec < BT_MAX_EXEC_RANGES)
+			g_exec[g_nexec++] = (struct bt_range){ s, e };
+		else
+			g_exec_full = 1;
+	}
+	pthread_mutex_unlock(&g.lock);
+	return hit;
+}
+
 static void bt_syscall_ret(qemu_plugin_id_t id, unsigned int vcpu,
 			   int64_t num, int64_t ret)
 {
@@ -886,22 +923,26 @@ static void bt_syscall_ret(qemu_plugin_id_t id, unsigned int vcpu,
 	case BT_NR_MMAP:
 		/* Anonymous executable memory: JIT code.  File mappings get
 		 * their execute bit from the ELF file. */
-		if (ret >= 0 || ret < -4096)
+		if ((ret >= 0 || ret < -4096) &&
+		    bt_exec_touch((uint64_t)ret, (uint64_t)ret + len,
+				  !!(a[2] & BT_PROT_EXEC)))
 			bt_refresh_maps_x(1, (uint64_t)ret, (uint64_t)ret + len,
 					  (a[2] & BT_PROT_EXEC) &&
 					  (a[3] & BT_MAP_ANONYMOUS));
 		break;
 	case BT_NR_MPROTECT:
-		if (ret == 0)
+		if (ret == 0 && bt_exec_touch(a[0], a[0] + len,
+					      !!(a[2] & BT_PROT_EXEC)))
 			bt_refresh_maps_x(1, a[0], a[0] + len,
 					  !!(a[2] & BT_PROT_EXEC));
 		break;
 	case BT_NR_MUNMAP:
-		if (ret == 0)
+		if (ret == 0 && bt_exec_touch(a[0], a[0] + len, 0))
 			bt_refresh_maps_x(1, a[0], a[0] + len, 0);
 		break;
 	case BT_NR_MREMAP:
-		if (ret >= 0 || ret < -4096)
+		if ((ret >= 0 || ret < -4096) &&
+		    bt_exec_touch(a[0], a[0] + len, 0))
 			bt_refresh_maps_x(1, a[0], a[0] + len, 0);
 		break;
 	case BT_NR_CLONE:
