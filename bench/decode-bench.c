@@ -35,7 +35,7 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int run_raw(const struct btrace_snapshot *s, uint64_t *ninsn)
+static __attribute__((noinline)) int run_raw(const struct btrace_snapshot *s, uint64_t *ninsn)
 {
 	const struct btrace_buffer *b = &s->buffers[0];
 	struct pt_image *img = pt_image_alloc("bench");

@@ -12,41 +12,7 @@
 #include "decode-internal.h"
 #include "util.h"
 
-struct frame {
-	uint64_t ret;        /* where it returns to, 0 unknown (partial) */
-	uint64_t call_ip;    /* the call (or interrupted insn) in the frame below */
-	uint64_t func;       /* function start, 0 unknown */
-	uint64_t ip;         /* last address executed in this frame */
-	uint32_t flags;      /* BTRACE_CALL_* */
-	int32_t depth;
-};
-
-struct stack_copy {
-	struct frame *fr;
-	size_t n, cap;
-};
-
-struct bt_walk {
-	struct frame *fr;
-	size_t nfr, cfr;
-	int32_t depth, min_depth;
-	int have_calls;
-	int pending;         /* next block starts a new call entry */
-	uint32_t pending_flags;
-	int jump_pending;    /* last block ended in a jump: check the target */
-	int ret_pending;
-	int async_pending;   /* an ITEM_ASYNC waits for the handler */
-	uint64_t async_ip;
-	uint64_t async_index;
-	int prev_async;      /* the previous item was an ITEM_ASYNC */
-	/* fault candidates */
-	struct stack_copy at_async;    /* the stack at the last ITEM_ASYNC */
-	struct stack_copy at_handler;  /* ... the last one a handler followed */
-	int64_t handler_item;          /* item index of that ITEM_ASYNC */
-	uint64_t handler_ip;           /* ... and where it interrupted */
-};
-
-static int push(struct bt_walk *w, struct frame f)
+static int push(struct bt_walk *w, struct bt_frame f)
 {
 	if (w->nfr == w->cfr &&
 	    bt_grow((void **)&w->fr, &w->cfr, w->nfr + 1, sizeof(*w->fr)))
@@ -55,7 +21,7 @@ static int push(struct bt_walk *w, struct frame f)
 	return 0;
 }
 
-static int copy_stack(struct stack_copy *d, const struct frame *fr, size_t n)
+static int copy_stack(struct bt_stack_copy *d, const struct bt_frame *fr, size_t n)
 {
 	if (n > d->cap && bt_grow((void **)&d->fr, &d->cap, n, sizeof(*fr)))
 		return -ENOMEM;
@@ -92,7 +58,7 @@ static int new_call(struct bt_thread_build *b, uint64_t ip, uint32_t flags,
 	return 0;
 }
 
-static struct frame *top(struct bt_walk *w)
+static struct bt_frame *top(struct bt_walk *w)
 {
 	return w->nfr ? &w->fr[w->nfr - 1] : NULL;
 }
@@ -126,7 +92,7 @@ static int on_return(struct bt_ctx *c, struct bt_walk *w, uint64_t ip)
 	 * until the trampoline's rt_sigreturn goes back to the interrupted
 	 * instruction (ITEM_FAR, below). */
 	if (w->nfr && (w->fr[w->nfr - 1].flags & BTRACE_CALL_SIGNAL)) {
-		struct frame *f = &w->fr[w->nfr - 1];
+		struct bt_frame *f = &w->fr[w->nfr - 1];
 		f->func = bt_syms_func_start(c, ip, NULL);
 		f->ip = ip;
 		return 0;
@@ -138,7 +104,7 @@ static int on_return(struct bt_ctx *c, struct bt_walk *w, uint64_t ip)
 	/* Return past the start of the history: a new outer frame. */
 	w->depth--;
 	w->nfr = 0;
-	return push(w, (struct frame){ 0, 0, bt_syms_func_start(c, ip, NULL), ip,
+	return push(w, (struct bt_frame){ 0, 0, bt_syms_func_start(c, ip, NULL), ip,
 				       BTRACE_CALL_PARTIAL, w->depth });
 }
 
@@ -148,7 +114,7 @@ static int on_return(struct bt_ctx *c, struct bt_walk *w, uint64_t ip)
 static int on_jump(struct bt_ctx *c, struct bt_walk *w, uint64_t ip,
 		   uint32_t *flags)
 {
-	struct frame *f = top(w);
+	struct bt_frame *f = top(w);
 	int from_tramp = 0;
 	uint64_t func;
 
@@ -210,7 +176,7 @@ static int end_of_block(struct bt_ctx *c, struct bt_walk *w,
 			break;   /* call next insn: the PIC idiom, not a call */
 		w->depth++;
 		w->pending = 1;
-		return push(w, (struct frame){ b->end_ip + ii->size, b->end_ip,
+		return push(w, (struct bt_frame){ b->end_ip + ii->size, b->end_ip,
 					       ii->target, 0, 0, w->depth });
 	case BTRACE_INSN_RET:
 		w->ret_pending = 1;
@@ -254,12 +220,12 @@ static int on_block(struct bt_ctx *c, struct bt_thread_build *bb,
 	if (ret < 0)
 		return ret;
 	if (!w->nfr) {
-		ret = push(w, (struct frame){ 0, 0, bt_syms_func_start(c, b->ip, NULL),
+		ret = push(w, (struct bt_frame){ 0, 0, bt_syms_func_start(c, b->ip, NULL),
 					      b->ip, BTRACE_CALL_PARTIAL, w->depth });
 		if (ret < 0)
 			return ret;
 	}
-	struct frame *f = top(w);
+	struct bt_frame *f = top(w);
 	if (!f->func)
 		f->func = bt_syms_func_start(c, b->ip, NULL);
 	if (w->ret_pending || !w->have_calls) {
@@ -345,7 +311,7 @@ int bt_walk_item(struct bt_ctx *c, struct bt_thread_build *bb,
 			/* a signal handler entered: a fault candidate when it
 			 * came right after the interruption */
 			if (prev_async) {
-				struct stack_copy tmp = w->at_handler;
+				struct bt_stack_copy tmp = w->at_handler;
 				w->at_handler = w->at_async;
 				w->at_async = tmp;
 				w->handler_item = (int64_t)w->async_index;
@@ -353,7 +319,7 @@ int bt_walk_item(struct bt_ctx *c, struct bt_thread_build *bb,
 			}
 			/* a signal frame */
 			w->depth++;
-			ret = push(w, (struct frame){ w->async_ip, w->async_ip,
+			ret = push(w, (struct bt_frame){ w->async_ip, w->async_ip,
 						      bt_syms_func_start(c, b->ip, NULL),
 						      b->ip, BTRACE_CALL_SIGNAL,
 						      w->depth });
@@ -380,7 +346,7 @@ int bt_walk_item(struct bt_ctx *c, struct bt_thread_build *bb,
 		}
 		/* a signal delivered on the way back from the kernel */
 		w->depth++;
-		ret = push(w, (struct frame){ b->ip + ii->size, b->ip,
+		ret = push(w, (struct bt_frame){ b->ip + ii->size, b->ip,
 					      bt_syms_func_start(c, b->end_ip, NULL),
 					      b->end_ip, BTRACE_CALL_SIGNAL, w->depth });
 		w->pending = 1;
@@ -495,12 +461,12 @@ static int find_fault(struct bt_ctx *c, struct bt_thread_build *bb,
 }
 
 static int build_stack(struct bt_ctx *c, struct btrace_thread *t,
-		       const struct frame *saved, size_t nsaved)
+		       const struct bt_frame *saved, size_t nsaved)
 {
 	size_t cap = 0;
 
 	for (size_t k = nsaved; k-- > 0;) {
-		const struct frame *fr = &saved[k];
+		const struct bt_frame *fr = &saved[k];
 		uint64_t ip = k + 1 == nsaved ?
 			(t->fault.found ? t->fault.ip : fr->ip) :
 			saved[k + 1].call_ip;

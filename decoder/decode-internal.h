@@ -203,12 +203,46 @@ int bt_plt_contains(const struct bt_ctx *c, uint64_t ip);
 int bt_syms_inline_chain(struct bt_ctx *c, uint64_t ip,
 			 struct btrace_symbol *out, int n);
 
+/* analyze.c: the walker's state (the hot path in bt_block_fast() reads
+ * it too) */
+struct bt_frame {
+	uint64_t ret;        /* where it returns to, 0 unknown (partial) */
+	uint64_t call_ip;    /* the call (or interrupted insn) in the frame below */
+	uint64_t func;       /* function start, 0 unknown */
+	uint64_t ip;         /* last address executed in this frame */
+	uint32_t flags;      /* BTRACE_CALL_* */
+	int32_t depth;
+};
+
+struct bt_stack_copy {
+	struct bt_frame *fr;
+	size_t n, cap;
+};
+
+struct bt_walk {
+	struct bt_frame *fr;
+	size_t nfr, cfr;
+	int32_t depth, min_depth;
+	int have_calls;
+	int pending;         /* next block starts a new call entry */
+	uint32_t pending_flags;
+	int jump_pending;    /* last block ended in a jump: check the target */
+	int ret_pending;
+	int async_pending;   /* an ITEM_ASYNC waits for the handler */
+	uint64_t async_ip;
+	uint64_t async_index;
+	int prev_async;      /* the previous item was an ITEM_ASYNC */
+	/* fault candidates */
+	struct bt_stack_copy at_async;    /* the stack at the last ITEM_ASYNC */
+	struct bt_stack_copy at_handler;  /* ... the last one a handler followed */
+	int64_t handler_item;          /* item index of that ITEM_ASYNC */
+	uint64_t handler_ip;           /* ... and where it interrupted */
+};
+
 /* A thread result under construction.  Decoders emit items one at a time;
  * each is analysed as it arrives (analyze.c: stack, call history, fault
  * candidates) and stored, with opts.keep, in a bounded window of the most
  * recent ones. */
-struct bt_walk;
-
 struct bt_thread_build {
 	struct btrace_thread *t;
 	size_t cblocks, cgaps, ccalls, cstack;
@@ -236,6 +270,119 @@ int bt_thread_add_block(struct bt_ctx *c, struct bt_thread_build *b,
 int bt_thread_add_insns(struct bt_ctx *c, struct bt_thread_build *b,
 			uint64_t ip, uint64_t end_ip, uint32_t ninsn,
 			uint64_t offset);
+/* The common block, the whole of its path in one inline function for the
+ * decode loop: a block that goes on in the current call entry, starts one
+ * after a call, or returns to the frame just below the top; with room in
+ * the arrays, the class of its last instruction in the cache and nothing
+ * held or pending otherwise.  It does what bt_thread_add_insns() and the
+ * walker (analyze.c: on_block, end_of_block, new_call) do for such a
+ * block.  Returns 1 when done, 0 when nothing was changed and the general
+ * path has to take the block. */
+static inline int bt_block_fast(struct bt_ctx *c, struct bt_thread_build *b,
+				uint64_t ip, uint64_t end_ip, uint32_t ninsn,
+				uint64_t offset)
+{
+	struct btrace_thread *t = b->t;
+	struct bt_walk *w = b->w;
+	const struct bt_icache *e;
+	struct bt_frame *f;
+	struct btrace_call *cl;
+	size_t nfr = w->nfr;
+	int start, push = 0;
+
+	/* one test for everything the general path handles */
+	if (__builtin_expect(b->have_held || t->nblocks >= b->trigger ||
+			     t->nblocks == b->cblocks || c->npartial ||
+			     !w->have_calls || !nfr || w->jump_pending ||
+			     !c->icache, 0))
+		return 0;
+	e = &c->icache[bt_cache_slot(end_ip)];
+	if (__builtin_expect(e->ip != end_ip, 0))
+		return 0;
+	start = w->pending | w->ret_pending;
+	if (start) {
+		if (t->ncalls >= b->calls_trigger || t->ncalls == b->ccalls)
+			return 0;
+		/* the return goes back to the frame below the top */
+		if (w->ret_pending) {
+			if (nfr < 2 || w->fr[nfr - 1].ret != ip)
+				return 0;
+			nfr--;
+		}
+		if (!w->fr[nfr - 1].func)
+			return 0;
+	}
+	if (e->info.cls == BTRACE_INSN_CALL_IND ||
+	    (e->info.cls == BTRACE_INSN_CALL &&
+	     e->info.target != end_ip + e->info.size)) {
+		if (nfr >= w->cfr)
+			return 0;
+		push = 1;
+	}
+
+	/* from here on it is taken: everything read first, then written
+	 * (the stores could alias the fields otherwise) */
+	uint64_t i = b->nitems;
+	size_t nb = t->nblocks, nc = t->ncalls;
+	int32_t depth = w->depth;
+	uint8_t cls = e->info.cls, size = e->info.size;
+	uint64_t target = e->info.target;
+
+	f = &w->fr[nfr - 1];
+	if (start) {
+		uint32_t flags = w->pending_flags;
+
+		if (w->ret_pending) {
+			depth = f->depth;
+			if (f->flags & BTRACE_CALL_PARTIAL)
+				flags |= BTRACE_CALL_PARTIAL;
+		}
+		if (depth < w->min_depth)
+			w->min_depth = depth;
+		t->calls[nc++] = (struct btrace_call){
+			.depth = depth, .flags = flags, .ip = ip,
+			.end_ip = end_ip, .first_block = i, .nblocks = 1,
+			.ninsn = ninsn,
+		};
+		w->ret_pending = w->pending = 0;
+		w->pending_flags = 0;
+		t->ncalls = nc;
+	} else {
+		cl = &t->calls[nc - 1];
+		cl->nblocks = i + 1 - cl->first_block;
+		cl->ninsn += ninsn;
+		cl->end_ip = end_ip;
+	}
+	t->blocks[nb] = (struct btrace_block){
+		.kind = BTRACE_ITEM_BLOCK, .ip = ip, .end_ip = end_ip,
+		.offset = offset, .ninsn = ninsn, .iclass = cls,
+		.end_size = size, .depth = depth,
+	};
+	t->nblocks = nb + 1;
+	t->ninsn += ninsn;
+	b->nitems = i + 1;
+	if (b->unit != BTRACE_UNIT_CALLS)   /* calls are counted apart */
+		b->units += b->unit == BTRACE_UNIT_INSNS ? ninsn :
+			    b->unit == BTRACE_UNIT_BLOCKS;
+	f->ip = end_ip;
+	w->prev_async = 0;
+	if (push) {
+		w->depth = depth + 1;
+		w->pending = 1;
+		w->fr[nfr] = (struct bt_frame){ end_ip + size, end_ip, target,
+						0, 0, depth + 1 };
+		w->nfr = nfr + 1;
+	} else {
+		w->depth = depth;
+		w->nfr = nfr;
+		if (cls == BTRACE_INSN_RET)
+			w->ret_pending = 1;
+		else if (cls == BTRACE_INSN_JMP || cls == BTRACE_INSN_JMP_IND)
+			w->jump_pending = 1;
+	}
+	return 1;
+}
+
 /* Hold an item whose end_ip comes later; returns its item index. */
 int64_t bt_thread_hold(struct bt_ctx *c, struct bt_thread_build *b,
 		       const struct btrace_block *blk);

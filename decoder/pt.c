@@ -264,13 +264,19 @@ int bt_pt_decode_from(struct bt_ctx *c, const struct btrace_buffer *buf,
 		if (status >= 0 && (status & pts_eos))
 			break;
 		if (status >= 0) {
-			memset(&blk, 0, sizeof(blk));
+			/* pt_blk_next() zeroes the block first, errors included */
 			status = pt_blk_next(st.dec, &blk, sizeof(blk));
 			if (blk.ninsn) {
-				ret = bt_thread_add_insns(c, b, blk.ip, blk.end_ip,
-							  blk.ninsn, block_offset(&st));
-				if (ret < 0)
-					goto out;
+				uint64_t off = block_offset(&st);
+
+				if (!bt_block_fast(c, b, blk.ip, blk.end_ip,
+						   blk.ninsn, off)) {
+					ret = bt_thread_add_insns(c, b, blk.ip,
+								  blk.end_ip,
+								  blk.ninsn, off);
+					if (ret < 0)
+						goto out;
+				}
 				st.last_ip = blk.end_ip;
 				b->ended_async = 0;
 			}
