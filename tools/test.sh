@@ -20,7 +20,17 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	meson test -C build-asan --print-errorlogs --num-processes 2 || rc=1
 
-CC=clang tools/build.sh build-fuzz -Dfuzz=true -Dbuildtype=debug \
-	-Db_sanitize=address,undefined -Db_lundef=false
-meson test -C build-fuzz --suite fuzz --print-errorlogs || rc=1
+# The fuzz build instruments every object for coverage, so only the fuzz
+# targets (and the libraries they link) are built there.
+if [ ! -f build-fuzz/build.ninja ]; then
+	CC=clang meson setup build-fuzz -Dfuzz=true -Dbuildtype=debug \
+		-Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+fi
+fuzz_targets=$(meson introspect build-fuzz --targets | python3 -c '
+import json, os, sys
+for t in json.load(sys.stdin):
+    if t["name"].startswith("fuzz-") and t["type"] == "executable":
+        print(os.path.relpath(t["filename"][0], os.path.abspath("build-fuzz")))')
+ninja -C build-fuzz $fuzz_targets >/dev/null || ninja -C build-fuzz $fuzz_targets
+meson test -C build-fuzz --suite fuzz --no-rebuild --print-errorlogs || rc=1
 exit $rc
