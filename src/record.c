@@ -66,7 +66,7 @@ static uint32_t pick_auto(const struct btrace_record_opts *opts, int quiet)
 	}
 	if (!quiet)
 		fprintf(stderr, "btrace record: using the QEMU software trace "
-			"(the program runs emulated, 2-5x slower)\n");
+			"(the program runs emulated, 3-10x slower than natively)\n");
 	return BTRACE_BACKEND_QEMU;
 }
 
