@@ -82,6 +82,17 @@ static void *own(struct rd *r, void *p)
 	return p;
 }
 
+/* Append @elem (@size bytes) to the growable array *@arr of *@n elements. */
+static int append(void **arr, size_t *cap, size_t *n, const void *elem,
+		  size_t size)
+{
+	if (bt_grow(arr, cap, *n, size))
+		return -ENOMEM;
+	memcpy((uint8_t *)*arr + *n * size, elem, size);
+	(*n)++;
+	return 0;
+}
+
 static int warn(struct rd *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static int warn(struct rd *r, const char *fmt, ...)
@@ -96,11 +107,8 @@ static int warn(struct rd *r, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0 || !own(r, msg))
 		return -ENOMEM;
-	if (bt_grow((void **)&sp->pub.warnings, &sp->cwarn, sp->pub.nwarnings,
-		    sizeof(char *)))
-		return -ENOMEM;
-	sp->pub.warnings[sp->pub.nwarnings++] = msg;
-	return 0;
+	return append((void **)&sp->pub.warnings, &sp->cwarn, &sp->pub.nwarnings,
+		      &msg, sizeof(char *));
 }
 
 /* Describe where we are: "FILE: section N (type) at byte offset X". */
@@ -286,11 +294,8 @@ static int parse_buffer(struct rd *r, struct fit *it)
 	if (!have_data)
 		return sec_error(r, -BTRACE_ERR_FORMAT, 0,
 				 "buffer without trace data");
-	if (bt_grow((void **)&sp->pub.buffers, &sp->cbuf, sp->pub.nbuffers,
-		    sizeof(b)))
-		return -ENOMEM;
-	sp->pub.buffers[sp->pub.nbuffers++] = b;
-	return 0;
+	return append((void **)&sp->pub.buffers, &sp->cbuf, &sp->pub.nbuffers,
+		      &b, sizeof(b));
 }
 
 static int parse_task(struct rd *r, struct fit *it)
@@ -315,11 +320,8 @@ static int parse_task(struct rd *r, struct fit *it)
 	}
 	if (ret < 0)
 		return ret;
-	if (bt_grow((void **)&sp->pub.tasks, &sp->ctask, sp->pub.ntasks,
-		    sizeof(t)))
-		return -ENOMEM;
-	sp->pub.tasks[sp->pub.ntasks++] = t;
-	return 0;
+	return append((void **)&sp->pub.tasks, &sp->ctask, &sp->pub.ntasks,
+		      &t, sizeof(t));
 }
 
 static int parse_mapping(struct rd *r, struct fit *it)
@@ -353,11 +355,8 @@ static int parse_mapping(struct rd *r, struct fit *it)
 	if (m.end < m.start)
 		return sec_error(r, -BTRACE_ERR_FORMAT, it->base,
 				 "mapping ends before it starts");
-	if (bt_grow((void **)&sp->pub.mappings, &sp->cmap, sp->pub.nmappings,
-		    sizeof(m)))
-		return -ENOMEM;
-	sp->pub.mappings[sp->pub.nmappings++] = m;
-	return 0;
+	return append((void **)&sp->pub.mappings, &sp->cmap, &sp->pub.nmappings,
+		      &m, sizeof(m));
 }
 
 static int parse_meta(struct rd *r, struct fit *it)
@@ -381,11 +380,8 @@ static int parse_meta(struct rd *r, struct fit *it)
 		return ret;
 	if (!m.key || !m.value)
 		return 0;  /* incomplete pair: nothing to keep */
-	if (bt_grow((void **)&sp->pub.meta, &sp->cmeta, sp->pub.nmeta,
-		    sizeof(m)))
-		return -ENOMEM;
-	sp->pub.meta[sp->pub.nmeta++] = m;
-	return 0;
+	return append((void **)&sp->pub.meta, &sp->cmeta, &sp->pub.nmeta,
+		      &m, sizeof(m));
 }
 
 /* A list section: one BT_F_RECORD field per element. */
@@ -440,11 +436,8 @@ static int parse_code(struct rd *r, struct fit *it)
 	if (!have_data)
 		return sec_error(r, -BTRACE_ERR_FORMAT, 0,
 				 "code section without bytes");
-	if (bt_grow((void **)&sp->pub.code, &sp->ccode, sp->pub.ncode,
-		    sizeof(c)))
-		return -ENOMEM;
-	sp->pub.code[sp->pub.ncode++] = c;
-	return 0;
+	return append((void **)&sp->pub.code, &sp->ccode, &sp->pub.ncode,
+		      &c, sizeof(c));
 }
 
 static int parse_signal(struct rd *r, struct fit *it)
@@ -600,11 +593,8 @@ static int add_section_info(struct rd *r, const struct btrace_section_info *si)
 {
 	struct snap_priv *sp = r->sp;
 
-	if (bt_grow((void **)&sp->pub.sections, &sp->csec, sp->pub.nsections,
-		    sizeof(*si)))
-		return -ENOMEM;
-	sp->pub.sections[sp->pub.nsections++] = *si;
-	return 0;
+	return append((void **)&sp->pub.sections, &sp->csec, &sp->pub.nsections,
+		      si, sizeof(*si));
 }
 
 /* Find the next plausible section header at or after @from (lenient). */
