@@ -173,8 +173,14 @@ int btrace_calibrate(uint32_t backend, unsigned runs, const char *sysfs_root,
 			BTRACE_BACKEND_PT : BTRACE_BACKEND_BTS;
 	}
 	r = bt_perf_probe(backend, sysfs_root, err);
-	if (r < 0)
+	if (r < 0) {
+		/* The probe's hint points at --backend qemu, which has
+		 * nothing to calibrate: say what calibrate needs instead. */
+		bt_hint(err, "calibrate measures what Intel PT or BTS "
+			"hardware writes after a fault (kernel signal delivery "
+			"and exit); it needs one of them");
 		return r;
+	}
 	r = bt_pmu_read(sysfs_root, backend == BTRACE_BACKEND_BTS ? "intel_bts" :
 			"intel_pt", &pmu, err);
 	if (r < 0)
