@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
+
+#include <string.h>
+
+#include <btrace/snapshot.h>
 
 #include "cli.h"
 
@@ -83,5 +89,22 @@ int cli_parse_size(const char *s, uint64_t *out)
 	if (shift && v > (~0ull >> shift))
 		return -1;
 	*out = v << shift;
+	return 0;
+}
+
+int cli_read_snapshot(const char *cmd, const char *path,
+		      struct btrace_snapshot **snap, char *dir)
+{
+	struct btrace_error err;
+	char real[PATH_MAX];
+
+	if (btrace_snapshot_read(path, BTRACE_READ_LENIENT, snap, &err) < 0)
+		return cli_fail(cmd, &err);
+	for (size_t i = 0; i < (*snap)->nwarnings; i++)
+		fprintf(stderr, "btrace %s: warning: %s\n", cmd,
+			(*snap)->warnings[i]);
+	dir[0] = '\0';
+	if (realpath(path, real))
+		snprintf(dir, PATH_MAX, "%s", dirname(real));
 	return 0;
 }

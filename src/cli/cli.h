@@ -29,6 +29,18 @@ int cli_failf(const char *cmd, const char *hint, const char *fmt, ...)
 int cli_usage(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+struct btrace_snapshot;
+
+/*
+ * Read the snapshot at @path for decoding: salvage mode (damaged sections are
+ * skipped, and each warning is printed on stderr as "btrace <cmd>: warning:
+ * ..."), and @dir (PATH_MAX bytes) set to the snapshot's directory, where
+ * binaries are looked for by build ID ("" when unknown).  Returns 0, or the
+ * exit status after printing the error.
+ */
+int cli_read_snapshot(const char *cmd, const char *path,
+		      struct btrace_snapshot **snap, char *dir);
+
 /* Parse sizes such as 4096, 64K, 4M, 1G (binary units); -1 if invalid. */
 int cli_parse_size(const char *s, uint64_t *out);
 /* Parse an unsigned integer (decimal or 0x); -1 if invalid. */

@@ -6,7 +6,6 @@
  * Gaps and events are printed where they happened.
  */
 #include <getopt.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -561,19 +560,18 @@ int cmd_decode(int argc, char **argv)
 	if (optind + 1 != argc)
 		return cli_usage(CMD, optind >= argc ? "a snapshot FILE is required" :
 				 "only one FILE is accepted");
-	if (btrace_snapshot_read(argv[optind], BTRACE_READ_LENIENT, &snap, &err) < 0)
-		return cli_fail(CMD, &err);
+	ret = cli_read_snapshot(CMD, argv[optind], &snap, dir);
+	if (ret)
+		return ret;
 	d.last = last;
-	if (realpath(argv[optind], dir))
-		d.search_dir = dirname(dir);
+	if (dir[0])
+		d.search_dir = dir;
 	d.unit = mode == M_INSN ? BTRACE_UNIT_INSNS :
 		 mode == M_BLOCKS ? BTRACE_UNIT_BLOCKS : BTRACE_UNIT_CALLS;
 	if (btrace_decode(snap, &d, &r, &err) < 0) {
 		btrace_snapshot_free(snap);
 		return cli_fail(CMD, &err);
 	}
-	for (size_t i = 0; i < snap->nwarnings; i++)
-		fprintf(stderr, "btrace decode: warning: %s\n", snap->warnings[i]);
 	for (size_t i = 0; i < r->nimage_notes; i++)
 		printf("[image: %s]\n", r->image_notes[i]);
 	if (d.tid && !r->nthreads)

@@ -5,7 +5,6 @@
  * lines and a completeness line.  --json for tools (docs/report.md).
  */
 #include <getopt.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -680,16 +679,18 @@ int cmd_report(int argc, char **argv)
 		return cli_usage(CMD, optind >= argc ? "a snapshot FILE is required" :
 				 "only one FILE is accepted");
 	const char *path = argv[optind];
-	if (btrace_snapshot_read(path, BTRACE_READ_LENIENT, &snap, &err) < 0)
-		return cli_fail(CMD, &err);
+	int rc = cli_read_snapshot(CMD, path, &snap, dir);
+
+	if (rc)
+		return rc;
 	/* Tail-only: enough call-history entries for both lists (each entry
 	 * has at least one block); with --full, every block is analysed but
 	 * only that many calls and blocks are kept (bounded memory). */
 	d.unit = BTRACE_UNIT_CALLS;
 	d.last = (o.calls > o.blocks ? o.calls : o.blocks) + 8;
 	d.keep = d.last;
-	if (realpath(path, dir))
-		d.search_dir = dirname(dir);
+	if (dir[0])
+		d.search_dir = dir;
 	d.tid = o.tid;
 	if (btrace_decode(snap, &d, &r, &err) < 0) {
 		btrace_snapshot_free(snap);
@@ -701,8 +702,6 @@ int cmd_report(int argc, char **argv)
 		return cli_failf(CMD, "btrace info FILE lists the buffers and their threads",
 				 "%s: no trace buffer for thread %d", path, o.tid);
 	}
-	for (size_t i = 0; i < snap->nwarnings; i++)
-		fprintf(stderr, "btrace report: warning: %s\n", snap->warnings[i]);
 	if (o.json)
 		report_json(stdout, r, &o);
 	else
