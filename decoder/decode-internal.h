@@ -91,6 +91,7 @@ struct bt_ctx {
 	/* symbols */
 	struct Dwfl *dwfl;
 	int dwfl_ok;
+	struct bt_dwidx *dwidx;      /* DWARF function/inline index (symbols.c) */
 	struct bt_map sym_map;
 	struct bt_scache { uint64_t ip; const struct btrace_symbol *sym; } *scache;
 	struct btrace_symbol **sym_chunks;   /* stable: never moved */

@@ -21,6 +21,9 @@
 
 static char *debuginfo_path;
 
+struct bt_dwidx;
+static void dwidx_free(struct bt_dwidx *x);
+
 static const Dwfl_Callbacks dw_callbacks = {
 	.find_elf = dwfl_build_id_find_elf,
 	.find_debuginfo = dwfl_standard_find_debuginfo,
@@ -70,6 +73,8 @@ void bt_syms_fini(struct bt_ctx *c)
 		dwfl_end(c->dwfl);
 	c->dwfl = NULL;
 	bt_map_free(&c->sym_map);
+	dwidx_free(c->dwidx);
+	c->dwidx = NULL;
 	free(c->scache);
 	c->scache = NULL;
 	bt_map_free(&c->func_map);
@@ -222,6 +227,249 @@ static int concrete_subprogram(Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *out)
 }
 
 /*
+ * DWARF index: the concrete subprograms of each compilation unit met, by
+ * address range, and per subprogram its inlined_subroutine ranges.  Each
+ * CU is walked once and each function's inline tree once, where
+ * dwarf_getscopes() walks the CU from its top for every address.  An
+ * address no indexed subprogram holds (a nested function, odd DWARF) goes
+ * to dwarf_getscopes() as before.
+ */
+#define DWIDX_MAX_DIES  (1u << 22)  /* per walk: bounds hostile DWARF */
+#define DWIDX_MAX_DEPTH 64
+
+struct bt_dwinl {
+	uint64_t lo, hi;           /* CU-relative addresses (no bias) */
+	uint32_t depth;            /* 0: directly in the subprogram */
+	const char *name;          /* owned by libdw */
+};
+
+struct bt_dwsub {
+	Dwarf_Die die;
+	const char *name;          /* subprogram_name(): NULL for linkage names */
+	int inl_done;
+	struct bt_dwinl *inl;
+	size_t ninl, cinl;
+};
+
+struct bt_dwrange { uint64_t lo, hi; size_t sub; };  /* absolute */
+
+struct bt_dwidx {
+	struct bt_dwsub *subs;
+	size_t nsubs, csubs;
+	struct bt_dwcu {           /* an indexed CU: its subprograms' ranges */
+		Dwfl_Module *mod;
+		Dwarf_Off off;
+		struct bt_dwrange *ranges;  /* sorted by lo */
+		size_t nranges, cranges;
+	} *cus;
+	size_t ncus, ccus, last;
+	size_t budget;             /* DIEs left for the walk under way */
+};
+
+static void dwidx_free(struct bt_dwidx *x)
+{
+	if (!x)
+		return;
+	for (size_t i = 0; i < x->nsubs; i++)
+		free(x->subs[i].inl);
+	free(x->subs);
+	for (size_t i = 0; i < x->ncus; i++)
+		free(x->cus[i].ranges);
+	free(x->cus);
+	free(x);
+}
+
+static int dwrange_cmp(const void *a, const void *b)
+{
+	const struct bt_dwrange *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static int dwidx_add_sub(struct bt_dwidx *x, struct bt_dwcu *u, Dwarf_Die *die,
+			 Dwarf_Addr bias)
+{
+	Dwarf_Addr base, start, end;
+	ptrdiff_t off = 0;
+	size_t k = x->nsubs;
+	int added = 0;
+
+	if (!dwarf_hasattr(die, DW_AT_low_pc) && !dwarf_hasattr(die, DW_AT_ranges))
+		return 0;
+	while ((off = dwarf_ranges(die, off, &base, &start, &end)) > 0) {
+		if (end <= start)
+			continue;
+		if (bt_grow((void **)&u->ranges, &u->cranges, u->nranges + 1,
+			    sizeof(*u->ranges)))
+			return -ENOMEM;
+		u->ranges[u->nranges++] = (struct bt_dwrange){
+			start + bias, end + bias, k };
+		added = 1;
+	}
+	if (!added)
+		return 0;
+	if (bt_grow((void **)&x->subs, &x->csubs, k + 1, sizeof(*x->subs)))
+		return -ENOMEM;
+	x->subs[k] = (struct bt_dwsub){ .die = *die, .name = subprogram_name(die) };
+	x->nsubs++;
+	return 0;
+}
+
+/* The subprograms under @parent: the CU, and the namespaces and types that
+ * hold definitions in C++. */
+static int dwidx_walk_cu(struct bt_dwidx *x, struct bt_dwcu *u,
+			 Dwarf_Die *parent, Dwarf_Addr bias, int depth)
+{
+	Dwarf_Die d;
+
+	if (depth > DWIDX_MAX_DEPTH || dwarf_child(parent, &d) != 0)
+		return 0;
+	do {
+		if (!x->budget--)
+			return 0;
+		switch (dwarf_tag(&d)) {
+		case DW_TAG_subprogram:
+			if (dwidx_add_sub(x, u, &d, bias))
+				return -ENOMEM;
+			break;
+		case DW_TAG_namespace:
+		case DW_TAG_module:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+			if (dwidx_walk_cu(x, u, &d, bias, depth + 1))
+				return -ENOMEM;
+			break;
+		}
+	} while (dwarf_siblingof(&d, &d) == 0);
+	return 0;
+}
+
+/* The index of @cu of @mod, made on first use; NULL: out of memory. */
+static struct bt_dwcu *dwidx_cu(struct bt_dwidx *x, Dwfl_Module *mod,
+				Dwarf_Die *cu, Dwarf_Addr bias)
+{
+	Dwarf_Off off = dwarf_dieoffset(cu);
+	struct bt_dwcu *u;
+
+	if (x->last < x->ncus && x->cus[x->last].mod == mod &&
+	    x->cus[x->last].off == off)
+		return &x->cus[x->last];
+	for (size_t i = 0; i < x->ncus; i++)
+		if (x->cus[i].mod == mod && x->cus[i].off == off) {
+			x->last = i;
+			return &x->cus[i];
+		}
+	if (bt_grow((void **)&x->cus, &x->ccus, x->ncus + 1, sizeof(*x->cus)))
+		return NULL;
+	u = &x->cus[x->ncus];
+	*u = (struct bt_dwcu){ .mod = mod, .off = off };
+	x->budget = DWIDX_MAX_DIES;
+	if (dwidx_walk_cu(x, u, cu, bias, 0)) {
+		free(u->ranges);
+		return NULL;
+	}
+	qsort(u->ranges, u->nranges, sizeof(*u->ranges), dwrange_cmp);
+	x->last = x->ncus++;
+	return u;
+}
+
+static struct bt_dwsub *dwidx_lookup(struct bt_dwidx *x, struct bt_dwcu *u,
+				     uint64_t ip)
+{
+	size_t lo = 0, hi = u->nranges;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (u->ranges[mid].lo <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Subprograms can share a range (aliases of assembly code: __clone,
+	 * __GI___clone, clone): the first in DIE order wins, as with
+	 * dwarf_getscopes().  Look a little further back for those. */
+	size_t best = SIZE_MAX;
+	for (size_t i = lo, n = 0; i > 0 && n < 16; i--, n++)
+		if (ip < u->ranges[i - 1].hi && u->ranges[i - 1].sub < best)
+			best = u->ranges[i - 1].sub;
+	return best == SIZE_MAX ? NULL : &x->subs[best];
+}
+
+static int dwidx_walk_inlines(struct bt_dwidx *x, struct bt_dwsub *s,
+			      Dwarf_Die *parent, uint32_t depth)
+{
+	Dwarf_Die d;
+
+	if (depth > DWIDX_MAX_DEPTH || dwarf_child(parent, &d) != 0)
+		return 0;
+	do {
+		if (!x->budget--)
+			return 0;
+		int tag = dwarf_tag(&d);
+		if (tag == DW_TAG_subprogram)
+			continue;  /* a nested function: code of its own */
+		if (tag == DW_TAG_inlined_subroutine) {
+			Dwarf_Addr base, start, end;
+			ptrdiff_t off = 0;
+			const char *name = die_name(&d);
+			while ((off = dwarf_ranges(&d, off, &base, &start, &end)) > 0) {
+				if (end <= start)
+					continue;
+				if (bt_grow((void **)&s->inl, &s->cinl, s->ninl + 1,
+					    sizeof(*s->inl)))
+					return -ENOMEM;
+				s->inl[s->ninl++] = (struct bt_dwinl){
+					start, end, depth, name };
+			}
+			if (dwidx_walk_inlines(x, s, &d, depth + 1))
+				return -ENOMEM;
+		} else if (dwarf_haschildren(&d) > 0) {
+			if (dwidx_walk_inlines(x, s, &d, depth))
+				return -ENOMEM;
+		}
+	} while (dwarf_siblingof(&d, &d) == 0);
+	return 0;
+}
+
+/* The concrete subprogram holding @ip (via @cu) and the innermost inlined
+ * function there (*inl, NULL if none).  NULL: not indexed, ask
+ * dwarf_getscopes(). */
+static struct bt_dwsub *dwidx_find(struct bt_ctx *c, Dwfl_Module *mod,
+				   Dwarf_Die *cu, Dwarf_Addr bias, uint64_t ip,
+				   const char **inl)
+{
+	struct bt_dwidx *x = c->dwidx;
+	struct bt_dwsub *s;
+
+	*inl = NULL;
+	if (!x) {
+		x = c->dwidx = calloc(1, sizeof(*x));
+		if (!x)
+			return NULL;
+	}
+	struct bt_dwcu *u = dwidx_cu(x, mod, cu, bias);
+	if (!u || !(s = dwidx_lookup(x, u, ip)))
+		return NULL;
+	if (!s->inl_done) {
+		s->inl_done = 1;
+		x->budget = DWIDX_MAX_DIES;
+		if (dwidx_walk_inlines(x, s, &s->die, 0))
+			return NULL;
+	}
+	uint64_t pc = ip - bias;
+	uint32_t best = 0;
+	for (size_t i = 0; i < s->ninl; i++) {
+		const struct bt_dwinl *e = &s->inl[i];
+		if (pc >= e->lo && pc < e->hi && (!*inl || e->depth > best)) {
+			*inl = e->name;
+			best = e->depth;
+		}
+	}
+	return s;
+}
+
+/*
  * One naming rule for every consumer (text, JSON, decode listings):
  * - outer: the function the address is in, named as gdb names it: the
  *   DWARF subprogram's name when there is debug info, else the symbol
@@ -315,9 +563,12 @@ static void lookup(struct bt_ctx *c, uint64_t ip, struct btrace_symbol *s)
 	Dwarf_Addr bias;
 	Dwarf_Die *cu = dwfl_module_addrdie(mod, ip, &bias), *scopes = NULL;
 	if (cu) {
-		int ns = dwarf_getscopes(cu, ip - bias, &scopes);
 		const char *inl = NULL, *n = NULL;
+		struct bt_dwsub *sub = dwidx_find(c, mod, cu, bias, ip, &inl);
+		int ns = sub ? 0 : dwarf_getscopes(cu, ip - bias, &scopes);
 		Dwarf_Die fn;
+		if (sub && !(inl && fr && fr->outer))
+			n = sub->name;
 		for (int i = 0; i < ns; i++) {
 			int tag = dwarf_tag(&scopes[i]);
 			if (tag == DW_TAG_inlined_subroutine) {

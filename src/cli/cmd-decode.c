@@ -159,6 +159,7 @@ struct lblock {
 	const char *file0, *file1;
 	size_t off, pre, len;      /* text: arena[off, off + len); the header of
 				    * line0 goes at off + pre */
+	size_t hoff, hlen;         /* that header, formatted: arena[hoff, +hlen) */
 };
 
 struct listing {
@@ -322,6 +323,15 @@ static const struct lblock *block_text(struct listing *l,
 	e.file1 = lf;
 	e.line1 = ll;
 	e.len = l->alen - e.off;
+	if (e.line0) {
+		e.hoff = l->alen;
+		if (arena_put(l, line, header_line(line, sizeof(line), e.file0,
+						   e.line0))) {
+			l->oom = 1;
+			return NULL;
+		}
+		e.hlen = l->alen - e.hoff;
+	}
 	for (i = (size_t)(h >> 32) & (l->cap - 1); l->tab[i].ip;
 	     i = (i + 1) & (l->cap - 1))
 		;
@@ -339,10 +349,8 @@ static void emit_block(struct listing *l, const struct lblock *e)
 		return;
 	}
 	out_put(l, t, e->pre);
-	if (!same_line(e->file0, e->line0, l->lfile, l->lline)) {
-		char h[512];
-		out_put(l, h, header_line(h, sizeof(h), e->file0, e->line0));
-	}
+	if (!same_line(e->file0, e->line0, l->lfile, l->lline))
+		out_put(l, l->arena + e->hoff, e->hlen);
 	out_put(l, t + e->pre, e->len - e->pre);
 	l->lfile = e->file1;
 	l->lline = e->line1;
