@@ -581,9 +581,57 @@ static void test_crc32c_vectors(struct bt_test *t)
 		  bt_crc32c(bt_crc32c(0, "1234", 4), "56789", 5));
 }
 
+/* Bit by bit, the definition: the reference for the fast paths. */
+static uint32_t crc32c_bitwise(const uint8_t *p, size_t len)
+{
+	uint32_t c = 0xffffffffu;
+
+	while (len--) {
+		c ^= *p++;
+		for (int k = 0; k < 8; k++)
+			c = (c & 1) ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+	}
+	return ~c;
+}
+
+/* Long buffers (the interleaved streams of the hardware path join at
+ * 3 x 4096-byte blocks), every alignment, lengths around the block edges,
+ * and split computations. */
+static void test_crc32c_long(struct bt_test *t)
+{
+	size_t cap = 5 * 12288 + 64;
+	uint8_t *buf = malloc(cap);
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	size_t lens[] = { 0, 1, 7, 8, 4095, 12287, 12288, 12289, 12295,
+			  24576, 24583, 3 * 12288 + 5, 5 * 12288 };
+	int bad = 0, checked = 0;
+
+	BT_CHECK(t, buf != NULL);
+	if (!buf)
+		return;
+	for (size_t i = 0; i < cap; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		buf[i] = (uint8_t)x;
+	}
+	for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++)
+		for (size_t off = 0; off < 8; off += 3) {
+			const uint8_t *p = buf + off;
+			size_t n = lens[li];
+			uint32_t want = crc32c_bitwise(p, n);
+			uint32_t split = n / 3 + 1 < n ? n / 3 + 1 : n;
+			if (bt_crc32c(0, p, n) != want ||
+			    bt_crc32c(bt_crc32c(0, p, split), p + split, n - split) != want)
+				bad++;
+			checked++;
+		}
+	BT_EQ_INT(t, 0, bad);
+	BT_EQ_INT(t, 39, checked);
+	free(buf);
+}
+
 BT_TESTS(test_roundtrip_compressed, test_roundtrip_compressed_trace,
 	 test_roundtrip_raw, test_unwrapped_ring,
 	 test_abandoned_writer_leaves_nothing, test_unwritable_directory,
 	 test_full_disk, test_truncated_everywhere, test_bitflip_everywhere,
 	 test_lying_lengths, test_not_a_snapshot, test_future_version,
-	 test_crc32c_vectors)
+	 test_crc32c_vectors, test_crc32c_long)
