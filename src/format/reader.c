@@ -933,7 +933,7 @@ int btrace_snapshot_read(const char *path, unsigned flags,
 				path, st.st_size ? "not a btrace snapshot" :
 				"empty file", (long long)st.st_size);
 	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
 	ret = -errno;
 	close(fd);
 	if (map == MAP_FAILED)
