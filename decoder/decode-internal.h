@@ -201,6 +201,7 @@ uint64_t bt_plt_lookup(const struct bt_ctx *c, uint64_t ip, const char **name);
 /* @ip is in a PLT section (.plt, .plt.sec, .plt.got). */
 int bt_plt_contains(const struct bt_ctx *c, uint64_t ip);
 /* Inline chain at @ip: up to @n symbols, innermost first; returns count. */
+const char *bt_syms_demangle(struct bt_ctx *c, const char *name, size_t len);
 int bt_syms_inline_chain(struct bt_ctx *c, uint64_t ip,
 			 struct btrace_symbol *out, int n);
 

@@ -323,7 +323,26 @@ static int crashed_tid(const struct btrace_snapshot *s)
 }
 
 /* PT, tail only: start at a PSB near the end and move back until the
- * history holds what was asked for. */
+ * history holds what was asked for (and the stack its callers, within a
+ * bound). */
+#define STACK_TAIL_MAX (1u << 20)
+
+/* A frame whose callers nobody asks for: main (gdb stops there too), the
+ * process entry and the C library's thread starts. */
+static int stack_entry(const struct btrace_frame *f)
+{
+	static const char *const names[] = {
+		"main", "_start", "__libc_start_main", "__libc_start_call_main",
+		"start_thread", "clone", "__clone", "clone3", "__clone3",
+		"__clone_internal",
+	};
+	const char *n = f->sym.outer ? f->sym.outer : f->sym.function;
+
+	for (size_t i = 0; n && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(n, names[i]))
+			return 1;
+	return 0;
+}
 static int add_lost_gap(struct bt_ctx *c, const struct btrace_buffer *buf,
 			struct bt_thread_build *b);
 
@@ -333,7 +352,8 @@ static int decode_pt_tail(struct bt_ctx *c, const struct btrace_buffer *buf,
 	int64_t first = bt_pt_psb_after(buf->data, buf->size, 0);
 	uint64_t want = c->opts.last;
 	int64_t start = -1;
-	uint64_t step = 1;
+	uint64_t step = 1, history_bytes = 0;
+	size_t stack_frames = 0;
 	int ret;
 
 	if (first < 0)
@@ -374,8 +394,27 @@ static int decode_pt_tail(struct bt_ctx *c, const struct btrace_buffer *buf,
 		ret = bt_analyze_thread(c, b);
 		if (ret < 0)
 			return ret;
-		if (start == first || count_units(b) > want)
+		if (start == first)
 			break;
+		if (count_units(b) > want) {
+			/* The history asked for is there.  In the crashed
+			 * thread, go on back while that finds the callers of a
+			 * stack that starts inside the history, within a
+			 * bound: stop at main or a thread start, when a
+			 * doubling found no new frame, or when the tail is
+			 * STACK_TAIL_MAX bytes and 8 times what the history
+			 * needed. */
+			size_t ns = b->t->nstack;
+			uint64_t used = buf->size - (uint64_t)start;
+			if (!history_bytes)
+				history_bytes = used;
+			if (!b->t->crashed || !ns ||
+			    !(b->t->stack[ns - 1].flags & BTRACE_CALL_PARTIAL) ||
+			    stack_entry(&b->t->stack[ns - 1]) || ns <= stack_frames ||
+			    (used > STACK_TAIL_MAX && used > 8 * history_bytes))
+				break;
+			stack_frames = ns;
+		}
 		step *= 2;
 	}
 	b->t->decoded_bytes = buf->size - (uint64_t)start;

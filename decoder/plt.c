@@ -131,7 +131,7 @@ static int read_relocs(struct bt_ctx *c, struct plt_elf *pe, const char *name)
 		}
 		if (!nm || !*nm)
 			continue;
-		const char *full = bt_ctx_printf(c, "%s@plt", nm);
+		const char *full = bt_ctx_printf(c, "%s@plt", bt_syms_demangle(c, nm, strlen(nm)));
 		if (!full)
 			return -ENOMEM;
 		if (is_plt)

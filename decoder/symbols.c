@@ -5,7 +5,9 @@
  * under the debug directory (.build-id/xx/yyyy.debug).  Lookups are cached
  * by address.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,17 +187,53 @@ int bt_syms_inline_chain(struct bt_ctx *c, uint64_t ip,
 	return k + 1;
 }
 
+/* C++ names demangled by the C++ runtime's own demangler, looked up at run
+ * time: a program with C++ symbols brings libstdc++ with it, and the
+ * decoder stays a C library without it.  NULL: not available. */
+typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
+static cxa_demangle_fn cxa_demangle;
+static pthread_once_t demangle_once = PTHREAD_ONCE_INIT;
+
+static void demangle_init(void)
+{
+	const char *env = getenv("BTRACE_NO_DEMANGLE");
+	void *h;
+
+	if (env && *env && strcmp(env, "0"))
+		return;
+	h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+	if (h)
+		cxa_demangle = (cxa_demangle_fn)dlsym(h, "__cxa_demangle");
+}
+
+/* @name (@len bytes) demangled when it is a C++ name, else copied; owned
+ * by the context.  BTRACE_NO_DEMANGLE=1 keeps names as in the file. */
+const char *bt_syms_demangle(struct bt_ctx *c, const char *name, size_t len)
+{
+	char buf[512], *d;
+	int st = -1;
+
+	snprintf(buf, sizeof(buf), "%.*s", (int)len, name);
+	if (len < 3 || strncmp(name, "_Z", 2))
+		return bt_ctx_strdup(c, buf);
+	pthread_once(&demangle_once, demangle_init);
+	if (!cxa_demangle)
+		return bt_ctx_strdup(c, buf);
+	d = cxa_demangle(buf, NULL, NULL, &st);
+	const char *r = bt_ctx_strdup(c, st == 0 && d ? d : buf);
+	free(d);
+	return r;
+}
+
 /* A symbol table name as shown: without its version ("pthread_kill" for
- * "pthread_kill@@GLIBC_2.34"), like gdb.  Owned by the context. */
+ * "pthread_kill@@GLIBC_2.34"), demangled, like gdb.  Owned by the
+ * context. */
 static const char *display_name(struct bt_ctx *c, const char *name)
 {
 	const char *at = strchr(name, '@');
-	char buf[512];
 
-	if (!at || at == name)
-		return bt_ctx_strdup(c, name);
-	snprintf(buf, sizeof(buf), "%.*s", (int)(at - name), name);
-	return bt_ctx_strdup(c, buf);
+	return bt_syms_demangle(c, name, at && at != name ? (size_t)(at - name) :
+				strlen(name));
 }
 
 /* The name gdb gives the function whose code is @die (a subprogram): its

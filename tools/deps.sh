@@ -5,7 +5,7 @@ set -eu
 
 PKGS="meson ninja-build pkg-config gcc libc6-dev libipt-dev libelf-dev
 libdw-dev libzstd-dev libcapstone-dev qemu-user linux-perf scdoc elfutils
-gdb python3 clang libclang-rt-14-dev procps file util-linux hyperfine time"
+gdb python3 g++ libc6-dbg clang libclang-rt-14-dev procps file util-linux hyperfine time"
 
 missing=""
 for p in $PKGS; do

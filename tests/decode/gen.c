@@ -450,7 +450,11 @@ static int encode(const struct gen_opts *o, const struct seq *q,
 		case BTRACE_INSN_RET: br.kind = BT_BR_RET; break;
 		case BTRACE_INSN_FAR: br.kind = BT_BR_FAR; break;
 		default:
-			if (next == ip + ii->size)
+			/* capstone 4 knows every branch but not every newer
+			 * instruction (AVX-512 mask moves in the C library's
+			 * string functions): one it cannot decode (size 0)
+			 * does not branch */
+			if (next == ip + ii->size || !ii->size)
 				continue;
 			br.kind = BT_BR_ASYNC;  /* unexpected: treat as async */
 		}
