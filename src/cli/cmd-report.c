@@ -115,7 +115,42 @@ struct rep_opts {
 	int all;
 	int verbose;
 	int32_t tid;
+	const struct btrace_snapshot *snap;
 };
+
+/*
+ * What the signal's details say about the cause, beyond the trace: a
+ * SIGSEGV/SIGBUS at an address just below (or at) the stack pointer that no
+ * accessible mapping holds is a stack overflow (the guard below the stack).
+ * 1 and @buf filled when one is found.
+ */
+static int fault_cause(const struct btrace_snapshot *snap, char *buf,
+		       size_t len, const char **kind)
+{
+	const struct btrace_signal *s = snap ? snap->signal : NULL;
+
+	if (!s || (s->signo != 11 && s->signo != 7) || s->code <= 0 ||
+	    !s->has_regs)
+		return 0;
+	uint64_t sp = s->regs[BTRACE_REG_RSP], a = s->addr;
+	/* at most 256 bytes above it (a store in the new frame), at most
+	 * 1 MiB below it (a large frame or alloca probed page by page) */
+	if (a > sp + 256 || (a < sp && sp - a > (1u << 20)))
+		return 0;
+	for (size_t i = 0; i < snap->nmappings; i++) {
+		const struct btrace_mapping *m = &snap->mappings[i];
+		if (a >= m->start && a < m->end && m->prot)
+			return 0;
+	}
+	*kind = "stack_overflow";
+	if (a < sp)
+		snprintf(buf, len, "stack overflow: fault address %llu bytes below "
+			 "the stack pointer, unmapped", (unsigned long long)(sp - a));
+	else
+		snprintf(buf, len, "stack overflow: fault address at the stack "
+			 "pointer + %llu, unmapped", (unsigned long long)(a - sp));
+	return 1;
+}
 
 /* The PLT stub (or resolver) a call went through, NULL if none. */
 static const char *call_via(const struct btrace_thread *t,
@@ -393,6 +428,10 @@ static void report_text(FILE *f, const char *path,
 	} else {
 		fprintf(f, "signal    none recorded\n");
 	}
+	char cause[256];
+	const char *kind;
+	if (fault_cause(o->snap, cause, sizeof(cause), &kind))
+		fprintf(f, "cause     %s\n", cause);
 	for (size_t i = 0; i < r->nimage_notes; i++)
 		fprintf(f, "image     %s\n", r->image_notes[i]);
 	if (!r->nthreads)
@@ -565,6 +604,16 @@ static void report_json(FILE *f, const struct btrace_decode_result *r,
 	} else {
 		json_null(&j, "signal");
 	}
+	char cause[256];
+	const char *kind;
+	if (fault_cause(o->snap, cause, sizeof(cause), &kind)) {
+		json_begin_object(&j, "cause");
+		json_str(&j, "kind", kind);
+		json_str(&j, "text", cause);
+		json_end_object(&j);
+	} else {
+		json_null(&j, "cause");
+	}
 	if (ct && ct->fault.found) {
 		const struct btrace_fault *ft = &ct->fault;
 		json_begin_object(&j, "fault");
@@ -702,6 +751,7 @@ int cmd_report(int argc, char **argv)
 		return cli_failf(CMD, "btrace info FILE lists the buffers and their threads",
 				 "%s: no trace buffer for thread %d", path, o.tid);
 	}
+	o.snap = snap;
 	if (o.json)
 		report_json(stdout, r, &o);
 	else
