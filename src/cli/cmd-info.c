@@ -289,8 +289,12 @@ static void print_json(const char *path, const struct btrace_snapshot *s)
 		json_begin_object(&j, "signal");
 		json_int(&j, "tid", g->tid);
 		json_int(&j, "number", g->signo);
-		json_str(&j, "name", g->signo > 0 && g->signo < 65 &&
-			 sigabbrev_np(g->signo) ? sigabbrev_np(g->signo) : NULL);
+		char sname[32];
+		const char *ab = g->signo > 0 && g->signo < 65 ?
+				 sigabbrev_np(g->signo) : NULL;
+		/* "SIGSEGV", as the text and btrace report --json say */
+		snprintf(sname, sizeof(sname), "SIG%s", ab ? ab : "");
+		json_str(&j, "name", ab ? sname : NULL);
 		json_int(&j, "code", g->code);
 		json_hex(&j, "address", g->addr);
 		json_str(&j, "fault_source", fault_source_name(g->fault_source));

@@ -43,6 +43,7 @@ check "info: not a snapshot" 1 "^btrace info: .*: read failed: not a btrace snap
 check "info: sample" 0 "buffers: 1" -- "$BTRACE" info "$SAMPLE"
 check "info: sample shows compression" 0 "x zstd" -- "$BTRACE" info "$SAMPLE"
 check "info --json" 0 '"complete": true' -- "$BTRACE" info --json "$SAMPLE"
+check "info --json: signal named as by report" 0 '"name": "SIGSEGV"' -- "$BTRACE" info --json "$SAMPLE"
 if command -v python3 >/dev/null; then
 	check "info --json parses" 0 "" -- sh -c "'$BTRACE' info --json '$SAMPLE' | python3 -m json.tool"
 fi
