@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 		if (dt < best)
 			best = dt;
 	}
-	printf("%s %.4f %llu\n", argv[1], best, (unsigned long long)n);
+	printf("%s %.6f %llu\n", argv[1], best, (unsigned long long)n);
 	btrace_snapshot_free(s);
 	return 0;
 }

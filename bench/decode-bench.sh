@@ -5,6 +5,10 @@
 #  2. btrace report (default history) on a 64 MiB wrapped PT buffer vs a
 #     1 MiB buffer holding the same last history (target: within 2x), both
 #     end to end and for the decode alone.
+#  3. with BENCH_CALLGRIND=1 (needs valgrind): figure 1 in instructions
+#     (callgrind, repeatable where wall time is not), on a 10x smaller
+#     buffer: btrace_decode() against the raw decode, and per block what
+#     btrace runs besides libipt's pt_blk_next.
 # Usage: bench/decode-bench.sh [BUILD_DIR]   (default: build-dec2)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -60,3 +64,21 @@ r64=$(best "$build/src/cli/btrace" report "$work/r64.btrace")
 r1=$(best "$build/src/cli/btrace" report "$work/r1.btrace")
 echo "btrace report end to end: 64 MiB $r64 s, 1 MiB $r1 s" \
 	"(ratio $(echo "$r64 $r1" | awk '{ printf "%.2f", $1 / $2 }'); includes reading the snapshot)"
+
+[ "${BENCH_CALLGRIND:-0}" = 1 ] || exit 0
+# instructions: run_raw() is out of line in decode-bench.c for this
+"$gen" -p 4096 -S step:40000 -o "$work/small.btrace" -- "$prog" 40 >/dev/null
+cg() {  # cg FUNCTION MODE: instructions in FUNCTION, and in pt_blk_next (calls)
+	BENCH_RUNS=1 valgrind --tool=callgrind --toggle-collect="$1" \
+		--callgrind-out-file="$work/cg.out" "$b" "$2" "$work/small.btrace" \
+		>/dev/null 2>&1
+	callgrind_annotate --inclusive=yes --tree=calling "$work/cg.out" |
+		awk '/PROGRAM TOTALS/ { gsub(",", "", $1); t = $1 }
+		     /> +\?\?\?:pt_blk_next \(/ { gsub(",", "", $1); p = $1;
+			n = $0; sub(/.*pt_blk_next \(/, "", n); sub(/x\).*/, "", n);
+			gsub(",", "", n) }
+		     END { print t, p, n }'
+}
+set -- $(cg run_raw raw) $(cg btrace_decode full)
+echo "callgrind, whole buffer of $6 blocks: btrace_decode() $4 vs raw decode $1 instructions"
+echo "$@" | awk '{ printf "  ratio %.3f (target <= 1.25); libipt pt_blk_next %.0f/block raw (%d blocks), %.0f/block in btrace; btrace besides libipt %.0f/block\n", $4 / $1, $2 / $3, $3, $5 / $6, ($4 - $5) / $6 }'

@@ -87,6 +87,7 @@ struct bt_ctx {
 	 * per block) */
 	struct bt_icache { uint64_t ip; struct bt_insn_info info; } *icache;
 	struct bt_fcache { uint64_t ip, start; int tramp; } *fcache;
+	struct bt_bend *bend;        /* pt.c's block-end cache */
 
 	/* symbols */
 	struct Dwfl *dwfl;
@@ -205,8 +206,8 @@ const char *bt_syms_demangle(struct bt_ctx *c, const char *name, size_t len);
 int bt_syms_inline_chain(struct bt_ctx *c, uint64_t ip,
 			 struct btrace_symbol *out, int n);
 
-/* analyze.c: the walker's state (the hot path in bt_block_fast() reads
- * it too) */
+/* analyze.c: the walker's state (the block path of pt.c works on a copy
+ * of it: struct bt_fast) */
 struct bt_frame {
 	uint64_t ret;        /* where it returns to, 0 unknown (partial) */
 	uint64_t call_ip;    /* the call (or interrupted insn) in the frame below */
@@ -263,6 +264,7 @@ struct bt_thread_build {
 	int last_async_kernel;       /* it was an async branch into the kernel */
 	int ended_async;             /* trace ends right at an async disable */
 	struct bt_walk *w;           /* analysis state */
+	struct btrace_call dummy;    /* bt_fast.cur before the first entry */
 };
 
 /* Emit an item (flushes a held one first). */
@@ -272,118 +274,92 @@ int bt_thread_add_block(struct bt_ctx *c, struct bt_thread_build *b,
 int bt_thread_add_insns(struct bt_ctx *c, struct bt_thread_build *b,
 			uint64_t ip, uint64_t end_ip, uint32_t ninsn,
 			uint64_t offset);
-/* The common block, the whole of its path in one inline function for the
- * decode loop: a block that goes on in the current call entry, starts one
- * after a call, or returns to the frame just below the top; with room in
- * the arrays, the class of its last instruction in the cache and nothing
- * held or pending otherwise.  It does what bt_thread_add_insns() and the
- * walker (analyze.c: on_block, end_of_block, new_call) do for such a
- * block.  Returns 1 when done, 0 when nothing was changed and the general
- * path has to take the block. */
-static inline int bt_block_fast(struct bt_ctx *c, struct bt_thread_build *b,
-				uint64_t ip, uint64_t end_ip, uint32_t ninsn,
-				uint64_t offset)
+/*
+ * The block path of the PT decode loop (pt.c).  The common block - one
+ * that goes on in the current call entry, starts one after a call, or
+ * returns to the frame just below the top - never reaches
+ * bt_thread_add_insns() and the walker: pt.c's bt_block_fast() does for it
+ * what they would (decode.c: the item window; analyze.c: on_block,
+ * end_of_block, new_call) on a copy of the state they use, struct
+ * bt_fast.  bt_fast_load() makes that copy before a run of blocks and
+ * bt_fast_store() writes it back before anything else looks at the
+ * thread: the general path, events, gaps, the end of the decode.
+ *
+ * Between the two, the work per block is the least that keeps the result
+ * the same:
+ * - what the general path handles is folded into @next when the copy is
+ *   made (a held item, partial mappings, no call entry or frame yet, a
+ *   pending jump or pending flags, a depth below min_depth): then it takes
+ *   the blocks until the next copy;
+ * - the room left in blocks[] and calls[] is one pointer compare each; a
+ *   push always has room (the copy is made with a free frame, and a push
+ *   that fills the array sends the next block to the general path);
+ * - the current call entry's ninsn, nblocks and end_ip, the count of
+ *   instructions and the top frame's last address are written when the
+ *   entry ends or the copy is written back, not at every block (the frame
+ *   below a push keeps the ip it had: nothing reads a frame's ip before it
+ *   is the top again and has a new one);
+ * - the class of a block's last instruction, what it means for the next
+ *   block and the record's bytes for it come from one cache probe (struct
+ *   bt_bend);
+ * - a block's symbol is left to bt_analyze_thread(), which sets it for the
+ *   blocks kept, and so is a call entry's.
+ */
+
+/* How the next block begins (bt_fast.next: bits; bt_bend.next: one of the
+ * first three). */
+#define BT_NEXT_START  0x1u  /* a new call entry: the last block was a call */
+#define BT_NEXT_RET    0x2u  /* ... after a return */
+#define BT_NEXT_JUMP   0x4u  /* the last block was a jump: the general path
+			      * examines where it went */
+#define BT_NEXT_HOLD   0x8u  /* the general path takes the next block: a
+			      * held item, partial mappings, no call entry
+			      * or frame yet, the frames array full, ... */
+
+/* Block-end cache of the block path: what a block's last instruction means
+ * for the walker, by its address (direct-mapped, in front of
+ * bt_insn_classify(); pt.c). */
+struct bt_bend {
+	uint64_t end_ip;             /* UINT64_MAX: empty */
+	uint64_t target;             /* a call's target: the new frame's function */
+	uint8_t tail[4];             /* the block's iclass, end_size, reserved */
+	uint32_t next;               /* BT_NEXT_* after a block ending here, 0:
+				      * the entry goes on */
+};
+#define BT_BEND_SLOTS 4096u
+static inline size_t bt_bend_slot(uint64_t ip)
 {
-	struct btrace_thread *t = b->t;
-	struct bt_walk *w = b->w;
-	const struct bt_icache *e;
-	struct bt_frame *f;
-	struct btrace_call *cl;
-	size_t nfr = w->nfr;
-	int start, push = 0;
-
-	/* one test for everything the general path handles */
-	if (__builtin_expect(b->have_held || t->nblocks >= b->trigger ||
-			     t->nblocks == b->cblocks || c->npartial ||
-			     !w->have_calls || !nfr || w->jump_pending ||
-			     !c->icache, 0))
-		return 0;
-	e = &c->icache[bt_cache_slot(end_ip)];
-	if (__builtin_expect(e->ip != end_ip, 0))
-		return 0;
-	start = w->pending | w->ret_pending;
-	if (start) {
-		if (t->ncalls >= b->calls_trigger || t->ncalls == b->ccalls)
-			return 0;
-		/* the return goes back to the frame below the top */
-		if (w->ret_pending) {
-			if (nfr < 2 || w->fr[nfr - 1].ret != ip)
-				return 0;
-			nfr--;
-		}
-		if (!w->fr[nfr - 1].func)
-			return 0;
-	}
-	if (e->info.cls == BTRACE_INSN_CALL_IND ||
-	    (e->info.cls == BTRACE_INSN_CALL &&
-	     e->info.target != end_ip + e->info.size)) {
-		if (nfr >= w->cfr)
-			return 0;
-		push = 1;
-	}
-
-	/* from here on it is taken: everything read first, then written
-	 * (the stores could alias the fields otherwise) */
-	uint64_t i = b->nitems;
-	size_t nb = t->nblocks, nc = t->ncalls;
-	int32_t depth = w->depth;
-	uint8_t cls = e->info.cls, size = e->info.size;
-	uint64_t target = e->info.target;
-
-	f = &w->fr[nfr - 1];
-	if (start) {
-		uint32_t flags = w->pending_flags;
-
-		if (w->ret_pending) {
-			depth = f->depth;
-			if (f->flags & BTRACE_CALL_PARTIAL)
-				flags |= BTRACE_CALL_PARTIAL;
-		}
-		if (depth < w->min_depth)
-			w->min_depth = depth;
-		t->calls[nc++] = (struct btrace_call){
-			.depth = depth, .flags = flags, .ip = ip,
-			.end_ip = end_ip, .first_block = i, .nblocks = 1,
-			.ninsn = ninsn,
-		};
-		w->ret_pending = w->pending = 0;
-		w->pending_flags = 0;
-		t->ncalls = nc;
-	} else {
-		cl = &t->calls[nc - 1];
-		cl->nblocks = i + 1 - cl->first_block;
-		cl->ninsn += ninsn;
-		cl->end_ip = end_ip;
-	}
-	t->blocks[nb] = (struct btrace_block){
-		.kind = BTRACE_ITEM_BLOCK, .ip = ip, .end_ip = end_ip,
-		.offset = offset, .ninsn = ninsn, .iclass = cls,
-		.end_size = size, .depth = depth,
-	};
-	t->nblocks = nb + 1;
-	t->ninsn += ninsn;
-	b->nitems = i + 1;
-	if (b->unit != BTRACE_UNIT_CALLS)   /* calls are counted apart */
-		b->units += b->unit == BTRACE_UNIT_INSNS ? ninsn :
-			    b->unit == BTRACE_UNIT_BLOCKS;
-	f->ip = end_ip;
-	w->prev_async = 0;
-	if (push) {
-		w->depth = depth + 1;
-		w->pending = 1;
-		w->fr[nfr] = (struct bt_frame){ end_ip + size, end_ip, target,
-						0, 0, depth + 1 };
-		w->nfr = nfr + 1;
-	} else {
-		w->depth = depth;
-		w->nfr = nfr;
-		if (cls == BTRACE_INSN_RET)
-			w->ret_pending = 1;
-		else if (cls == BTRACE_INSN_JMP || cls == BTRACE_INSN_JMP_IND)
-			w->jump_pending = 1;
-	}
-	return 1;
+	return (size_t)((ip * 0x9e3779b97f4a7c15ull) >> 52);
 }
+
+struct bt_fast {
+	uint32_t next;               /* BT_NEXT_* bits, 0: the entry goes on */
+	int32_t depth;               /* w->depth */
+	uint64_t i;                  /* item index of the next block (nitems) */
+	struct btrace_block *rec;    /* &t->blocks[t->nblocks] */
+	struct btrace_block *rend;   /* compaction or growth of blocks[] here */
+	uint64_t tot;                /* t->ninsn */
+	/* the current call entry: its ninsn, nblocks and end_ip are written
+	 * when it ends (by the next entry, or bt_fast_store()) */
+	struct btrace_call *cur;     /* when the copy is made before a new entry:
+				      * b->dummy until a block opens one */
+	uint64_t ent_base;           /* tot before its first instruction */
+	uint64_t ent_end;            /* end_ip of the last block */
+	struct btrace_call *cnext;   /* &t->calls[t->ncalls] */
+	struct btrace_call *cend;    /* compaction or growth of calls[] here */
+	struct bt_frame *fr;
+	size_t nfr, cfr;             /* nfr < cfr: room for a push */
+	int32_t min_depth;
+	struct bt_bend *bend;
+	uint64_t i0, tot0;           /* at load */
+};
+
+/* decode.c: copy the state for a run of blocks (0, or -ENOMEM making room
+ * for a frame) / write it back: returns 1 if any block was taken
+ * (bt_fast.ent_end is then the last one's end_ip), 0 if nothing changed. */
+int bt_fast_load(struct bt_ctx *c, struct bt_thread_build *b,
+		 struct bt_fast *h);
+int bt_fast_store(struct bt_thread_build *b, struct bt_fast *h);
 
 /* Hold an item whose end_ip comes later; returns its item index. */
 int64_t bt_thread_hold(struct bt_ctx *c, struct bt_thread_build *b,

@@ -214,6 +214,95 @@ int bt_thread_add_insns(struct bt_ctx *c, struct bt_thread_build *b,
 	return 0;
 }
 
+int bt_fast_load(struct bt_ctx *c, struct bt_thread_build *b,
+		 struct bt_fast *h)
+{
+	struct btrace_thread *t = b->t;
+	struct bt_walk *w = b->w;
+
+	/* room for one push, always */
+	if (w->nfr == w->cfr &&
+	    bt_grow((void **)&w->fr, &w->cfr, w->nfr + 1, sizeof(*w->fr)))
+		return bt_error(c->err, -ENOMEM, "decode: out of memory");
+	h->bend = c->bend;
+	h->i = h->i0 = b->nitems;
+	h->rec = h->rend = t->blocks;
+	if (t->blocks) {
+		h->rec += t->nblocks;
+		h->rend += b->trigger < b->cblocks ? b->trigger : b->cblocks;
+	}
+	h->tot = h->tot0 = t->ninsn;
+	h->cnext = h->cend = t->calls;
+	if (t->calls) {
+		h->cnext += t->ncalls;
+		h->cend += b->calls_trigger < b->ccalls ? b->calls_trigger :
+			   b->ccalls;
+	}
+	h->fr = w->fr;
+	h->nfr = w->nfr;
+	h->cfr = w->cfr;
+	h->depth = w->depth;
+	h->min_depth = w->min_depth;
+	h->ent_end = 0;
+	memset(&b->dummy, 0, sizeof(b->dummy));
+	h->cur = &b->dummy;
+	h->ent_base = 0;
+	/* what the block path leaves to the general one: it takes the next
+	 * block (and the ones after it while that stays so).  A new entry
+	 * after a call takes the depth as it is (one more than an entry's
+	 * depth, not below min_depth) and no pending flags. */
+	if (b->have_held || c->npartial || !w->have_calls || !w->nfr ||
+	    w->jump_pending || w->pending_flags || w->depth < w->min_depth) {
+		h->next = BT_NEXT_HOLD;
+		return 0;
+	}
+	if (w->ret_pending) {
+		h->next = BT_NEXT_RET;
+	} else if (w->pending) {
+		h->next = BT_NEXT_START;
+	} else {
+		h->next = 0;
+		h->cur = &t->calls[t->ncalls - 1];
+		h->ent_base = t->ninsn - h->cur->ninsn;
+	}
+	return 0;
+}
+
+int bt_fast_store(struct bt_thread_build *b, struct bt_fast *h)
+{
+	struct btrace_thread *t = b->t;
+	struct bt_walk *w = b->w;
+	struct btrace_call *cl = h->cur;
+
+	if (h->i == h->i0)
+		return 0;
+	t->nblocks = (size_t)(h->rec - t->blocks);
+	b->nitems = h->i;
+	if (b->unit == BTRACE_UNIT_INSNS)
+		b->units += h->tot - h->tot0;
+	else if (b->unit == BTRACE_UNIT_BLOCKS)
+		b->units += h->i - h->i0;
+	t->ninsn = h->tot;
+	/* the last block taken belongs to the current entry */
+	cl->ninsn = h->tot - h->ent_base;
+	cl->nblocks = b->nitems - cl->first_block;
+	cl->end_ip = h->ent_end;
+	t->ncalls = (size_t)(h->cnext - t->calls);
+	w->nfr = h->nfr;
+	w->depth = h->depth;
+	w->min_depth = h->min_depth;
+	/* the top frame's last address (after a call: the new frame's 0) */
+	if (!(h->next & BT_NEXT_START))
+		w->fr[h->nfr - 1].ip = h->ent_end;
+	w->pending = !!(h->next & BT_NEXT_START);
+	w->ret_pending = !!(h->next & BT_NEXT_RET);
+	w->jump_pending = !!(h->next & BT_NEXT_JUMP);
+	w->pending_flags = 0;
+	w->prev_async = 0;
+	b->ended_async = 0;
+	return 1;
+}
+
 int bt_thread_flush(struct bt_ctx *c, struct bt_thread_build *b)
 {
 	if (!b->have_held)
@@ -588,6 +677,7 @@ void btrace_decode_result_free(struct btrace_decode_result *res)
 		free(res->threads[i].stack);
 	}
 	free(res->threads);
+	free(c->bend);
 	bt_syms_fini(c);
 	bt_insn_fini(c);
 	free(c->plt);

@@ -6,6 +6,8 @@
  * buffer, found by scanning backwards for the PSB pattern.
  */
 #include <errno.h>
+#include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,14 +86,15 @@ struct pt_state {
 	struct pt_block_decoder *dec;
 	uint64_t last_ip;        /* last instruction decoded */
 	uint64_t blk_off;        /* trace offset given to blocks */
-	uint32_t blk_age;        /* blocks since blk_off was queried */
+	int blk_left;            /* blocks that take blk_off before the next
+				  * query, -1: query at the next block */
 };
 
 /* A block's offset is "near which it was decoded": the decoder's position
  * is queried at every event and gap, and for blocks once every
  * BT_PT_OFFSET_EVERY blocks (the query is a library call per block,
  * about 5% of the decode otherwise). */
-#define BT_PT_OFFSET_EVERY 16u
+#define BT_PT_OFFSET_EVERY 16
 
 static uint64_t cur_offset(struct pt_state *st)
 {
@@ -100,15 +103,158 @@ static uint64_t cur_offset(struct pt_state *st)
 	if (pt_blk_get_offset(st->dec, &off) < 0)
 		off = 0;
 	st->blk_off = off;
-	st->blk_age = 0;
+	st->blk_left = BT_PT_OFFSET_EVERY - 1;
 	return off;
 }
 
-static uint64_t block_offset(struct pt_state *st)
+static inline uint64_t block_offset(struct pt_state *st)
 {
-	if (++st->blk_age >= BT_PT_OFFSET_EVERY)
+	if (__builtin_expect(--st->blk_left < 0, 0))
 		return cur_offset(st);
 	return st->blk_off;
+}
+
+/* The block-end cache on a miss: classify the instruction. */
+static __attribute__((noinline)) const struct bt_bend *
+bend_fill(struct bt_ctx *c, uint64_t end_ip)
+{
+	struct bt_bend *e = &c->bend[bt_bend_slot(end_ip)];
+	const struct bt_insn_info *ii = bt_insn_classify(c, end_ip);
+
+	e->end_ip = end_ip;
+	e->target = ii->target;
+	e->tail[0] = ii->cls;
+	e->tail[1] = ii->size;
+	e->tail[2] = e->tail[3] = 0;
+	switch (ii->cls) {
+	case BTRACE_INSN_CALL:
+		/* a call of the next instruction: the PIC idiom, not a call */
+		e->next = ii->target == end_ip + ii->size ? 0 : BT_NEXT_START;
+		break;
+	case BTRACE_INSN_CALL_IND:
+		e->next = BT_NEXT_START;
+		break;
+	case BTRACE_INSN_RET:
+		e->next = BT_NEXT_RET;
+		break;
+	case BTRACE_INSN_JMP:
+	case BTRACE_INSN_JMP_IND:
+		e->next = BT_NEXT_JUMP;
+		break;
+	default:
+		e->next = 0;
+		break;
+	}
+	return e;
+}
+
+/* The common block (decode-internal.h, struct bt_fast): returns 1 when it
+ * was taken, 0 when nothing was changed and the general path has to take
+ * it. */
+static inline int bt_block_fast(struct bt_ctx *c, struct bt_fast *h,
+				const struct pt_block *blk, uint64_t offset)
+{
+	uint64_t end_ip = blk->end_ip, i = h->i;
+	const struct bt_bend *e = &h->bend[bt_bend_slot(end_ip)];
+	struct btrace_block *r = h->rec;
+	size_t nfr = h->nfr;
+	int32_t depth = h->depth;
+
+	if (__builtin_expect(e->end_ip != end_ip, 0))
+		e = bend_fill(c, end_ip);
+	if (__builtin_expect(r >= h->rend, 0))
+		return 0;
+	if (h->next) {
+		struct btrace_call *cl = h->cnext;
+		struct bt_frame *f;
+		uint32_t flags = 0;
+
+		if ((h->next & (BT_NEXT_JUMP | BT_NEXT_HOLD)) || cl >= h->cend)
+			return 0;
+		f = &h->fr[nfr - 1];
+		if (h->next & BT_NEXT_RET) {
+			/* back to the frame just below the top */
+			if (nfr < 2 || f->ret != blk->ip)
+				return 0;
+			nfr--;
+			f--;
+			depth = f->depth;
+			flags = f->flags & BTRACE_CALL_PARTIAL;
+			if (!f->func)
+				return 0;
+			if (depth < h->min_depth)
+				h->min_depth = depth;
+			h->nfr = nfr;
+			h->depth = depth;
+		} else if (!f->func) {
+			return 0;
+		}
+		/* taken: the current entry ends, this block opens one */
+		h->cur->ninsn = h->tot - h->ent_base;
+		h->cur->nblocks = i - h->cur->first_block;
+		h->cur->end_ip = h->ent_end;
+		cl->depth = depth;
+		cl->flags = flags;
+		cl->ip = blk->ip;
+		cl->first_block = i;   /* an item index until the end */
+		cl->gap = 0;
+		cl->reserved = 0;      /* sym: bt_analyze_thread() */
+		h->cur = cl;
+		h->cnext = cl + 1;
+		h->ent_base = h->tot;
+	}
+	/* sym: bt_analyze_thread(), for the blocks kept */
+	r->kind = BTRACE_ITEM_BLOCK;
+	r->gap = 0;
+	memcpy(&r->ip, &blk->ip, 2 * sizeof(r->ip));   /* ip, end_ip */
+	r->offset = offset;
+	r->ninsn = blk->ninsn;
+	memcpy(&r->iclass, e->tail, sizeof(e->tail));
+	r->depth = depth;
+	h->rec = r + 1;
+	h->i = i + 1;
+	h->tot += blk->ninsn;
+	h->ent_end = end_ip;
+	h->next = e->next;
+	if (e->next == BT_NEXT_START) {
+		/* a call: a new frame (the ip of the one below is not read
+		 * again before it is the top and has a new one) */
+		h->fr[nfr] = (struct bt_frame){ end_ip + e->tail[1], end_ip,
+						e->target, 0, 0, depth + 1 };
+		h->nfr = ++nfr;
+		h->depth = depth + 1;
+		if (nfr == h->cfr)   /* the general path makes room */
+			h->next = BT_NEXT_START | BT_NEXT_HOLD;
+	}
+	return 1;
+}
+
+/* the copy of ip and end_ip above */
+_Static_assert(offsetof(struct pt_block, end_ip) ==
+	       offsetof(struct pt_block, ip) + sizeof(uint64_t) &&
+	       offsetof(struct btrace_block, end_ip) ==
+	       offsetof(struct btrace_block, ip) + sizeof(uint64_t),
+	       "ip and end_ip follow each other");
+
+/* bt_fast_load() and bt_fast_store() through a copy: the block path's
+ * struct bt_fast stays a local of the decode loop that nothing else sees,
+ * so that the compiler can keep its fields in registers. */
+static inline int fast_load(struct bt_ctx *c, struct bt_thread_build *b,
+			    struct bt_fast *h)
+{
+	struct bt_fast tmp;
+	int ret = bt_fast_load(c, b, &tmp);
+
+	*h = tmp;
+	return ret;
+}
+
+static inline void fast_store(struct pt_state *st, struct bt_fast *h)
+{
+	struct bt_fast tmp = *h;
+
+	if (bt_fast_store(st->b, &tmp))
+		st->last_ip = tmp.ent_end;
 }
 
 static int add_item(struct pt_state *st, uint32_t kind, uint64_t ip,
@@ -227,7 +373,8 @@ int bt_pt_decode_from(struct bt_ctx *c, const struct btrace_buffer *buf,
 		      struct bt_thread_build *b, uint64_t start)
 {
 	struct pt_config cfg;
-	struct pt_state st = { c, b, NULL, 0, 0, BT_PT_OFFSET_EVERY };
+	struct pt_state st = { c, b, NULL, 0, 0, -1 };
+	struct bt_fast h;
 	int status, ret = 0;
 	uint64_t sync_off = start;
 
@@ -239,6 +386,13 @@ int bt_pt_decode_from(struct bt_ctx *c, const struct btrace_buffer *buf,
 	 * call structure stays visible. */
 	cfg.flags.variant.block.end_on_call = 1;
 	cfg.flags.variant.block.end_on_jump = 1;
+	if (!c->bend) {
+		c->bend = malloc(BT_BEND_SLOTS * sizeof(*c->bend));
+		if (!c->bend)
+			return bt_error(c->err, -ENOMEM, "decode: out of memory");
+		for (size_t i = 0; i < BT_BEND_SLOTS; i++)
+			c->bend[i].end_ip = UINT64_MAX;
+	}
 	st.dec = pt_blk_alloc_decoder(&cfg);
 	if (!st.dec)
 		return bt_error(c->err, -ENOMEM,
@@ -264,22 +418,33 @@ int bt_pt_decode_from(struct bt_ctx *c, const struct btrace_buffer *buf,
 		if (status >= 0 && (status & pts_eos))
 			break;
 		if (status >= 0) {
-			/* pt_blk_next() zeroes the block first, errors included */
-			status = pt_blk_next(st.dec, &blk, sizeof(blk));
-			if (blk.ninsn) {
+			/* blocks until an event, the end or an error: the block
+			 * path, and the general one for what it does not take */
+			ret = fast_load(c, b, &h);
+			if (ret < 0)
+				goto out;
+			do {
+				/* pt_blk_next() zeroes the block first, errors
+				 * included */
+				status = pt_blk_next(st.dec, &blk, sizeof(blk));
+				if (!blk.ninsn)
+					break;
 				uint64_t off = block_offset(&st);
 
-				if (!bt_block_fast(c, b, blk.ip, blk.end_ip,
-						   blk.ninsn, off)) {
-					ret = bt_thread_add_insns(c, b, blk.ip,
-								  blk.end_ip,
-								  blk.ninsn, off);
-					if (ret < 0)
-						goto out;
-				}
+				if (bt_block_fast(c, &h, &blk, off))
+					continue;
+				fast_store(&st, &h);
+				ret = bt_thread_add_insns(c, b, blk.ip, blk.end_ip,
+							  blk.ninsn, off);
+				if (ret < 0)
+					goto out;
 				st.last_ip = blk.end_ip;
 				b->ended_async = 0;
-			}
+				ret = fast_load(c, b, &h);
+				if (ret < 0)
+					goto out;
+			} while (!(status & (pts_event_pending | pts_eos | INT_MIN)));
+			fast_store(&st, &h);
 			if (status >= 0)
 				continue;
 			if (pt_errcode(status) == pte_eos)
@@ -298,7 +463,7 @@ int bt_pt_decode_from(struct bt_ctx *c, const struct btrace_buffer *buf,
 		if (status < 0)
 			break;
 		pt_blk_get_sync_offset(st.dec, &sync_off);
-		st.blk_age = BT_PT_OFFSET_EVERY;   /* query at the next block */
+		st.blk_left = -1;   /* query at the next block */
 		if (sync_off <= prev)
 			break;
 		b->t->gaps[b->t->ngaps - 1].bytes = sync_off - b->t->gaps[b->t->ngaps - 1].offset;
