@@ -5,16 +5,21 @@
 #                         through a table, data-dependent if)   target <= 1.4x
 #   2. bench/pyload.py   under /usr/bin/python3 (json, re, genexpr, fib)
 #                                                               target <= 1.6x
-# Each round runs hyperfine once over every command, so slow drifts of a shared machine hit baseline and btrace alike.  The
-# figures are medians over rounds of wall time and of CPU time (user+sys,
-# which other jobs on the machine disturb less), each as a ratio against
-# the baseline of the same run; "per-round" is the median (and range) of
-# the CPU ratio taken within each round.
+# The commands are interleaved: every round runs each command RUNS times,
+# the order rotated from round to round, so a load that drifts on a shared
+# machine hits the baseline and btrace alike.  Each run's CPU time is
+# user+sys of the whole process tree (getrusage of the waited child, which
+# counts the emulator under btrace), disturbed less by other jobs than wall
+# time.  Figures: the median over all runs of wall and CPU time, each as a
+# ratio to the baseline's median, and "per-round": the median (and range)
+# of the CPU ratio taken within each round.
 #
 # Usage: bench/qemu-overhead.sh [BUILD_DIR]   (default: build)
 # Env:   ROUNDS (5), RUNS per round and command (2), N (C iterations,
 #        40000000), SCALE (pyload rounds, 3), PYTHON (/usr/bin/python3),
-#        QEMU (qemu-x86_64).
+#        QEMU (qemu-x86_64), BEFORE (another build directory: its btrace
+#        runs as one more command of the same rounds, for before/after
+#        figures from one run).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$top/build}" && pwd)
@@ -24,45 +29,63 @@ n=${N:-40000000}
 scale=${SCALE:-3}
 py=${PYTHON:-/usr/bin/python3}
 qemu=${QEMU:-qemu-x86_64}
+before=${BEFORE:-}
 work=$(mktemp -d /tmp/btrace-qbench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-command -v hyperfine >/dev/null || { echo "hyperfine not found" >&2; exit 1; }
 ninja -C "$build" src/cli/btrace src/qemu/libbtrace-qemu.so >/dev/null ||
 	echo "warning: build failed; using the binaries in $build" >&2
 cc -O2 -g -o "$work/branchy" "$top/bench/branchy.c"
 btrace="$build/src/cli/btrace record -b qemu -q -o $work/snap.btrace --"
+btrace_before=
+if [ -n "$before" ]; then
+	before=$(cd "$before" && pwd)
+	btrace_before="$before/src/cli/btrace record -b qemu -q -o $work/snap0.btrace --"
+fi
 
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), Linux $(uname -r)"
 echo "qemu:    $($qemu --version | head -1)"
-echo "rounds:  $rounds x $runs runs per command (hyperfine -N)"
+echo "rounds:  $rounds x $runs runs per command, interleaved"
+echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (start)"
 
-# bench NAME CMD...: rounds of hyperfine over CMDs, the first is the baseline
+# bench NAME CMD...: interleaved rounds over CMDs, the first is the baseline
 bench() {
 	name=$1
 	shift
-	r=0
-	while [ "$r" -lt "$rounds" ]; do
-		hyperfine -N --style none --warmup 1 --runs "$runs" \
-			--export-json "$work/$name.$r.json" "$@" >/dev/null 2>&1
-		r=$((r + 1))
-	done
-	"$py" - "$work" "$name" "$rounds" "$@" <<'EOF'
-import json, statistics, sys
-work, name, rounds, cmds = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+	"$py" - "$rounds" "$runs" "$name" "$@" <<'EOF'
+import os, shlex, statistics, subprocess, sys, time
+rounds, runs, name, cmds = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+cmds = [c for c in cmds if c]
+
+def run(c):
+    t0 = time.perf_counter()
+    p = subprocess.Popen(shlex.split(c), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    _, st, ru = os.wait4(p.pid, 0)
+    if st:
+        sys.exit(f"{c}: exit status {st:#x}")
+    return time.perf_counter() - t0, ru.ru_utime + ru.ru_stime
+
+for c in cmds:            # warm-up: page cache, first-run effects
+    run(c)
 wall = {c: [] for c in cmds}
 cpu = {c: [] for c in cmds}
+rcpu = [{c: [] for c in cmds} for _ in range(rounds)]
 for r in range(rounds):
-    for res in json.load(open(f"{work}/{name}.{r}.json"))["results"]:
-        wall[res["command"]].append(statistics.median(res["times"]))
-        cpu[res["command"]].append(res["user"] + res["system"])
+    k = r % len(cmds)
+    for c in cmds[k:] + cmds[:k]:
+        for _ in range(runs):
+            w, u = run(c)
+            wall[c].append(w)
+            cpu[c].append(u)
+            rcpu[r][c].append(u)
 base = cmds[0]
 bw, bc = statistics.median(wall[base]), statistics.median(cpu[base])
 print(f"\n{name}:")
 for c in cmds:
     w, u = statistics.median(wall[c]), statistics.median(cpu[c])
     # the ratio within each round (same conditions), then its median
-    rr = [x / y for x, y in zip(cpu[c], cpu[base])]
+    rr = [statistics.median(x[c]) / statistics.median(x[base]) for x in rcpu]
     short = c if len(c) < 70 else c[:67] + "..."
     print(f"  wall {w:7.3f} s  x{w / bw:5.2f}   cpu {u:7.3f} s  x{u / bc:5.2f}"
           f"  per-round cpu x{statistics.median(rr):5.2f} ({min(rr):.2f}-{max(rr):.2f})   {short}")
@@ -72,14 +95,17 @@ EOF
 bench branchy \
 	"$qemu $work/branchy $n" \
 	"$btrace $work/branchy $n" \
+	"${btrace_before:+$btrace_before $work/branchy $n}" \
 	"$qemu -cpu max $work/branchy $n" \
 	"$work/branchy $n"
 
 bench pyload \
 	"$qemu $py $top/bench/pyload.py $scale" \
 	"$btrace $py $top/bench/pyload.py $scale" \
+	"${btrace_before:+$btrace_before $py $top/bench/pyload.py $scale}" \
 	"$qemu -cpu max $py $top/bench/pyload.py $scale" \
 	"$py $top/bench/pyload.py $scale"
 echo
-echo "(first row: baseline; second: btrace record -b qemu; third: the same"
-echo " qemu with -cpu max; fourth: native.  x = ratio to the baseline.)"
+echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (end)"
+echo "(first row: baseline; then btrace record -b qemu${before:+ (this build, then $before)};"
+echo " the same qemu with -cpu max; native.  x = ratio to the baseline.)"

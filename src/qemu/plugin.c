@@ -9,6 +9,10 @@
  *
  * Arguments (comma-separated after the plugin path):
  *   dir=PATH      directory for the ring files (required)
+ *   fd=N          the ring file of this (the launched) process is the open
+ *                 descriptor N, a memfd btrace created: the plugin sizes it,
+ *                 maps it and closes it before the guest starts.  Forked
+ *                 children still create files in dir=.
  *   slots=N       thread slots per process (default 64)
  *   entries=N     ring entries per thread, rounded up to a power of two
  *                 (default 1M = 4 MiB)
@@ -61,6 +65,10 @@ static struct {
 	uint32_t nslots;
 	uint64_t entries;
 	uint64_t tb_max;
+	int fd;                          /* fd=, or -1 */
+	int ring_fd;                     /* until bt_map_root() */
+	int mapped;                      /* the whole file is mapped */
+	int off;                         /* the ring could not be mapped */
 	int fixpage;
 	int watch;                       /* btrace acknowledges children */
 
@@ -68,6 +76,7 @@ static struct {
 	struct bt_ring_hdr *hdr;
 	size_t map_size;
 	struct bt_ring_hdr *tbhdr;
+	size_t tb_map_size;
 	struct bt_tb_info *tbs;
 
 	struct bt_ring_slot *sink;       /* for threads without a slot */
@@ -104,8 +113,16 @@ static ssize_t bt_peek(uint64_t addr, void *buf, size_t len)
 
 /* ---- the ring file ---- */
 
-static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs,
-					  size_t *size_out)
+/*
+ * A ring file for process @pid: the descriptor @fd when >= 0 (a memfd from
+ * btrace: shmem pages, no page cache or writeback of a disk file), else a
+ * new file in dir=, created under a temporary name that bt_file_publish()
+ * renames once the header is complete, so a watcher never sees half a
+ * header.  With @fd_out, only the header page is mapped and the descriptor
+ * is kept open in *@fd_out for bt_map_root().
+ */
+static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs, int fd,
+					  size_t *size_out, int *fd_out)
 {
 	char path[PATH_MAX + 32];
 	uint64_t slot_size = sizeof(struct bt_ring_slot) + 4 * g.entries;
@@ -115,13 +132,14 @@ static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs,
 	uint64_t size = tb_off + (with_tbs ? g.tb_max * sizeof(struct bt_tb_info) : 0);
 	struct bt_ring_hdr *h;
 	void *p;
-	int fd;
 
 	size = (size + BT_PAGE - 1) & ~(BT_PAGE - 1);
-	/* Created under a temporary name; bt_file_publish() renames it once
-	 * the header is complete, so a watcher never sees half a header. */
-	snprintf(path, sizeof(path), "%s/.ring.%d.new", g.dir, (int)pid);
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		snprintf(path, sizeof(path), "ring fd %d", fd);
+	} else {
+		snprintf(path, sizeof(path), "%s/.ring.%d.new", g.dir, (int)pid);
+		fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	}
 	if (fd < 0) {
 		fprintf(stderr, "btrace-qemu: %s: create failed: %s\n", path,
 			strerror(errno));
@@ -133,15 +151,20 @@ static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs,
 		close(fd);
 		return NULL;
 	}
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
+	p = mmap(NULL, fd_out ? BT_RING_HDR_SIZE : size,
+		 PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (fd_out && p != MAP_FAILED)
+		*fd_out = fd;
+	else
+		close(fd);
 	if (p == MAP_FAILED) {
 		fprintf(stderr, "btrace-qemu: %s: mmap failed: %s\n", path,
 			strerror(errno));
 		return NULL;
 	}
 	/* Sparse, written in scattered places: no readahead of holes. */
-	madvise(p, size, MADV_RANDOM);
+	if (!fd_out)
+		madvise(p, size, MADV_RANDOM);
 	h = p;
 	memcpy(h->magic, BT_RING_MAGIC, 8);
 	h->version = BT_RING_VERSION;
@@ -163,6 +186,39 @@ static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs,
 		h->cwd[0] = 0;
 	*size_out = size;
 	return h;
+}
+
+/*
+ * The launched process's whole ring, mapped at the first translation
+ * rather than at install.  QEMU allocates its code buffer after installing
+ * the plugin, top-down below the mappings that exist then: a ring mapped
+ * at install (2.2 GB with 64 slots of 8 Mi entries) would put the code
+ * buffer more than 2 GB away from the plugin, and TCG would call the
+ * per-TB callback indirectly through a constant pool instead of with a
+ * direct call (about 6% of the CPU time of a CPython run; see
+ * docs/performance.md).  Nothing of the guest runs before its first
+ * translation.  Returns -1 (and records nothing) when it cannot be mapped.
+ */
+static int bt_map_root(void)
+{
+	void *p = mmap(NULL, g.map_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       g.ring_fd, 0);
+
+	close(g.ring_fd);
+	g.ring_fd = -1;
+	if (p == MAP_FAILED) {
+		fprintf(stderr, "btrace-qemu: ring: mmap of %zu bytes failed: %s; "
+			"not tracing\n", g.map_size, strerror(errno));
+		return -1;
+	}
+	madvise(p, g.map_size, MADV_RANDOM);
+	munmap(g.hdr, BT_RING_HDR_SIZE);
+	g.hdr = p;
+	g.tbhdr = p;
+	g.tb_map_size = g.map_size;
+	g.tbs = (struct bt_tb_info *)((uint8_t *)p + g.hdr->tb_offset);
+	g.mapped = 1;
+	return 0;
 }
 
 static void bt_file_publish(pid_t pid)
@@ -249,6 +305,28 @@ static void bt_note_host_maps(void)
 		g.host[g.nhost++] = r;
 	}
 	free(maps);
+}
+
+/* The plugin's own mappings: the ring files (a memfd has no path in dir=)
+ * and the sink.  Not the guest's. */
+static int bt_is_ours(const struct bt_range *r)
+{
+	const struct {
+		const void *p;
+		size_t len;
+	} m[3] = {
+		{ g.hdr, g.map_size },
+		{ g.tbhdr, g.tb_map_size },
+		{ g.sink, g.sink ? sizeof(struct bt_ring_slot) + 4 * g.entries : 0 },
+	};
+
+	for (int i = 0; i < 3; i++) {
+		uint64_t s = (uint64_t)(uintptr_t)m[i].p;
+
+		if (m[i].p && r->start < s + m[i].len && r->end > s)
+			return 1;
+	}
+	return 0;
 }
 
 static int bt_is_host(const struct bt_range *r)
@@ -348,6 +426,8 @@ static void bt_refresh_maps_x(int xchange, uint64_t xs, uint64_t xe,
 	size_t len, n = 0, dirlen = strlen(g.dir);
 	char *maps, *line, *save = NULL;
 
+	if (!g.mapped)
+		return;   /* only the header is mapped (yet) */
 	pthread_mutex_lock(&g.lock);
 	__atomic_store_n(&h->maps_seq, h->maps_seq + 1, __ATOMIC_RELEASE);
 	if (xchange)
@@ -359,7 +439,7 @@ static void bt_refresh_maps_x(int xchange, uint64_t xs, uint64_t xe,
 		const char *path = strchr(line, '/');
 		size_t ll = strlen(line);
 
-		if (bt_parse_range(line, &r) || bt_is_host(&r))
+		if (bt_parse_range(line, &r) || bt_is_host(&r) || bt_is_ours(&r))
 			continue;
 		if (path && !strncmp(path, g.dir, dirlen))
 			continue;
@@ -686,8 +766,13 @@ static int bt_abandoned(uint64_t addr, size_t size)
 
 static void bt_first_translation(void)
 {
-	char *exe = qemu_plugin_path_to_binary();
+	char *exe;
 
+	if (bt_map_root()) {
+		g.off = 1;
+		return;
+	}
+	exe = qemu_plugin_path_to_binary();
 	if (exe) {
 		snprintf(g.hdr->exe, sizeof(g.hdr->exe), "%s", exe);
 		free(exe);
@@ -717,6 +802,8 @@ static void bt_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		}
 		pthread_mutex_unlock(&g.lock);
 	}
+	if (g.off)
+		return;
 
 	memset(&info, 0, sizeof(info));
 	info.start = qemu_plugin_tb_vaddr(tb);
@@ -847,7 +934,9 @@ static void bt_child_init(void)
 	struct bt_ring_hdr *h;
 	size_t size;
 
-	h = bt_file_create(getpid(), 0, &size);
+	if (!g.mapped)
+		return;   /* not tracing */
+	h = bt_file_create(getpid(), 0, -1, &size, NULL);
 	if (!h)
 		return;
 	h->tb_pid = g.tbhdr->pid;
@@ -1005,6 +1094,8 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 	g.entries = 1u << 20;
 	g.tb_max = 4u << 20;
 	g.fixpage = 1;
+	g.fd = -1;
+	g.ring_fd = -1;
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		uint64_t v = 0;
@@ -1023,6 +1114,9 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 			      v >= BT_RING_IDX_GAP || ((g.tb_max = v), 0);
 		else if (!strncmp(a, "fixpage=", 8))
 			bad = bt_parse_u64(a + 8, &v) || ((g.fixpage = !!v), 0);
+		else if (!strncmp(a, "fd=", 3))
+			bad = bt_parse_u64(a + 3, &v) || v > INT_MAX ||
+			      fcntl((int)v, F_GETFD) < 0 || ((g.fd = (int)v), 0);
 		else if (!strncmp(a, "watch=", 6))
 			bad = bt_parse_u64(a + 6, &v) || ((g.watch = !!v), 0);
 		else if (!strncmp(a, "dumpable=", 9))
@@ -1046,13 +1140,16 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 	}
 	g_mask = g.entries - 1;
 	bt_note_host_maps();
-	g.hdr = bt_file_create(getpid(), 1, &size);
+	/* The header now (btrace sees the plugin started), the rest at the
+	 * first translation (bt_map_root), which also closes the descriptor
+	 * before any guest code runs. */
+	g.hdr = bt_file_create(getpid(), 1, g.fd, &size, &g.ring_fd);
 	if (!g.hdr)
 		return -1;
-	bt_file_publish(getpid());
+	if (g.fd < 0)
+		bt_file_publish(getpid());
+	g.fd = -1;
 	g.map_size = size;
-	g.tbhdr = g.hdr;
-	g.tbs = (struct bt_tb_info *)((uint8_t *)g.hdr + g.hdr->tb_offset);
 	/* Threads beyond the slots write into a private sink. */
 	g.sink = mmap(NULL, sizeof(struct bt_ring_slot) + 4 * g.entries,
 		      PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |

@@ -221,6 +221,77 @@ static int bt_rmtree(const char *dir)
 	return rmdir(dir) ? -errno : 0;
 }
 
+/*
+ * The launched process's ring lives in a memfd that btrace creates and
+ * QEMU inherits (plugin argument fd=): its pages are shmem, so the ring
+ * written for the whole run costs no disk page cache, no block allocation
+ * at the first write of each page and no writeback (see docs/performance.md).
+ * btrace keeps its own descriptor, so the ring outlives the emulator
+ * whatever kills it.  The rest of the backend reads rings by path:
+ * <dir>/.ring.memfd is a symlink to /proc/self/fd/N, checked here, and is
+ * renamed to ring.<pid> once the emulator's pid is known.  Returns the
+ * descriptor, or -1 to use a file in @dir as before (forked children
+ * always do).
+ */
+static int bt_ring_memfd(const char *dir, int quiet)
+{
+	char link[PATH_MAX + 32], target[64];
+	struct stat a, b;
+	int fd, lfd;
+
+	if (getenv("BTRACE_QEMU_KEEP_RINGS"))
+		return -1;   /* kept rings must be files */
+	fd = memfd_create("btrace-ring", MFD_CLOEXEC);
+	if (fd < 0) {
+		if (!quiet)
+			fprintf(stderr, "btrace record: ring memfd: create failed: "
+				"%s; using a file in %s (slower)\n",
+				strerror(errno), dir);
+		return -1;
+	}
+	snprintf(link, sizeof(link), "%s/.ring.memfd", dir);
+	snprintf(target, sizeof(target), "/proc/self/fd/%d", fd);
+	lfd = symlink(target, link) ? -1 : open(link, O_RDONLY | O_CLOEXEC);
+	if (lfd < 0 || fstat(lfd, &a) || fstat(fd, &b) || a.st_ino != b.st_ino ||
+	    a.st_dev != b.st_dev) {
+		if (!quiet)
+			fprintf(stderr, "btrace record: ring memfd: not reachable "
+				"through /proc/self/fd; using a file in %s "
+				"(slower)\n", dir);
+		if (lfd >= 0)
+			close(lfd);
+		unlink(link);
+		close(fd);
+		return -1;
+	}
+	close(lfd);
+	return fd;
+}
+
+/* Whether the plugin started: the ring exists and has its magic (the
+ * memfd exists from the start, empty). */
+static int bt_ring_present(const char *path)
+{
+	char magic[8];
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ok;
+
+	if (fd < 0)
+		return 0;
+	ok = pread(fd, magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
+	     !memcmp(magic, BT_RING_MAGIC, sizeof(magic));
+	close(fd);
+	return ok;
+}
+
+/* Remove the ring directory (and drop the memfd, if any). */
+static void bt_drop_rings(const char *dir, int *ringfd)
+{
+	if (*ringfd >= 0)
+		close(*ringfd);
+	*ringfd = -1;
+	bt_rmtree(dir);
+}
+
 /* ---- the snapshot ---- */
 
 struct bt_enc_ctx {
@@ -1153,8 +1224,8 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	struct sigaction sa, old_int, old_term, old_hup;
 	struct bt_job j;
 	uint64_t on, entries;
-	int pipefd[2], rc, n = 0, k, cerr = 0, subreaper = -1;
-	char **argv, *extra, *save = NULL;
+	int pipefd[2], rc, n = 0, k, cerr = 0, subreaper = -1, ringfd;
+	char **argv, *extra, *save = NULL, fdarg[32] = "";
 	pid_t pid;
 
 	memset(res, 0, sizeof(*res));
@@ -1197,13 +1268,16 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 		return bt_error(err, -errno, "%s: create ring directory failed: "
 				"%s", dir, strerror(errno));
 	j.dir = dir;
+	ringfd = bt_ring_memfd(dir, !!(opts->flags & BTRACE_RECORD_QUIET));
+	if (ringfd >= 0)
+		snprintf(fdarg, sizeof(fdarg), ",fd=%d", ringfd);
 	/* watch=1 (children wait for our pidfd) only if pidfds work. */
 	k = bt_pidfd_open(getpid());
 	if (k >= 0)
 		close(k);
 	snprintf(plugarg, sizeof(plugarg),
-		 "%s,dir=%s,entries=%llu,dumpable=0,watch=%d", plugin, dir,
-		 (unsigned long long)entries, k >= 0);
+		 "%s,dir=%s,entries=%llu,dumpable=0,watch=%d%s", plugin, dir,
+		 (unsigned long long)entries, k >= 0, fdarg);
 
 	while (opts->argv[n])
 		n++;
@@ -1215,7 +1289,7 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 		      sizeof(*argv));
 	if (!argv) {
 		free(extra);
-		bt_rmtree(dir);
+		bt_drop_rings(dir, &ringfd);
 		return bt_error(err, -ENOMEM, "qemu backend: out of memory");
 	}
 	argv[0] = qemu;
@@ -1244,7 +1318,7 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 			      0, 0, 0);
 		free(argv);
 		free(extra);
-		bt_rmtree(dir);
+		bt_drop_rings(dir, &ringfd);
 		return bt_error(err, -errno, "pipe failed: %s", strerror(errno));
 	}
 	pid = fork();
@@ -1257,7 +1331,7 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 		free(extra);
 		close(pipefd[0]);
 		close(pipefd[1]);
-		bt_rmtree(dir);
+		bt_drop_rings(dir, &ringfd);
 		return bt_error(err, rc, "fork failed: %s", strerror(-rc));
 	}
 	if (pid == 0) {
@@ -1269,6 +1343,10 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 			rl.rlim_cur = rl.rlim_max;
 			setrlimit(RLIMIT_CORE, &rl);
 		}
+		/* The ring memfd is the emulator's to inherit (the plugin
+		 * closes it before the guest starts). */
+		if (ringfd >= 0)
+			fcntl(ringfd, F_SETFD, 0);
 		execv(qemu, argv);
 		e = errno;
 		if (write(pipefd[1], &e, sizeof(e)) < 0)
@@ -1285,9 +1363,17 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	if (cerr) {
 		while (waitpid(pid, &j.status, 0) < 0 && errno == EINTR)
 			;
-		bt_rmtree(dir);
+		bt_drop_rings(dir, &ringfd);
 		return bt_error(err, -cerr, "%s: exec failed: %s", qemu,
 				strerror(cerr));
+	}
+	snprintf(ring_path, sizeof(ring_path), "%s/ring.%d", dir, (int)pid);
+	if (ringfd >= 0) {
+		char link[PATH_MAX + 32];
+
+		snprintf(link, sizeof(link), "%s/.ring.memfd", dir);
+		if (rename(link, ring_path))
+			unlink(link);
 	}
 	bt_child_pid = pid;
 	memset(&sa, 0, sizeof(sa));
@@ -1312,9 +1398,8 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	res->shell_status = WIFEXITED(j.status) ? WEXITSTATUS(j.status) :
 			    WIFSIGNALED(j.status) ? 128 + WTERMSIG(j.status) : 1;
 
-	snprintf(ring_path, sizeof(ring_path), "%s/ring.%d", dir, (int)pid);
-	if (access(ring_path, R_OK)) {
-		bt_rmtree(dir);
+	if (!bt_ring_present(ring_path)) {
+		bt_drop_rings(dir, &ringfd);
 		bt_error(err, -BTRACE_ERR_UNSUPPORTED, "%s: load plugin failed: "
 			 "qemu-x86_64 did not start the btrace plugin (exit "
 			 "status %d)", plugin, res->shell_status);
@@ -1326,6 +1411,6 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	if (getenv("BTRACE_QEMU_KEEP_RINGS"))
 		fprintf(stderr, "btrace: ring files kept in %s\n", dir);
 	else
-		bt_rmtree(dir);
+		bt_drop_rings(dir, &ringfd);
 	return rc;
 }

@@ -5,6 +5,7 @@
  * PT tail decoded with libipt against the code embedded in the snapshot,
  * and QEMU's own -d exec log; exit status and signal passthrough; errors.
  */
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -720,9 +722,104 @@ static void test_threads16(struct bt_test *t)
 	btrace_snapshot_free(s);
 }
 
+/* Entries of @dir, "." and ".." aside; with @ring, only regular files
+ * named ring.<pid> one level down (in btrace-qemu-XXXXXX). */
+static int count_entries(const char *dir, int ring)
+{
+	DIR *d = opendir(dir), *sub;
+	struct dirent *de, *se;
+	char path[600], file[900];
+	struct stat st;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (!ring) {
+			n++;
+			continue;
+		}
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		sub = opendir(path);
+		while (sub && (se = readdir(sub))) {
+			snprintf(file, sizeof(file), "%s/%s", path, se->d_name);
+			if (!strncmp(se->d_name, "ring.", 5) &&
+			    !lstat(file, &st) && S_ISREG(st.st_mode))
+				n++;
+		}
+		if (sub)
+			closedir(sub);
+	}
+	closedir(d);
+	return n;
+}
+
+/* The launched process's ring is a memfd: the guest and what it execs
+ * never see its descriptor, and nothing is left in $TMPDIR.  With
+ * BTRACE_QEMU_KEEP_RINGS=1 the ring is a file in the ring directory
+ * instead (the fallback), and a crash recorded that way is as exact. */
+static void test_ring_storage(struct bt_test *t)
+{
+	struct btrace_record_result res;
+	struct btrace_error err;
+	struct btrace_snapshot *s = NULL;
+	struct btrace_record_opts o = { .sz = sizeof(o) };
+	char tmp[300], list[300], cmd[400], out[256], buf[8192];
+	char *argv[] = { (char *)"/bin/sh", (char *)"-c", cmd, NULL };
+	const struct btrace_task *ct;
+	struct tail tl;
+	FILE *f;
+	size_t n;
+
+	snprintf(tmp, sizeof(tmp), "%s/tmpdir", workdir);
+	snprintf(list, sizeof(list), "%s/fds.txt", workdir);
+	snprintf(out, sizeof(out), "%s/keep.btrace", workdir);
+	BT_REQUIRE(t, mkdir(tmp, 0700) == 0);
+	setenv("TMPDIR", tmp, 1);
+
+	/* An exec'd program lists its descriptors: no ring among them. */
+	snprintf(cmd, sizeof(cmd), "exec ls -l /proc/self/fd/ > %s", list);
+	o.backend = BTRACE_BACKEND_QEMU;
+	o.argv = argv;
+	o.flags = BTRACE_RECORD_QUIET;
+	memset(&err, 0, sizeof(err));
+	BT_REQUIRE(t, bt_qemu_record(&o, &res, &err) == 0);
+	BT_EQ_INT(t, 0, res.shell_status);
+	f = fopen(list, "r");
+	BT_REQUIRE(t, f != NULL);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	BT_CHECK(t, strstr(buf, "fds.txt") != NULL);   /* the listing ran */
+	BT_CHECK(t, strstr(buf, "memfd:") == NULL);
+	BT_CHECK(t, strstr(buf, "btrace-qemu-") == NULL);
+	BT_EQ_INT(t, 0, count_entries(tmp, 0));
+
+	/* The fallback: ring files, kept. */
+	setenv("BTRACE_QEMU_KEEP_RINGS", "1", 1);
+	BT_REQUIRE(t, record("crash-fnptr", "10", 0, out, &res, &err) == 0);
+	unsetenv("BTRACE_QEMU_KEEP_RINGS");
+	unsetenv("TMPDIR");
+	BT_EQ_INT(t, 128 + SIGSEGV, res.shell_status);
+	BT_EQ_INT(t, 1, count_entries(tmp, 1));
+	BT_REQUIRE(t, btrace_snapshot_read(out, 0, &s, &err) == 0);
+	BT_REQUIRE(t, s->signal != NULL);
+	BT_EQ_INT(t, BTRACE_FAULT_CORE, s->signal->fault_source);
+	ct = crashed_task(s);
+	BT_REQUIRE(t, ct != NULL && buffer_of(s, ct->tid) != NULL);
+	decode_tail(s, buffer_of(s, ct->tid), &tl);
+	BT_EQ_INT(t, 0, tl.error);
+	BT_CHECK(t, tl.n > 1000);
+	BT_EQ_U64(t, s->signal->fault_ip, tl.last_async_at);
+	free(tl.ip);
+	btrace_snapshot_free(s);
+}
+
 BT_TESTS(test_setup, test_null_fnptr, test_reraise_keeps_first_fault,
 	 test_thread_crash, test_abort, test_sigfpe, test_sigill, test_dlopen,
 	 test_long_run_wraps, test_exit_status, test_signal_forwarded,
 	 test_errors, test_fork_child, test_handler_abort, test_handler_exit,
 	 test_handler_longjmp, test_jit_rwx, test_jit_rx, test_threads16,
-	 test_cleanup)
+	 test_ring_storage, test_cleanup)
