@@ -210,18 +210,20 @@ static void demangle_init(void)
  * by the context.  BTRACE_NO_DEMANGLE=1 keeps names as in the file. */
 const char *bt_syms_demangle(struct bt_ctx *c, const char *name, size_t len)
 {
-	char buf[512], *d;
+	char *buf = strndup(name, len), *d = NULL;
+	const char *r;
 	int st = -1;
 
-	snprintf(buf, sizeof(buf), "%.*s", (int)len, name);
-	if (len < 3 || strncmp(name, "_Z", 2))
-		return bt_ctx_strdup(c, buf);
-	pthread_once(&demangle_once, demangle_init);
-	if (!cxa_demangle)
-		return bt_ctx_strdup(c, buf);
-	d = cxa_demangle(buf, NULL, NULL, &st);
-	const char *r = bt_ctx_strdup(c, st == 0 && d ? d : buf);
+	if (!buf)
+		return NULL;
+	if (len >= 3 && !strncmp(name, "_Z", 2)) {
+		pthread_once(&demangle_once, demangle_init);
+		if (cxa_demangle)
+			d = cxa_demangle(buf, NULL, NULL, &st);
+	}
+	r = bt_ctx_strdup(c, st == 0 && d ? d : buf);
 	free(d);
+	free(buf);
 	return r;
 }
 
