@@ -201,14 +201,25 @@ static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs, int fd,
  */
 static int bt_map_root(void)
 {
+	size_t sink_size = sizeof(struct bt_ring_slot) + 4 * g.entries;
 	void *p = mmap(NULL, g.map_size, PROT_READ | PROT_WRITE, MAP_SHARED,
 		       g.ring_fd, 0);
 
 	close(g.ring_fd);
 	g.ring_fd = -1;
-	if (p == MAP_FAILED) {
+	/* Threads beyond the slots write into a private sink (mapped here
+	 * too, for the same reason). */
+	g.sink = mmap(NULL, sink_size, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+		      MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED || g.sink == MAP_FAILED) {
 		fprintf(stderr, "btrace-qemu: ring: mmap of %zu bytes failed: %s; "
-			"not tracing\n", g.map_size, strerror(errno));
+			"not tracing\n", p == MAP_FAILED ? g.map_size : sink_size,
+			strerror(errno));
+		if (p != MAP_FAILED)
+			munmap(p, g.map_size);
+		if (g.sink != MAP_FAILED)
+			munmap(g.sink, sink_size);
+		g.sink = NULL;
 		return -1;
 	}
 	madvise(p, g.map_size, MADV_RANDOM);
@@ -1150,12 +1161,6 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 		bt_file_publish(getpid());
 	g.fd = -1;
 	g.map_size = size;
-	/* Threads beyond the slots write into a private sink. */
-	g.sink = mmap(NULL, sizeof(struct bt_ring_slot) + 4 * g.entries,
-		      PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
-		      MAP_NORESERVE, -1, 0);
-	if (g.sink == MAP_FAILED)
-		return -1;
 	g.cs_ok = cs_open(CS_ARCH_X86, CS_MODE_64, &g.cs) == CS_ERR_OK;
 	if (!dumpable)
 		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
