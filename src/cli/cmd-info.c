@@ -48,6 +48,18 @@ static const char *crash_mode_name(uint32_t m)
 	return NULL;
 }
 
+/* "SIGSEGV" (real-time signals too: "SIGRTMIN+2"), in @buf; NULL when
+ * the number names no signal.  The same names as btrace report. */
+static const char *signal_name(int signo, char *buf, size_t len)
+{
+	const char *ab = signo > 0 && signo < 65 ? sigabbrev_np(signo) : NULL;
+
+	if (!ab)
+		return NULL;
+	snprintf(buf, len, "SIG%s", ab);
+	return buf;
+}
+
 static const char *fault_source_name(uint32_t s)
 {
 	switch (s) {
@@ -167,11 +179,11 @@ static void print_text(const char *path, const struct btrace_snapshot *s)
 		printf("  %-16s %s\n", s->meta[i].key, s->meta[i].value);
 	if (s->signal) {
 		const struct btrace_signal *g = s->signal;
-		const char *abbrev = g->signo > 0 && g->signo < 65 ?
-				     sigabbrev_np(g->signo) : NULL;
+		char sname[32];
+		const char *name = signal_name(g->signo, sname, sizeof(sname));
 
-		printf("signal:     SIG%s (%d) code %d addr 0x%llx in thread %d",
-		       abbrev ? abbrev : "?", g->signo, g->code,
+		printf("signal:     %s (%d) code %d addr 0x%llx in thread %d",
+		       name ? name : "SIG?", g->signo, g->code,
 		       (unsigned long long)g->addr, g->tid);
 		if (g->fault_source)
 			printf("; fault ip 0x%llx (%s)",
@@ -290,11 +302,7 @@ static void print_json(const char *path, const struct btrace_snapshot *s)
 		json_int(&j, "tid", g->tid);
 		json_int(&j, "number", g->signo);
 		char sname[32];
-		const char *ab = g->signo > 0 && g->signo < 65 ?
-				 sigabbrev_np(g->signo) : NULL;
-		/* "SIGSEGV", as the text and btrace report --json say */
-		snprintf(sname, sizeof(sname), "SIG%s", ab ? ab : "");
-		json_str(&j, "name", ab ? sname : NULL);
+		json_str(&j, "name", signal_name(g->signo, sname, sizeof(sname)));
 		json_int(&j, "code", g->code);
 		json_hex(&j, "address", g->addr);
 		json_str(&j, "fault_source", fault_source_name(g->fault_source));
