@@ -48,7 +48,6 @@
 #define BT_EXPORT __attribute__((visibility("default")))
 #define BT_MAX_VCPUS 4096
 #define BT_PAGE 4096ull
-#define BT_MAPS_CAP (1u << 20)
 
 BT_EXPORT int qemu_plugin_version = BT_QEMU_PLUGIN_API_VERSION;
 
@@ -127,13 +126,13 @@ static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs, int fd,
 	char path[PATH_MAX + 32];
 	uint64_t slot_size = sizeof(struct bt_ring_slot) + 4 * g.entries;
 	uint64_t maps_off = BT_RING_HDR_SIZE;
-	uint64_t slot_off = maps_off + BT_MAPS_CAP;
+	uint64_t slot_off = maps_off + BT_RING_MAPS_CAP;
 	uint64_t tb_off = slot_off + g.nslots * slot_size;
-	uint64_t size = tb_off + (with_tbs ? g.tb_max * sizeof(struct bt_tb_info) : 0);
+	uint64_t size = bt_ring_file_size(g.nslots, g.entries,
+					  with_tbs ? g.tb_max : 0);
 	struct bt_ring_hdr *h;
 	void *p;
 
-	size = (size + BT_PAGE - 1) & ~(BT_PAGE - 1);
 	if (fd >= 0) {
 		snprintf(path, sizeof(path), "ring fd %d", fd);
 	} else {
@@ -176,7 +175,7 @@ static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs, int fd,
 	h->slot_offset = slot_off;
 	h->slot_size = slot_size;
 	h->maps_offset = maps_off;
-	h->maps_cap = BT_MAPS_CAP;
+	h->maps_cap = BT_RING_MAPS_CAP;
 	if (with_tbs) {
 		h->tb_offset = tb_off;
 		h->tb_max = g.tb_max;
@@ -204,6 +203,7 @@ static int bt_map_root(void)
 	size_t sink_size = sizeof(struct bt_ring_slot) + 4 * g.entries;
 	void *p = mmap(NULL, g.map_size, PROT_READ | PROT_WRITE, MAP_SHARED,
 		       g.ring_fd, 0);
+	int e = errno;
 
 	close(g.ring_fd);
 	g.ring_fd = -1;
@@ -212,9 +212,12 @@ static int bt_map_root(void)
 	g.sink = mmap(NULL, sink_size, PROT_READ | PROT_WRITE, MAP_PRIVATE |
 		      MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED || g.sink == MAP_FAILED) {
+		if (p != MAP_FAILED)
+			e = errno;
 		fprintf(stderr, "btrace-qemu: ring: mmap of %zu bytes failed: %s; "
-			"not tracing\n", p == MAP_FAILED ? g.map_size : sink_size,
-			strerror(errno));
+			"not tracing%s\n", p == MAP_FAILED ? g.map_size : sink_size,
+			strerror(e), e == ENOMEM ? " (raise the address-space "
+			"limit, ulimit -v, or ask for less history)" : "");
 		if (p != MAP_FAILED)
 			munmap(p, g.map_size);
 		if (g.sink != MAP_FAILED)
@@ -1101,9 +1104,9 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 	int dumpable = 1;
 	size_t size;
 
-	g.nslots = 64;
+	g.nslots = BT_RING_DEF_SLOTS;
 	g.entries = 1u << 20;
-	g.tb_max = 4u << 20;
+	g.tb_max = BT_RING_DEF_TBMAX;
 	g.fixpage = 1;
 	g.fd = -1;
 	g.ring_fd = -1;

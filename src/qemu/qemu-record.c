@@ -644,8 +644,23 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 	char kbuf[32], sbuf[32];
 
 	rc = bt_qemu_ring_open(ring_path, &r, j->err);
-	if (rc)
+	if (!rc && !(r.hdr->flags & BT_RING_F_READY)) {
+		bt_qemu_ring_close(&r);
+		rc = bt_error(j->err, -BTRACE_ERR_UNSUPPORTED, "process %d: "
+			      "record failed: the plugin did not start tracing "
+			      "(its message is above)", j->pid);
+	}
+	if (rc) {
+		/* No snapshot: the guest core our RLIMIT_CORE let QEMU write
+		 * is of no use either. */
+		if (signo && !(o->flags & BTRACE_RECORD_KEEP_CORE)) {
+			bt_core_path(j, j->start_cwd, j->pid, core_path,
+				     sizeof(core_path));
+			if (core_path[0])
+				unlink(core_path);
+		}
 		return rc;
+	}
 
 	/* The guest core: exact registers of the thread that died. */
 	memset(&core, 0, sizeof(core));
@@ -1214,6 +1229,32 @@ static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
 	return 0;
 }
 
+/*
+ * The emulator maps the launched process's whole ring file, and btrace maps
+ * it again to read it: under an address-space limit (ulimit -v) too small
+ * for that, say so before running the program rather than after it ran
+ * untraced.
+ */
+static int bt_check_address_space(uint64_t entries, struct btrace_error *err)
+{
+	uint64_t need = bt_ring_file_size(BT_RING_DEF_SLOTS, entries,
+					  BT_RING_DEF_TBMAX);
+	struct rlimit rl;
+	char nbuf[32], lbuf[32];
+
+	if (getrlimit(RLIMIT_AS, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+	    need < rl.rlim_cur)
+		return 0;
+	bt_error(err, -ENOMEM, "qemu backend: record failed: the rings need "
+		 "%s of address space (%u thread slots of %llu entries and "
+		 "the block table), but the address-space limit is %s",
+		 bt_fmt_size(nbuf, sizeof(nbuf), need), BT_RING_DEF_SLOTS,
+		 (unsigned long long)entries,
+		 bt_fmt_size(lbuf, sizeof(lbuf), rl.rlim_cur));
+	return bt_hint(err, "raise the limit (ulimit -v) or ask for less "
+		       "history with --size");
+}
+
 int bt_qemu_record(const struct btrace_record_opts *opts,
 		   struct btrace_record_result *res, struct btrace_error *err)
 {
@@ -1229,6 +1270,7 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	pid_t pid;
 
 	memset(res, 0, sizeof(*res));
+	res->exit_status = -1;   /* until the program ran */
 	res->backend = BTRACE_BACKEND_QEMU;
 	if (!opts || !opts->argv || !opts->argv[0])
 		return bt_error(err, -EINVAL, "qemu backend: record failed: "
@@ -1261,6 +1303,9 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 		entries = 65536;
 	if (entries > (1ull << 26))
 		entries = 1ull << 26;
+	rc = bt_check_address_space(entries, err);
+	if (rc)
+		return rc;
 
 	snprintf(dir, sizeof(dir), "%s/btrace-qemu-XXXXXX",
 		 tmp && *tmp ? tmp : "/tmp");

@@ -33,9 +33,15 @@ static int bt_ring_map(const char *path, uint8_t **base, size_t *size,
 	}
 	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
-	if (p == MAP_FAILED)
-		return bt_error(err, -errno, "%s: mmap failed: %s", path,
-				strerror(errno));
+	if (p == MAP_FAILED) {
+		int e = errno;
+
+		bt_error(err, -e, "%s: mmap of %lld bytes failed: %s", path,
+			 (long long)st.st_size, strerror(e));
+		return e == ENOMEM ? bt_hint(err, "raise the address-space "
+					     "limit (ulimit -v) or record "
+					     "with a smaller --size") : -e;
+	}
 	/* The file is sparse and read in scattered places: no readahead,
 	 * which would fill the page cache with zeroed holes. */
 	madvise(p, (size_t)st.st_size, MADV_RANDOM);

@@ -155,4 +155,22 @@ static inline uint32_t *bt_ring_entries(struct bt_ring_slot *s)
 	return (uint32_t *)(s + 1);
 }
 
+/* The plugin's defaults for slots= and tbmax=, and the map text's room. */
+#define BT_RING_DEF_SLOTS 64u
+#define BT_RING_DEF_TBMAX (4u << 20)
+#define BT_RING_MAPS_CAP (1u << 20)
+
+/* Bytes of a ring file (and of its mapping, in the emulator and in
+ * btrace): header, map text, @nslots slots of @entries entries, and the
+ * TB table of @tb_max entries (0 in a forked child's file), page-rounded. */
+static inline uint64_t bt_ring_file_size(uint64_t nslots, uint64_t entries,
+					 uint64_t tb_max)
+{
+	uint64_t size = BT_RING_HDR_SIZE + BT_RING_MAPS_CAP +
+			nslots * (sizeof(struct bt_ring_slot) + 4 * entries) +
+			tb_max * sizeof(struct bt_tb_info);
+
+	return (size + 4095) & ~4095ull;
+}
+
 #endif /* BT_QEMU_RING_H */

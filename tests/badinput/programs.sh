@@ -106,4 +106,45 @@ fi
 if sanitizer_said "$work/log"; then
 	not_ok "SIGTERM ignored: sanitizer report"; sed 's/^/#   /' "$work/log" | head -30
 fi
+# An address-space limit (ulimit -v) too small for the rings.  ASan needs
+# terabytes of address space for its shadow, so an instrumented btrace
+# cannot run under such a limit at all: then these two are skipped.
+if ! (ulimit -v 2400000 && "$btrace" --version) >/dev/null 2>&1; then
+	ok "address-space limit # SKIP btrace cannot start under ulimit -v (sanitizer build)"
+	ok "address-space limit, plugin # SKIP the same"
+else
+	# 1. Far too small: refused before the program runs (it would touch
+	#    a file), exit 1, with the sizes and a hint.
+	rm -f "$work/ran" "$work/s.btrace"
+	(ulimit -v 1048576; exec "$btrace" record -b qemu --size 4M \
+		-o "$work/s.btrace" -- /bin/touch "$work/ran") >"$work/log" 2>&1
+	rc=$?
+	if [ $rc -eq 1 ] && ! [ -e "$work/ran" ] && ! [ -e "$work/s.btrace" ] &&
+	   grep -q "the rings need 2.1 GiB of address space.*limit is 1.0 GiB" "$work/log" &&
+	   grep -q "^hint: .*ulimit -v" "$work/log"; then
+		ok "address-space limit below the rings: refused before running, exit 1, with a hint"
+	else
+		not_ok "address-space limit below the rings: exit $rc, program ran: $([ -e "$work/ran" ] && echo yes || echo no)"
+		sed 's/^/#   /' "$work/log" | tail -5
+	fi
+	# 2. Enough for the rings alone, not for the rings and QEMU: the
+	#    plugin cannot map them, the program runs and crashes untraced.
+	#    Its status passes through, the failure is named, and the guest
+	#    core that btrace's RLIMIT_CORE let QEMU write is not left behind.
+	mkdir -p "$work/cwd"
+	rm -f "$work/s.btrace" "$work/cwd"/*
+	abs_bt=$(realpath "$btrace") abs_stress=$(realpath "$stress")
+	(cd "$work/cwd" && ulimit -v 2400000 && exec "$abs_bt" record -b qemu \
+		--size 4M -o "$work/s.btrace" -- "$abs_stress" fork 0 crash) >"$work/log" 2>&1
+	rc=$?
+	cores=$(ls "$work/cwd" | head -3)
+	if [ $rc -eq 139 ] && [ -z "$cores" ] && ! [ -e "$work/s.btrace" ] &&
+	   grep -q "plugin did not start tracing" "$work/log" &&
+	   grep -q "mmap of .* failed: Cannot allocate memory; not tracing" "$work/log"; then
+		ok "rings refused by the address-space limit in QEMU: status 139 passed through, failure named, no core left"
+	else
+		not_ok "rings refused in QEMU: exit $rc, left in the working directory: '$cores'"
+		sed 's/^/#   /' "$work/log" | tail -5
+	fi
+fi
 finish
