@@ -106,6 +106,21 @@ fi
 if sanitizer_said "$work/log"; then
 	not_ok "SIGTERM ignored: sanitizer report"; sed 's/^/#   /' "$work/log" | head -30
 fi
+# Set-up errors before anything runs: exit 1 (not the 0 of a program that
+# never ran), with the object and a hint.
+printf '#!/bin/sh\nexit 0\n' >"$work/script.sh"
+chmod +x "$work/script.sh"
+for bad in "$work/does-not-exist" "$work/script.sh"; do
+	run_cmd "$work/log" "$btrace" record -b qemu -o "$work/s.btrace" -- "$bad"
+	if [ $rc -eq 1 ] && grep -q "$bad" "$work/log" && grep -q "^hint: " "$work/log" &&
+	   ! [ -e "$work/s.btrace" ]; then
+		ok "record of $(basename "$bad"): exit 1, named, with a hint"
+	else
+		not_ok "record of $(basename "$bad"): exit $rc"
+		sed 's/^/#   /' "$work/log" | tail -3
+	fi
+done
+
 # An address-space limit (ulimit -v) too small for the rings.  ASan needs
 # terabytes of address space for its shadow, so an instrumented btrace
 # cannot run under such a limit at all: then these two are skipped.
