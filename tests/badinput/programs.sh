@@ -111,6 +111,7 @@ fi
 printf '#!/bin/sh\nexit 0\n' >"$work/script.sh"
 chmod +x "$work/script.sh"
 for bad in "$work/does-not-exist" "$work/script.sh"; do
+	rm -f "$work/s.btrace"
 	run_cmd "$work/log" "$btrace" record -b qemu -o "$work/s.btrace" -- "$bad"
 	if [ $rc -eq 1 ] && grep -q "$bad" "$work/log" && grep -q "^hint: " "$work/log" &&
 	   ! [ -e "$work/s.btrace" ]; then
