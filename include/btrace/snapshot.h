@@ -176,10 +176,15 @@ enum btrace_fault_source {
 	BTRACE_FAULT_BLOCK = 3,    /* only the block holding it is known */
 };
 
+/* btrace_signal.code when the recorder could not learn it (the QEMU
+ * backend, for a signal it neither saw raised nor can tell from the CPU
+ * exception QEMU raised). */
+#define BTRACE_SIGCODE_UNKNOWN INT32_MIN
+
 struct btrace_signal {
 	int32_t tid;               /* thread that received it */
 	int32_t signo;
-	int32_t code;              /* si_code */
+	int32_t code;              /* si_code, or BTRACE_SIGCODE_UNKNOWN */
 	int32_t err;               /* si_errno */
 	uint64_t addr;             /* si_addr (faults) */
 	int32_t sender_pid;        /* si_pid for kill()-like signals, else 0 */

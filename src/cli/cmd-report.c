@@ -418,8 +418,13 @@ static void report_text(FILE *f, const char *path,
 	fprintf(f, ", %s trace\n", r->kind == BTRACE_TRACE_BTS ? "BTS" : "Intel PT");
 	if (s) {
 		const char *cn = code_name(s->signo, s->code);
-		fprintf(f, "signal    %s (%d), code %d%s%s%s", r->signal_name ? r->signal_name : "?",
-			s->signo, s->code, cn ? " (" : "", cn ? cn : "", cn ? ")" : "");
+		if (s->code == BTRACE_SIGCODE_UNKNOWN)
+			fprintf(f, "signal    %s (%d), code unknown",
+				r->signal_name ? r->signal_name : "?", s->signo);
+		else
+			fprintf(f, "signal    %s (%d), code %d%s%s%s",
+				r->signal_name ? r->signal_name : "?", s->signo,
+				s->code, cn ? " (" : "", cn ? cn : "", cn ? ")" : "");
 		if (s->code > 0 && (s->signo == 11 || s->signo == 7))
 			fprintf(f, ", address 0x%llx", (unsigned long long)s->addr);
 		if (s->code <= 0 && s->sender_pid)
@@ -432,6 +437,11 @@ static void report_text(FILE *f, const char *path,
 	const char *kind;
 	if (fault_cause(o->snap, cause, sizeof(cause), &kind))
 		fprintf(f, "cause     %s\n", cause);
+	const char *nexec = btrace_snapshot_meta(o->snap, "qemu.exec");
+	if (nexec)
+		fprintf(f, "exec      %s ran natively, untraced (set-ID, "
+			"capabilities, or not x86-64): the trace ends at its "
+			"execve()\n", nexec);
 	for (size_t i = 0; i < r->nimage_notes; i++)
 		fprintf(f, "image     %s\n", r->image_notes[i]);
 	if (!r->nthreads)
@@ -597,7 +607,10 @@ static void report_json(FILE *f, const struct btrace_decode_result *r,
 		json_begin_object(&j, "signal");
 		json_int(&j, "number", r->signal->signo);
 		json_str(&j, "name", r->signal_name);
-		json_int(&j, "code", r->signal->code);
+		if (r->signal->code == BTRACE_SIGCODE_UNKNOWN)
+			json_null(&j, "code");
+		else
+			json_int(&j, "code", r->signal->code);
 		json_str(&j, "code_name", code_name(r->signal->signo, r->signal->code));
 		json_hex(&j, "address", r->signal->addr);
 		json_end_object(&j);
@@ -614,6 +627,9 @@ static void report_json(FILE *f, const struct btrace_decode_result *r,
 	} else {
 		json_null(&j, "cause");
 	}
+	/* A program exec'd outside the emulator: what ran last is not in
+	 * the trace. */
+	json_str(&j, "native_exec", btrace_snapshot_meta(o->snap, "qemu.exec"));
 	if (ct && ct->fault.found) {
 		const struct btrace_fault *ft = &ct->fault;
 		json_begin_object(&j, "fault");

@@ -20,6 +20,9 @@
  *   fixpage=0|1   work around QEMU 7.2's page-crossing instruction bug (1)
  *   watch=0|1     1: a forked child waits (up to 2 s) until btrace marks
  *                 its ring file watched (default 0)
+ *   exec=0|1      1: at the guest's execve(), run the new program under a
+ *                 new emulator with this plugin, so it stays traced
+ *                 (plugin-exec.c; default 0: it runs natively)
  *   dumpable=0|1  0: make the emulator non-dumpable, so a fatal guest
  *                 signal leaves only QEMU's guest core, not a host core of
  *                 QEMU itself (default 1: leave it alone)
@@ -42,6 +45,7 @@
 
 #include <capstone/capstone.h>
 
+#include "plugin-exec.h"
 #include "qemu-plugin-abi.h"
 #include "ring.h"
 
@@ -70,6 +74,7 @@ static struct {
 	int off;                         /* the ring could not be mapped */
 	int fixpage;
 	int watch;                       /* btrace acknowledges children */
+	int reexec;                      /* exec=1: execve() stays traced */
 
 	/* The current process's file, and the root file with the TB table. */
 	struct bt_ring_hdr *hdr;
@@ -788,7 +793,13 @@ static void bt_first_translation(void)
 	}
 	exe = qemu_plugin_path_to_binary();
 	if (exe) {
-		snprintf(g.hdr->exe, sizeof(g.hdr->exe), "%s", exe);
+		/* Absolute (after an execve() the path may be relative), but
+		 * not resolved further: /bin/sh stays sh, as the kernel's
+		 * comm would. */
+		char *abs = exe[0] == '/' ? NULL : realpath(exe, NULL);
+
+		snprintf(g.hdr->exe, sizeof(g.hdr->exe), "%s", abs ? abs : exe);
+		free(abs);
 		free(exe);
 	}
 	bt_chain_handlers();
@@ -867,6 +878,11 @@ static void bt_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 #define BT_NR_EXECVE 59
 #define BT_NR_CHDIR 80
 #define BT_NR_FCHDIR 81
+#define BT_NR_KILL 62
+#define BT_NR_RT_SIGQUEUEINFO 129
+#define BT_NR_TKILL 200
+#define BT_NR_TGKILL 234
+#define BT_NR_RT_TGSIGQUEUEINFO 297
 #define BT_NR_EXIT_GROUP 231
 #define BT_NR_EXECVEAT 322
 #define BT_NR_CLONE3 435
@@ -874,6 +890,7 @@ static void bt_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 #define BT_MAP_ANONYMOUS 0x20ull
 #define BT_CLONE_VM 0x100ull
 #define BT_CLONE_VFORK 0x4000ull
+#define BT_AT_FDCWD (-100)
 
 static void bt_note_handler(uint64_t act)
 {
@@ -890,6 +907,14 @@ static void bt_note_handler(uint64_t act)
 		h->handlers[h->nhandlers++] = handler;
 out:
 	pthread_mutex_unlock(&g.lock);
+}
+
+static void bt_note_self_signal(int signo, int32_t code)
+{
+	if (signo <= 0 || signo >= 65)
+		return;
+	g.hdr->self_code = code;
+	__atomic_store_n(&g.hdr->self_signo, signo, __ATOMIC_RELEASE);
 }
 
 static void bt_syscall(qemu_plugin_id_t id, unsigned int vcpu, int64_t num,
@@ -934,11 +959,40 @@ static void bt_syscall(qemu_plugin_id_t id, unsigned int vcpu, int64_t num,
 		if (r > 0)
 			memcpy(h->exec_path, path, sizeof(path));
 		__atomic_or_fetch(&h->flags, BT_RING_F_EXEC, __ATOMIC_RELEASE);
+		/* exec=1: the new program runs under a new emulator with this
+		 * plugin (returns if it is to run natively). */
+		if (g.reexec && g.mapped && num == BT_NR_EXECVE)
+			bt_exec_reenter(a1, a2, a3);
+		else if (g.reexec && g.mapped && num == BT_NR_EXECVEAT &&
+			 (int32_t)a1 == BT_AT_FDCWD && !a5)
+			bt_exec_reenter(a2, a3, a4);
 		break;
 	}
 	case BT_NR_EXIT_GROUP:
 		__atomic_or_fetch(&h->flags, BT_RING_F_EXITED, __ATOMIC_RELEASE);
 		break;
+	case BT_NR_KILL:
+		if ((pid_t)a1 == getpid() || (pid_t)a1 == 0)
+			bt_note_self_signal((int)a2, 0 /* SI_USER */);
+		break;
+	case BT_NR_TKILL:
+		if ((pid_t)a1 == bt_gettid() || (pid_t)a1 == getpid())
+			bt_note_self_signal((int)a2, -6 /* SI_TKILL */);
+		break;
+	case BT_NR_TGKILL:
+		if ((pid_t)a1 == getpid())
+			bt_note_self_signal((int)a3, -6 /* SI_TKILL */);
+		break;
+	case BT_NR_RT_SIGQUEUEINFO:
+	case BT_NR_RT_TGSIGQUEUEINFO: {
+		int32_t code;
+		uint64_t info = num == BT_NR_RT_SIGQUEUEINFO ? a3 : a4;
+
+		if ((pid_t)a1 == getpid() && bt_peek(info + 8, &code, 4) == 4)
+			bt_note_self_signal(num == BT_NR_RT_SIGQUEUEINFO ?
+					    (int)a2 : (int)a3, code);
+		break;
+	}
 	}
 }
 
@@ -1133,6 +1187,8 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 			      fcntl((int)v, F_GETFD) < 0 || ((g.fd = (int)v), 0);
 		else if (!strncmp(a, "watch=", 6))
 			bad = bt_parse_u64(a + 6, &v) || ((g.watch = !!v), 0);
+		else if (!strncmp(a, "exec=", 5))
+			bad = bt_parse_u64(a + 5, &v) || ((g.reexec = !!v), 0);
 		else if (!strncmp(a, "dumpable=", 9))
 			bad = bt_parse_u64(a + 9, &v) || ((dumpable = !!v), 0);
 		else

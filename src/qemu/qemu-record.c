@@ -628,6 +628,65 @@ static const char *bt_signame(int sig)
 	return buf;
 }
 
+/* Whether @ip is inside a mapping of the guest's map text @maps. */
+static int bt_guest_mapped(const char *maps, uint64_t ip)
+{
+	for (const char *l = maps; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		unsigned long long s, e;
+
+		if (sscanf(l, "%llx-%llx", &s, &e) == 2 && ip >= s && ip < e)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * The si_code of a fatal signal for which the plugin noted no host fault.
+ * A signal the process sent itself (kill, tkill, tgkill, rt_*sigqueueinfo,
+ * noted by the plugin) has its sender's code, and we are the sender.
+ * Otherwise QEMU raised it for a CPU exception of the guest, with the code
+ * the kernel gives a native process (QEMU's x86 cpu_loop): #DE is
+ * FPE_INTDIV, #UD ILL_ILLOPN, int3 SI_KERNEL, and an instruction fetch
+ * outside every mapping SEGV_MAPERR at that address (the core's rip).  Any
+ * other case is left BTRACE_SIGCODE_UNKNOWN: a SIGSEGV at a mapped rip may
+ * be a #GP (SI_KERNEL) or a fetch from a non-executable page (SEGV_ACCERR),
+ * and a signal another process sent looks like neither.
+ */
+static void bt_infer_code(const struct bt_qemu_ring *r,
+			  const struct bt_qemu_core *core, int pid,
+			  struct btrace_signal *sig)
+{
+	uint64_t rip = core->regs[BTRACE_REG_RIP];
+
+	sig->code = BTRACE_SIGCODE_UNKNOWN;
+	if (r->hdr->self_signo == sig->signo) {
+		sig->code = r->hdr->self_code;
+		sig->sender_pid = pid;
+		return;
+	}
+	if (!core->found)
+		return;
+	switch (sig->signo) {
+	case SIGFPE:
+		sig->code = FPE_INTDIV;
+		sig->addr = rip;
+		break;
+	case SIGILL:
+		sig->code = ILL_ILLOPN;
+		sig->addr = rip;
+		break;
+	case SIGTRAP:
+		sig->code = SI_KERNEL;
+		break;
+	case SIGSEGV:
+		if (!bt_guest_mapped(r->maps, rip)) {
+			sig->code = SEGV_MAPERR;
+			sig->addr = rip;
+		}
+		break;
+	}
+}
+
 static int bt_snapshot(struct bt_job *j, const char *ring_path,
 		       struct btrace_record_result *res)
 {
@@ -636,14 +695,21 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 	struct bt_qemu_core core;
 	struct btrace_config cfg;
 	struct btrace_signal sig;
-	char core_path[PATH_MAX], out[PATH_MAX];
+	char core_path[PATH_MAX], out[PATH_MAX], exe[PATH_MAX];
 	int rc, signo = WIFSIGNALED(j->status) ? WTERMSIG(j->status) : 0;
-	int crashed_tid = 0, reraise = 0;
+	int crashed_tid = 0, reraise = 0, noted = 0;
 	const struct bt_ring_slot *crashed = NULL;
 	uint64_t kept = 0, nthreads = 0;
 	char kbuf[32], sbuf[32];
 
 	rc = bt_qemu_ring_open(ring_path, &r, j->err);
+	/* The program that died: the one the plugin ran last (an execve()
+	 * re-entered the emulator with the new program), else the one we
+	 * launched. */
+	if (!rc && r.hdr->exe[0] && memchr(r.hdr->exe, 0, sizeof(r.hdr->exe)))
+		snprintf(exe, sizeof(exe), "%s", r.hdr->exe);
+	else
+		snprintf(exe, sizeof(exe), "%s", j->prog);
 	if (!rc && !(r.hdr->flags & BT_RING_F_READY)) {
 		bt_qemu_ring_close(&r);
 		rc = bt_error(j->err, -BTRACE_ERR_UNSUPPORTED, "process %d: "
@@ -718,7 +784,7 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 	} else {
 		char comm[16];
 
-		snprintf(comm, sizeof(comm), "%s", bt_basename(j->prog));
+		snprintf(comm, sizeof(comm), "%.15s", bt_basename(exe));
 		snprintf(out, sizeof(out), "btrace-%s-%d.btrace", comm, j->pid);
 	}
 	rc = btrace_writer_open(out, 0, &j->w, j->err);
@@ -767,6 +833,7 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 				 crashed->fault_addr))) {
 			sig.addr = crashed->fault_addr;
 			sig.code = crashed->fault_code;
+			noted = 1;
 		} else if (ft) {
 			reraise = 1;
 			sig.signo = crashed->first_fault_signo;
@@ -774,12 +841,16 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 			sig.code = crashed->first_fault_code;
 			sig.fault_source = BTRACE_FAULT_BLOCK;
 			sig.fault_ip = ft->start;
+			noted = 1;
 		} else if (signo == crashed->fault_signo) {
 			/* The first fault left the ring: the last one. */
 			sig.addr = crashed->fault_addr;
 			sig.code = crashed->fault_code;
+			noted = 1;
 		}
 	}
+	if (!noted && signo)
+		bt_infer_code(&r, &core, j->pid, &sig);
 	if (!reraise && core.found) {
 		sig.fault_source = BTRACE_FAULT_CORE;
 		sig.fault_ip = core.regs[BTRACE_REG_RIP];
@@ -858,8 +929,8 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 		t.ppid = r.hdr->ppid;
 		t.flags = (s == crashed && signo ? BTRACE_TASK_CRASHED : 0) |
 			  (s->state == BT_SLOT_EXITED ? BTRACE_TASK_EXITED : 0);
-		t.comm = (char *)bt_basename(j->prog);
-		t.exe = (char *)j->prog;
+		t.comm = (char *)bt_basename(exe);
+		t.exe = exe;
 		if (!rc)
 			rc = btrace_writer_add_task(j->w, &t, j->err);
 	}
@@ -1321,7 +1392,7 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	if (k >= 0)
 		close(k);
 	snprintf(plugarg, sizeof(plugarg),
-		 "%s,dir=%s,entries=%llu,dumpable=0,watch=%d%s", plugin, dir,
+		 "%s,dir=%s,entries=%llu,dumpable=0,exec=1,watch=%d%s", plugin, dir,
 		 (unsigned long long)entries, k >= 0, fdarg);
 
 	while (opts->argv[n])

@@ -34,7 +34,7 @@
 #include <stdint.h>
 
 #define BT_RING_MAGIC "BTQRING1"
-#define BT_RING_VERSION 1
+#define BT_RING_VERSION 2
 #define BT_RING_HDR_SIZE 4096
 
 /* Ring entry that stands for "a TB the table had no room for". */
@@ -135,6 +135,11 @@ struct bt_ring_hdr {
 	struct {
 		uint64_t start, end;
 	} xranges[BT_RING_MAX_XRANGES];
+	/* The last signal the process sent itself (kill, tkill, tgkill,
+	 * rt_sigqueueinfo, rt_tgsigqueueinfo): its number and the si_code the
+	 * receiver gets (SI_USER, SI_TKILL or the queued one). */
+	int32_t self_signo;
+	int32_t self_code;
 };
 #define BT_RING_F_READY    0x1u  /* the plugin finished initialising */
 #define BT_RING_F_EXITED   0x2u  /* normal exit (exit_group seen) */

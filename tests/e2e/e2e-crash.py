@@ -19,9 +19,8 @@ bt`), and checks:
   internal aliases, gdb's synthesized tail-call frames);
 - per case extras (a wrapped ring, the handler's original fault, ...).
 
-si_code is compared with gdb's $_siginfo.si_code as a TAP TODO: the QEMU
-backend does not know si_code of signals the emulator raises itself
-(SIGFPE, SIGILL, SIGABRT): see docs/fixtures.md.
+si_code must equal gdb's $_siginfo.si_code, for the signals the emulator
+raises itself (SIGFPE, SIGILL, SIGABRT) too: see docs/fixtures.md.
 
 Exit 77 (skip) when qemu-x86_64 cannot run the plugin or gdb is missing.
 """
@@ -106,11 +105,8 @@ def check_case(t, c, rep, gdb, mline, own, btrace, snap):
          sig.get('number') == L.SIGNO.get(c['sig']),
          'signal %s %s, gdb %s' % (sig.get('number'), sig.get('name'),
                                    gdb['signal']))
-    code_ok = sig.get('code') == gdb['si_code']
-    t.ok(code_ok, 'si_code %s, gdb %s' % (sig.get('code'), gdb['si_code']),
-         todo=None if code_ok or c['sig'] == 'SIGSEGV' else
-         'QEMU backend: si_code of an emulator-raised signal is unknown, '
-         'recorded as 0')
+    t.ok(sig.get('code') == gdb['si_code'],
+         'si_code %s, gdb %s' % (sig.get('code'), gdb['si_code']))
 
     # The crashed thread.
     fault = rep.get('fault') or {}
