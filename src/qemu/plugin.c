@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include <capstone/capstone.h>
+#include <emmintrin.h>
 
 #include "plugin-exec.h"
 #include "qemu-plugin-abi.h"
@@ -75,6 +76,7 @@ static struct {
 	int fixpage;
 	int watch;                       /* btrace acknowledges children */
 	int reexec;                      /* exec=1: execve() stays traced */
+	int detached;                    /* a child without a file of its own */
 
 	/* The current process's file, and the root file with the TB table. */
 	struct bt_ring_hdr *hdr;
@@ -129,7 +131,7 @@ static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs, int fd,
 					  size_t *size_out, int *fd_out)
 {
 	char path[PATH_MAX + 32];
-	uint64_t slot_size = sizeof(struct bt_ring_slot) + 4 * g.entries;
+	uint64_t slot_size = bt_ring_slot_size(g.entries);
 	uint64_t maps_off = BT_RING_HDR_SIZE;
 	uint64_t slot_off = maps_off + BT_RING_MAPS_CAP;
 	uint64_t tb_off = slot_off + g.nslots * slot_size;
@@ -205,7 +207,7 @@ static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs, int fd,
  */
 static int bt_map_root(void)
 {
-	size_t sink_size = sizeof(struct bt_ring_slot) + 4 * g.entries;
+	size_t sink_size = bt_ring_slot_size(g.entries);
 	void *p = mmap(NULL, g.map_size, PROT_READ | PROT_WRITE, MAP_SHARED,
 		       g.ring_fd, 0);
 	int e = errno;
@@ -336,7 +338,7 @@ static int bt_is_ours(const struct bt_range *r)
 	} m[3] = {
 		{ g.hdr, g.map_size },
 		{ g.tbhdr, g.tb_map_size },
-		{ g.sink, g.sink ? sizeof(struct bt_ring_slot) + 4 * g.entries : 0 },
+		{ g.sink, g.sink ? bt_ring_slot_size(g.entries) : 0 },
 	};
 
 	for (int i = 0; i < 3; i++) {
@@ -496,7 +498,7 @@ static struct bt_ring_slot *bt_attach(unsigned int vcpu)
 	pid_t tid = bt_gettid();
 
 	pthread_mutex_lock(&g.lock);
-	for (uint32_t i = 0; i < h->nslots; i++) {
+	for (uint32_t i = 0; i < h->nslots && !g.detached; i++) {
 		s = bt_ring_slot_at(h, h, i);
 		if (s->state == BT_SLOT_FREE) {
 			best = s;
@@ -509,9 +511,12 @@ static struct bt_ring_slot *bt_attach(unsigned int vcpu)
 		memset(best, 0, sizeof(*best));
 		best->tid = tid;
 		best->seq = ++h->slot_seq;
+		/* No staged records (a reused slot holds old ones). */
+		bt_ring_stage(best)[0] = BT_RING_SENT;
 		__atomic_store_n(&best->state, BT_SLOT_ACTIVE, __ATOMIC_RELEASE);
 	} else {
-		h->untraced++;
+		if (!g.detached)
+			h->untraced++;
 		best = g.sink;
 	}
 	g_vslot[vcpu] = best;
@@ -521,56 +526,109 @@ static struct bt_ring_slot *bt_attach(unsigned int vcpu)
 
 /*
  * The per-TB callback, the whole run-time cost of the plugin: QEMU calls it
- * (QEMU_PLUGIN_CB_NO_REGS) at the start of every executed TB with the TB's
- * table index as udata.  The thread's slot is found by vCPU index in a
- * plain array (no TLS, no lock); one 4-byte store into the ring (index
- * masked) and the position update, no atomics.  A thread's first block
- * takes the out-of-line path (a tail call, so the hot path has no frame).
+ * (QEMU_PLUGIN_CB_NO_REGS) at the start of every executed TB with udata =
+ * the TB's table index in the low half and BT_RING_SENT in the high half.
+ * One 8-byte store at the thread's cursor writes the entry and, after it,
+ * the sentinel that tells the reader where the staged records end; the
+ * cursor lives in this thread's TLS (initial-exec: %fs-relative loads), so
+ * there is no lookup, lock or atomic.  The staging area (BT_RING_STAGE
+ * entries, 4 KiB: it stays in L1) is copied to the ring with non-temporal
+ * stores when it is full, which measured cheaper than storing every entry
+ * into the ring directly (docs/performance.md).  The staging area, the ring
+ * and the counters are in the shared file, so they outlive the emulator;
+ * only the cursor is private, and the sentinel stands for it.  A thread's
+ * first block and every full staging area take the out-of-line path (the
+ * cursor then equals the end: both are NULL in a new thread).
  */
-static void bt_exec_first(unsigned int vcpu, void *udata);
+static __thread struct bt_tls {
+	uint32_t *cur, *end;         /* staging cursor, staging + STAGE */
+	uint32_t *stage;
+	struct bt_ring_slot *s;
+} t_bt __attribute__((tls_model("initial-exec")));
+
+/* Stage 0 of a fresh staging area: the records so far are in the ring. */
+static void bt_stage_reset(struct bt_ring_slot *s, uint32_t *stage)
+{
+	stage[0] = BT_RING_SENT;
+	__atomic_store_n(&s->stage_base, s->committed, __ATOMIC_RELEASE);
+	t_bt.cur = stage;
+}
+
+static __attribute__((noinline)) void bt_exec_slow(unsigned int vcpu,
+						   void *udata)
+{
+	struct bt_ring_slot *s = t_bt.s;
+	uint32_t *stage;
+
+	if (!s) {
+		s = bt_attach(vcpu & (BT_MAX_VCPUS - 1));
+		stage = bt_ring_stage(s);
+		t_bt.s = s;
+		t_bt.stage = stage;
+		t_bt.end = stage + BT_RING_STAGE;
+		bt_stage_reset(s, stage);
+	} else {
+		/* Full: [stage_base, +STAGE) to the ring (never across its
+		 * end: the ring is a multiple of the staging area), then
+		 * commit, then start over.  A reader that finds the process
+		 * dead at any point of this sees each record once, in the
+		 * staging area until the commit and in the ring after it. */
+		const __m128i *from = (const __m128i *)t_bt.stage;
+		__m128i *to = (__m128i *)(bt_ring_entries(s) +
+					  (s->committed & g_mask));
+
+		/* No fence: these stores are not lost if the process dies
+		 * before they drain, and only a reader after its death
+		 * looks. */
+		for (unsigned int i = 0; i < BT_RING_STAGE / 4; i++)
+			_mm_stream_si128(to + i, _mm_load_si128(from + i));
+		__atomic_store_n(&s->committed, s->committed + BT_RING_STAGE,
+				 __ATOMIC_RELEASE);
+		bt_stage_reset(s, t_bt.stage);
+	}
+	memcpy(t_bt.cur, &udata, 8);
+	t_bt.cur++;
+}
 
 static void bt_exec(unsigned int vcpu, void *udata)
 {
-	struct bt_ring_slot *s = g_vslot[vcpu & (BT_MAX_VCPUS - 1)];
-	uint64_t p;
+	uint32_t *c = t_bt.cur;
 
-	if (__builtin_expect(!s, 0)) {
-		bt_exec_first(vcpu, udata);
+	if (__builtin_expect(c == t_bt.end, 0)) {
+		bt_exec_slow(vcpu, udata);
 		return;
 	}
-	p = s->pos;
-	bt_ring_entries(s)[p & g_mask] = (uint32_t)(uintptr_t)udata;
-	s->pos = p + 1;
+	memcpy(c, &udata, 8);   /* the entry, then the sentinel */
+	t_bt.cur = c + 1;
 }
 
-static __attribute__((noinline)) void bt_exec_first(unsigned int vcpu,
-						    void *udata)
+/* The thread's latest record (a TB index), or BT_RING_SENT if none. */
+static uint32_t bt_last_record(void)
 {
-	struct bt_ring_slot *s = bt_attach(vcpu & (BT_MAX_VCPUS - 1));
+	struct bt_ring_slot *s = t_bt.s;
 
-	bt_ring_entries(s)[s->pos & g_mask] = (uint32_t)(uintptr_t)udata;
-	s->pos++;
+	if (t_bt.cur && t_bt.cur > t_bt.stage)
+		return t_bt.cur[-1];
+	if (s && s->committed)
+		return bt_ring_entries(s)[(s->committed - 1) & g_mask];
+	return BT_RING_SENT;
+}
+
+/* The thread's record count (for the fault notes). */
+static uint64_t bt_record_count(void)
+{
+	struct bt_ring_slot *s = t_bt.s;
+
+	return s ? s->stage_base + (uint64_t)(t_bt.cur - t_bt.stage) : 0;
 }
 
 /* TBs ending in a rep-string instruction (only those): QEMU re-enters them
  * once per iteration; store the TB once. */
 static void bt_exec_rep(unsigned int vcpu, void *udata)
 {
-	struct bt_ring_slot *s = g_vslot[vcpu & (BT_MAX_VCPUS - 1)];
-	uint32_t idx = (uint32_t)(uintptr_t)udata;
-	uint32_t *ring;
-	uint64_t p;
-
-	if (__builtin_expect(!s, 0)) {
-		bt_exec_first(vcpu, udata);
+	if (bt_last_record() == (uint32_t)(uintptr_t)udata)
 		return;
-	}
-	p = s->pos;
-	ring = bt_ring_entries(s);
-	if (p && ring[(p - 1) & g_mask] == idx)
-		return;
-	ring[p & g_mask] = idx;
-	s->pos = p + 1;
+	bt_exec(vcpu, udata);
 }
 
 static void bt_vcpu_init(qemu_plugin_id_t id, unsigned int vcpu)
@@ -593,28 +651,23 @@ static void bt_vcpu_exit(qemu_plugin_id_t id, unsigned int vcpu)
 static void bt_host_fault(int sig, siginfo_t *si, void *uc)
 {
 	struct sigaction *old = sig == SIGSEGV ? &g.old_segv : &g.old_bus;
+	/* The thread's own slot: the handler runs on the thread that
+	 * faulted. */
+	struct bt_ring_slot *s = t_bt.s;
 
-	if (si->si_code > 0 && g.hdr) {
-		pid_t tid = bt_gettid();
-
-		for (uint32_t i = 0; i < g.hdr->nslots; i++) {
-			struct bt_ring_slot *s = bt_ring_slot_at(g.hdr, g.hdr, i);
-
-			if (s->tid != tid || s->state != BT_SLOT_ACTIVE)
-				continue;
-			s->fault_pos = s->pos;
-			s->fault_addr = (uint64_t)(uintptr_t)si->si_addr;
-			s->fault_code = si->si_code;
-			s->fault_signo = sig;
-			if (!s->nfaults) {
-				s->first_fault_pos = s->fault_pos;
-				s->first_fault_addr = s->fault_addr;
-				s->first_fault_code = si->si_code;
-				s->first_fault_signo = sig;
-			}
-			s->nfaults++;
-			break;
+	if (si->si_code > 0 && s && s != g.sink &&
+	    s->state == BT_SLOT_ACTIVE) {
+		s->fault_pos = bt_record_count();
+		s->fault_addr = (uint64_t)(uintptr_t)si->si_addr;
+		s->fault_code = si->si_code;
+		s->fault_signo = sig;
+		if (!s->nfaults) {
+			s->first_fault_pos = s->fault_pos;
+			s->first_fault_addr = s->fault_addr;
+			s->first_fault_code = si->si_code;
+			s->first_fault_signo = sig;
 		}
+		s->nfaults++;
 	}
 	if (old->sa_flags & SA_SIGINFO) {
 		old->sa_sigaction(sig, si, uc);
@@ -861,7 +914,8 @@ static void bt_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	}
 	qemu_plugin_register_vcpu_tb_exec_cb(tb,
 		info.kind == BT_TB_REP ? bt_exec_rep : bt_exec,
-		QEMU_PLUGIN_CB_NO_REGS, (void *)(uintptr_t)idx);
+		QEMU_PLUGIN_CB_NO_REGS,
+		(void *)(uintptr_t)((uint64_t)BT_RING_SENT << 32 | idx));
 }
 
 /* ---- syscalls ---- */
@@ -1004,9 +1058,14 @@ static void bt_child_init(void)
 
 	if (!g.mapped)
 		return;   /* not tracing */
+	/* The forking thread's slot and cursor are the parent's. */
+	memset(g_vslot, 0, sizeof(g_vslot));
+	memset(&t_bt, 0, sizeof(t_bt));
 	h = bt_file_create(getpid(), 0, -1, &size, NULL);
-	if (!h)
+	if (!h) {
+		g.detached = 1;   /* untraced, and out of the parent's file */
 		return;
+	}
 	h->tb_pid = g.tbhdr->pid;
 	h->flags = BT_RING_F_FORKED | BT_RING_F_READY;
 	snprintf(h->exe, sizeof(h->exe), "%s", g.hdr->exe);
@@ -1017,7 +1076,6 @@ static void bt_child_init(void)
 		munmap(g.hdr, g.map_size);
 	g.hdr = h;
 	g.map_size = size;
-	memset(g_vslot, 0, sizeof(g_vslot));
 	pthread_mutex_init(&g.lock, NULL);
 	bt_refresh_maps();
 	bt_file_publish(getpid());
@@ -1179,7 +1237,7 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 			      v > (1ull << 28) || ((g.entries = bt_pow2(v)), 0);
 		else if (!strncmp(a, "tbmax=", 6))
 			bad = bt_parse_u64(a + 6, &v) || v < 1024 ||
-			      v >= BT_RING_IDX_GAP || ((g.tb_max = v), 0);
+			      v >= BT_RING_SENT || ((g.tb_max = v), 0);
 		else if (!strncmp(a, "fixpage=", 8))
 			bad = bt_parse_u64(a + 8, &v) || ((g.fixpage = !!v), 0);
 		else if (!strncmp(a, "fd=", 3))

@@ -748,7 +748,7 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 	for (uint32_t i = 0; i < r.hdr->nslots; i++) {
 		const struct bt_ring_slot *s = bt_qemu_ring_slot(&r, i);
 
-		if (s->state == BT_SLOT_FREE || !s->pos)
+		if (s->state == BT_SLOT_FREE || !bt_qemu_slot_pos(&r, s))
 			continue;
 		if (crashed_tid && s->tid == crashed_tid)
 			crashed = s;
@@ -871,7 +871,7 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 		struct btrace_task t;
 		int wrapped = 0;
 
-		if (s->state == BT_SLOT_FREE || !s->pos)
+		if (s->state == BT_SLOT_FREE || !bt_qemu_slot_pos(&r, s))
 			continue;
 		if (s == crashed && core.found) {
 			end.have_ip = 1;
@@ -905,7 +905,7 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 		b.kind = j->kind;
 		b.data = ec.pt ? bt_pt_enc_data(ec.pt, &b.size, &wrapped) :
 				 bt_bts_enc_data(ec.bts, &b.size, &wrapped);
-		b.flags = wrapped || s->pos > r.hdr->entries ?
+		b.flags = wrapped || bt_qemu_slot_pos(&r, s) > r.hdr->entries ?
 			  BTRACE_BUF_WRAPPED : 0;
 		if (rb.ngaps)
 			b.flags |= BTRACE_BUF_LOST;

@@ -37,7 +37,19 @@ struct bt_qemu_ring {
 	const struct bt_tb_info *tbs;  /* the TB table (maybe another file's) */
 	uint64_t ntbs;
 	char *maps;                    /* copy of the guest map text */
+	struct bt_qemu_view *views;    /* per slot, read once at open */
 };
+
+/* A slot's records: [pos - entries, pos) when it wrapped, else [0, pos);
+ * those in [base, base + n) are in the staging area, the rest in the
+ * ring. */
+struct bt_qemu_view {
+	uint64_t pos, base, n;
+};
+
+/* The number of records the thread of slot @s wrote. */
+uint64_t bt_qemu_slot_pos(const struct bt_qemu_ring *r,
+			  const struct bt_ring_slot *s);
 
 int bt_qemu_ring_open(const char *path, struct bt_qemu_ring *r,
 		      struct btrace_error *err);

@@ -50,6 +50,37 @@ static int bt_ring_map(const char *path, uint8_t **base, size_t *size,
 	return 0;
 }
 
+/*
+ * Where a slot's records are (ring.h): the ring holds those before
+ * `committed`, the staging area those from `stage_base` up to its first
+ * sentinel.  The plugin commits a full staging area before it resets it,
+ * so a process that died at any moment leaves the two consistent:
+ * stage_base is `committed` or, just after a commit, one staging area
+ * before it (then both hold those records).  Anything else (a damaged
+ * file) is read as the ring alone.
+ */
+static void bt_view_init(const struct bt_ring_slot *s, struct bt_qemu_view *v)
+{
+	const uint32_t *stage = bt_ring_stage((struct bt_ring_slot *)s);
+	uint64_t n = 0;
+
+	memset(v, 0, sizeof(*v));
+	if (s->state == BT_SLOT_FREE)
+		return;
+	while (n <= BT_RING_STAGE && stage[n] != BT_RING_SENT)
+		n++;
+	if (n > BT_RING_STAGE || (s->committed % BT_RING_STAGE) ||
+	    (s->stage_base != s->committed &&
+	     s->stage_base + BT_RING_STAGE != s->committed)) {
+		v->base = s->committed;
+		n = 0;
+	} else {
+		v->base = s->stage_base;
+	}
+	v->n = n;
+	v->pos = v->base + n > s->committed ? v->base + n : s->committed;
+}
+
 int bt_qemu_ring_open(const char *path, struct bt_qemu_ring *r,
 		      struct btrace_error *err)
 {
@@ -69,7 +100,7 @@ int bt_qemu_ring_open(const char *path, struct bt_qemu_ring *r,
 				path);
 	}
 	if (!h->entries || (h->entries & (h->entries - 1)) ||
-	    h->slot_size != sizeof(struct bt_ring_slot) + 4 * h->entries ||
+	    h->slot_size != bt_ring_slot_size(h->entries) ||
 	    h->slot_offset + h->nslots * h->slot_size > r->size ||
 	    h->maps_offset + h->maps_cap > r->size ||
 	    h->maps_len > h->maps_cap ||
@@ -81,13 +112,16 @@ int bt_qemu_ring_open(const char *path, struct bt_qemu_ring *r,
 				path);
 	}
 	r->maps = malloc((size_t)h->maps_len + 1);
-	if (!r->maps) {
+	r->views = calloc(h->nslots ? h->nslots : 1, sizeof(*r->views));
+	if (!r->maps || !r->views) {
 		bt_qemu_ring_close(r);
 		return bt_error(err, -ENOMEM, "%s: read failed: out of memory",
 				path);
 	}
 	memcpy(r->maps, r->base + h->maps_offset, h->maps_len);
 	r->maps[h->maps_len] = 0;
+	for (uint32_t i = 0; i < h->nslots; i++)
+		bt_view_init(bt_ring_slot_at(r->base, h, i), &r->views[i]);
 	if (h->tb_offset) {
 		r->tbs = (const struct bt_tb_info *)(r->base + h->tb_offset);
 		r->ntbs = h->tb_count < h->tb_max ? h->tb_count : h->tb_max;
@@ -109,6 +143,7 @@ int bt_qemu_ring_open(const char *path, struct bt_qemu_ring *r,
 		r->tbs = root.tbs;
 		r->ntbs = root.ntbs;
 		free(root.maps);
+		free(root.views);
 	}
 	return 0;
 }
@@ -118,6 +153,7 @@ void bt_qemu_ring_close(struct bt_qemu_ring *r)
 	if (r->base)
 		munmap(r->base, r->size);
 	free(r->maps);
+	free(r->views);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -127,22 +163,45 @@ struct bt_ring_slot *bt_qemu_ring_slot(const struct bt_qemu_ring *r,
 	return bt_ring_slot_at(r->base, r->hdr, i);
 }
 
+static const struct bt_qemu_view *bt_view(const struct bt_qemu_ring *r,
+					  const struct bt_ring_slot *s)
+{
+	size_t i = (size_t)((const uint8_t *)s - r->base - r->hdr->slot_offset) /
+		   r->hdr->slot_size;
+
+	return &r->views[i];
+}
+
+uint64_t bt_qemu_slot_pos(const struct bt_qemu_ring *r,
+			  const struct bt_ring_slot *s)
+{
+	return bt_view(r, s)->pos;
+}
+
 static uint64_t bt_first_pos(const struct bt_qemu_ring *r,
 			     const struct bt_ring_slot *s)
 {
-	return s->pos > r->hdr->entries ? s->pos - r->hdr->entries : 0;
+	uint64_t pos = bt_view(r, s)->pos;
+
+	return pos > r->hdr->entries ? pos - r->hdr->entries : 0;
 }
 
 const struct bt_tb_info *bt_qemu_tb_at(const struct bt_qemu_ring *r,
 				       const struct bt_ring_slot *s,
 				       uint64_t pos)
 {
-	const uint32_t *ring = bt_ring_entries((struct bt_ring_slot *)s);
+	const struct bt_qemu_view *v = bt_view(r, s);
 	uint32_t idx;
 
-	if (pos >= s->pos || pos < bt_first_pos(r, s))
+	if (pos >= v->pos || pos < bt_first_pos(r, s))
 		return NULL;
-	idx = ring[pos & (r->hdr->entries - 1)];
+	if (pos >= v->base && pos < v->base + v->n)
+		idx = bt_ring_stage((struct bt_ring_slot *)s)[pos - v->base];
+	else if (pos < s->committed)
+		idx = bt_ring_entries((struct bt_ring_slot *)s)
+			[pos & (r->hdr->entries - 1)];
+	else
+		return NULL;
 	if (idx == BT_RING_IDX_GAP || idx >= r->ntbs)
 		return NULL;
 	return &r->tbs[idx];
@@ -285,7 +344,7 @@ int bt_qemu_rebuild(const struct bt_qemu_ring *r,
 	int rc, gap = 0;
 
 	memset(out, 0, sizeof(*out));
-	for (pos = first; pos < s->pos; pos++) {
+	for (pos = first; pos < bt_qemu_slot_pos(r, s); pos++) {
 		const struct bt_tb_info *t = bt_qemu_tb_at(r, s, pos);
 
 		if (!t) {

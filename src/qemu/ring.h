@@ -16,15 +16,18 @@
  *                       mprotect/brk; guarded by hdr.maps_seq (odd while
  *                       being written)
  *   hdr.slot_offset     hdr.nslots slots of hdr.slot_size bytes: a struct
- *                       bt_ring_slot followed by hdr.entries uint32_t TB
- *                       indices (a ring: entry i at [i & (entries - 1)])
+ *                       bt_ring_slot, the staging area (BT_RING_STAGE_ALLOC
+ *                       uint32_t: records stage_base, stage_base + 1, ...
+ *                       up to the first BT_RING_SENT), then hdr.entries
+ *                       uint32_t TB indices (a ring: record i < committed
+ *                       at [i & (entries - 1)])
  *   hdr.tb_offset       the TB table: hdr.tb_max struct bt_tb_info, of which
  *                       hdr.tb_count are used (only in the root process's
  *                       file: a forked child keeps appending to its
  *                       parent's table, named by hdr.tb_pid)
  *
- * The hot path is one 4-byte store of the TB index into the ring plus the
- * position update; everything else (from/to/kind of each transition) is
+ * The hot path is one 8-byte store of the TB index and a sentinel into the
+ * staging area at a cursor kept in TLS (plugin.c); everything else (from/to/kind of each transition) is
  * rebuilt from the TB table afterwards.  Consecutive executions of a TB that
  * ends in a rep-string instruction are stored once.
  */
@@ -34,11 +37,18 @@
 #include <stdint.h>
 
 #define BT_RING_MAGIC "BTQRING1"
-#define BT_RING_VERSION 2
+#define BT_RING_VERSION 3
 #define BT_RING_HDR_SIZE 4096
 
 /* Ring entry that stands for "a TB the table had no room for". */
 #define BT_RING_IDX_GAP 0xffffffffu
+/* The staging area's entry after the newest one (never a TB index). */
+#define BT_RING_SENT 0xfffffffeu
+/* Entries a thread stages before they are copied to its ring, and the
+ * staging area's size in entries: one more for the sentinel after the
+ * last, padded so the ring after it starts 64-byte aligned. */
+#define BT_RING_STAGE 1024u
+#define BT_RING_STAGE_ALLOC 1040u
 
 #define BT_RING_MAX_HANDLERS 64
 #define BT_RING_MAX_XRANGES 64
@@ -80,7 +90,8 @@ struct bt_tb_info {
 struct bt_ring_slot {
 	int32_t tid;         /* guest thread id (== host tid) */
 	uint32_t state;      /* BT_SLOT_* */
-	uint64_t pos;        /* records ever written (next write at pos) */
+	uint64_t committed;  /* records copied to the ring (a multiple of
+			      * BT_RING_STAGE); the staged ones follow */
 	/* The last host fault (SIGSEGV/SIGBUS with si_code > 0) this thread
 	 * took, noted by the plugin's chained handler. */
 	uint64_t fault_pos;  /* pos at the fault (the TB is at fault_pos - 1) */
@@ -96,7 +107,8 @@ struct bt_ring_slot {
 	uint64_t first_fault_addr;
 	int32_t first_fault_signo;
 	int32_t first_fault_code;
-	uint8_t reserved[48];
+	uint64_t stage_base; /* record number of staging entry 0 */
+	uint8_t reserved[40];
 };
 
 struct bt_ring_hdr {
@@ -155,9 +167,22 @@ static inline struct bt_ring_slot *bt_ring_slot_at(void *base,
 				       (uint64_t)i * h->slot_size);
 }
 
-static inline uint32_t *bt_ring_entries(struct bt_ring_slot *s)
+/* The staging area: entries stage_base, stage_base + 1, ... up to the
+ * first BT_RING_SENT. */
+static inline uint32_t *bt_ring_stage(struct bt_ring_slot *s)
 {
 	return (uint32_t *)(s + 1);
+}
+
+/* The ring: record p at [p & (entries - 1)], for p < committed. */
+static inline uint32_t *bt_ring_entries(struct bt_ring_slot *s)
+{
+	return (uint32_t *)(s + 1) + BT_RING_STAGE_ALLOC;
+}
+
+static inline uint64_t bt_ring_slot_size(uint64_t entries)
+{
+	return sizeof(struct bt_ring_slot) + 4 * (BT_RING_STAGE_ALLOC + entries);
 }
 
 /* The plugin's defaults for slots= and tbmax=, and the map text's room. */
@@ -172,7 +197,7 @@ static inline uint64_t bt_ring_file_size(uint64_t nslots, uint64_t entries,
 					 uint64_t tb_max)
 {
 	uint64_t size = BT_RING_HDR_SIZE + BT_RING_MAPS_CAP +
-			nslots * (sizeof(struct bt_ring_slot) + 4 * entries) +
+			nslots * bt_ring_slot_size(entries) +
 			tb_max * sizeof(struct bt_tb_info);
 
 	return (size + 4095) & ~4095ull;
