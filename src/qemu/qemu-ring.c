@@ -179,21 +179,20 @@ uint64_t bt_qemu_slot_pos(const struct bt_qemu_ring *r,
 }
 
 static uint64_t bt_first_pos(const struct bt_qemu_ring *r,
-			     const struct bt_ring_slot *s)
+			     const struct bt_qemu_view *v)
 {
-	uint64_t pos = bt_view(r, s)->pos;
-
-	return pos > r->hdr->entries ? pos - r->hdr->entries : 0;
+	return v->pos > r->hdr->entries ? v->pos - r->hdr->entries : 0;
 }
 
-const struct bt_tb_info *bt_qemu_tb_at(const struct bt_qemu_ring *r,
-				       const struct bt_ring_slot *s,
-				       uint64_t pos)
+/* Record @pos of slot @s, whose view is @v. */
+static const struct bt_tb_info *bt_tb_at(const struct bt_qemu_ring *r,
+					 const struct bt_ring_slot *s,
+					 const struct bt_qemu_view *v,
+					 uint64_t pos)
 {
-	const struct bt_qemu_view *v = bt_view(r, s);
 	uint32_t idx;
 
-	if (pos >= v->pos || pos < bt_first_pos(r, s))
+	if (pos >= v->pos || pos < bt_first_pos(r, v))
 		return NULL;
 	if (pos >= v->base && pos < v->base + v->n)
 		idx = bt_ring_stage((struct bt_ring_slot *)s)[pos - v->base];
@@ -205,6 +204,13 @@ const struct bt_tb_info *bt_qemu_tb_at(const struct bt_qemu_ring *r,
 	if (idx == BT_RING_IDX_GAP || idx >= r->ntbs)
 		return NULL;
 	return &r->tbs[idx];
+}
+
+const struct bt_tb_info *bt_qemu_tb_at(const struct bt_qemu_ring *r,
+				       const struct bt_ring_slot *s,
+				       uint64_t pos)
+{
+	return bt_tb_at(r, s, bt_view(r, s), pos);
 }
 
 static uint64_t tb_last(const struct bt_tb_info *t)
@@ -339,13 +345,14 @@ int bt_qemu_rebuild(const struct bt_qemu_ring *r,
 		    struct bt_qemu_rebuild *out)
 {
 	const struct bt_tb_info *prev = NULL;
-	uint64_t pos, first = bt_first_pos(r, s);
+	const struct bt_qemu_view *v = bt_view(r, s);
+	uint64_t pos, first = bt_first_pos(r, v);
 	struct bt_branch b;
 	int rc, gap = 0;
 
 	memset(out, 0, sizeof(*out));
-	for (pos = first; pos < bt_qemu_slot_pos(r, s); pos++) {
-		const struct bt_tb_info *t = bt_qemu_tb_at(r, s, pos);
+	for (pos = first; pos < v->pos; pos++) {
+		const struct bt_tb_info *t = bt_tb_at(r, s, v, pos);
 
 		if (!t) {
 			gap = 1;
