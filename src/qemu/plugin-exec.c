@@ -209,18 +209,36 @@ static int bt_parse_shebang(char *head, char **interp, char **arg)
  */
 static int bt_own_prefix(struct bt_strv *out)
 {
-	char buf[16384], *p, *end;
+	char *buf = NULL, *p, *end;
+	size_t len = 0, cap = 0;
 	ssize_t r;
 	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC), skip = 0;
+	int rc = -1;
 
 	if (fd < 0)
 		return -1;
-	r = read(fd, buf, sizeof(buf) - 1);
+	/* The whole line: the guest's arguments come after ours. */
+	do {
+		if (len + 4096 + 1 > cap) {
+			char *t = realloc(buf, cap = 2 * cap + 4096 + 1);
+
+			if (!t) {
+				r = -1;
+				break;
+			}
+			buf = t;
+		}
+		r = read(fd, buf + len, 4096);
+		if (r > 0)
+			len += (size_t)r;
+	} while (r > 0);
 	close(fd);
-	if (r <= 0 || (size_t)r >= sizeof(buf) - 1)
+	if (r < 0 || !len) {
+		free(buf);
 		return -1;
-	buf[r] = 0;
-	end = buf + r;
+	}
+	buf[len] = 0;
+	end = buf + len;
 	for (p = buf; p < end; p += strlen(p) + 1) {
 		if (skip) {
 			skip = 0;
@@ -234,11 +252,11 @@ static int bt_own_prefix(struct bt_strv *out)
 			char *spec = p + strlen(p) + 1, *copy, *o;
 
 			if (bt_strv_push(out, strdup(p)))
-				return -1;
+				break;
 			/* SPEC without ",fd=N" */
 			copy = malloc(strlen(spec) + 1);
 			if (!copy)
-				return -1;
+				break;
 			o = copy;
 			for (char *a = spec; *a;) {
 				size_t l = strcspn(a, ",");
@@ -252,12 +270,14 @@ static int bt_own_prefix(struct bt_strv *out)
 				a += l + (a[l] == ',');
 			}
 			*o = 0;
-			return bt_strv_push(out, copy);
+			rc = bt_strv_push(out, copy);
+			break;
 		}
 		if (bt_strv_push(out, strdup(p)))
-			return -1;
+			break;
 	}
-	return -1;   /* no -plugin: not btrace's layout */
+	free(buf);
+	return rc;   /* -1 also without -plugin: not btrace's layout */
 }
 
 void bt_exec_reenter(uint64_t path_addr, uint64_t argv_addr,

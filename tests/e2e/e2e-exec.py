@@ -25,15 +25,8 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2elib  # noqa: E402
 
-n = 0
-failed = False
-
-
-def ok(cond, desc):
-    global n, failed
-    n += 1
-    print('%s %d - %s' % ('ok' if cond else 'not ok', n, desc))
-    failed = failed or not cond
+T = e2elib.Tap()
+ok = T.ok
 
 
 def check(btrace, snap, desc, want_line):
@@ -76,34 +69,26 @@ def main():
             ok(False, 'exec in the launched process: no snapshot: %s' %
                p.stderr.strip()[-200:])
 
-        # A forked child that execs: its own snapshot, named s-<pid>.btrace.
-        snap = os.path.join(d, 'f.btrace')
-        p = e2elib.record(btrace, snap,
-                          ['/bin/sh', '-c', '%s 3; exit 5' % prog])
-        ok(p.returncode == 5, 'sh -c "PROG; exit 5": sh\'s status 5 (%d)' %
-           p.returncode)
-        child = glob.glob(os.path.join(d, 'f-*.btrace'))
-        ok(len(child) == 1 and not os.path.exists(snap),
-           'one snapshot, the forked child\'s (%s)' %
-           [os.path.basename(x) for x in child])
-        if child:
-            check(btrace, child[0], 'exec in a forked child', line)
-
-        # A "#!" script, through its interpreter, then the program.
+        # A forked child that execs (its own snapshot, named f-<pid>.btrace),
+        # and a "#!" script, through its interpreter, then the program.
         script = os.path.join(d, 'script.sh')
         with open(script, 'w') as f:
             f.write('#!/bin/sh -e\nexec %s "$@"\n' % prog)
         os.chmod(script, 0o755)
-        snap = os.path.join(d, 'x.btrace')
-        p = e2elib.record(btrace, snap,
-                          ['/bin/sh', '-c', '%s 3; exit 6' % script])
-        ok(p.returncode == 6, 'sh -c "script; exit 6": status 6 (%d)' %
-           p.returncode)
-        child = glob.glob(os.path.join(d, 'x-*.btrace'))
-        ok(len(child) == 1, 'one snapshot for the script\'s program (%s)' %
-           [os.path.basename(x) for x in child])
-        if child:
-            check(btrace, child[0], 'script then exec', line)
+        for name, run, status, desc in (
+                ('f', prog, 5, 'exec in a forked child'),
+                ('x', script, 6, 'script then exec')):
+            snap = os.path.join(d, name + '.btrace')
+            p = e2elib.record(btrace, snap, ['/bin/sh', '-c',
+                                             '%s 3; exit %d' % (run, status)])
+            ok(p.returncode == status, '%s: sh\'s status %d (%d)' %
+               (desc, status, p.returncode))
+            child = glob.glob(os.path.join(d, name + '-*.btrace'))
+            ok(len(child) == 1 and not os.path.exists(snap),
+               '%s: one snapshot, the child\'s (%s)' %
+               (desc, [os.path.basename(x) for x in child]))
+            if child:
+                check(btrace, child[0], desc, line)
 
         # A set-user-ID copy runs natively (under QEMU it would lose its
         # privileges): the report says so instead of passing the shell's
@@ -129,8 +114,7 @@ def main():
         ok(any(x.startswith('exec ') and 'ran natively, untraced' in x
                for x in text.splitlines()),
            'set-user-ID program: the text report has the exec line')
-    print('1..%d' % n)
-    return 1 if failed else 0
+    return T.done()
 
 
 if __name__ == '__main__':
