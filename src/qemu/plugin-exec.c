@@ -10,8 +10,9 @@
  * exec=1, which btrace passes) reads the path, argv and envp from guest
  * memory (guest_base is 0: guest addresses are host addresses) and itself
  * calls execve() of the emulator with the command line it was started with:
- * the same options and plugin, argv[0] as the guest gave it, then the
- * program and its arguments.  The process keeps its pid, descriptors,
+ * the same options and plugin, argv[0] as the guest gave it, the guest's
+ * dynamic-loader variables as -E options (so they do not apply to the
+ * emulator itself), then the program and its arguments.  The process keeps its pid, descriptors,
  * working directory and environment as the guest's execve() would have; the
  * new plugin instance publishes a fresh ring file under the same name, which
  * replaces the old one (btrace reads the file when the process dies).
@@ -244,7 +245,9 @@ static int bt_own_prefix(struct bt_strv *out)
 			skip = 0;
 			continue;
 		}
-		if (!strcmp(p, "-0")) {
+		/* argv[0] and the guest's loader variables: set again
+		 * from the new program's own. */
+		if (!strcmp(p, "-0") || !strcmp(p, "-E")) {
 			skip = 1;
 			continue;
 		}
@@ -283,7 +286,7 @@ static int bt_own_prefix(struct bt_strv *out)
 void bt_exec_reenter(uint64_t path_addr, uint64_t argv_addr,
 		     uint64_t envp_addr)
 {
-	struct bt_strv gargv = { 0 }, genv = { 0 }, nargv = { 0 };
+	struct bt_strv gargv = { 0 }, genv = { 0 }, nargv = { 0 }, henv = { 0 };
 	char head[BT_SHEBANG_MAX + 1], ihead[64], exe[PATH_MAX];
 	char *path = bt_read_guest_str(path_addr), *interp = NULL, *iarg = NULL;
 	enum bt_kind kind;
@@ -302,6 +305,19 @@ void bt_exec_reenter(uint64_t path_addr, uint64_t argv_addr,
 	    bt_read_guest_vec(envp_addr, &genv) || bt_own_prefix(&nargv))
 		goto out;
 	exe[l] = 0;
+	/* The guest's environment: the loader's variables through -E, the
+	 * rest as the emulator's own (which QEMU hands on to the guest). */
+	for (size_t i = 0; i < genv.n; i++) {
+		if (bt_env_guest_only(genv.v[i])) {
+			if (bt_strv_push(&nargv, strdup("-E")) ||
+			    bt_strv_push(&nargv, strdup(genv.v[i])))
+				goto out;
+		} else if (bt_strv_push(&henv, strdup(genv.v[i]))) {
+			goto out;
+		}
+	}
+	if (!henv.v && !(henv.v = calloc(1, sizeof(*henv.v))))
+		goto out;
 	/* argv[0] and the program as the kernel would have run them. */
 	if (bt_strv_push(&nargv, strdup("-0")))
 		goto out;
@@ -319,11 +335,12 @@ void bt_exec_reenter(uint64_t path_addr, uint64_t argv_addr,
 		if (bt_strv_push(&nargv, strdup(gargv.v[i])))
 			goto out;
 	e = errno;
-	execve(exe, nargv.v, genv.v);
+	execve(exe, nargv.v, henv.v);
 	errno = e;   /* the guest's own execve() runs now */
 out:
 	bt_strv_free(&nargv);
 	bt_strv_free(&gargv);
 	bt_strv_free(&genv);
+	bt_strv_free(&henv);
 	free(path);
 }

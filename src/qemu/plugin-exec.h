@@ -3,6 +3,21 @@
 #define BT_QEMU_PLUGIN_EXEC_H
 
 #include <stdint.h>
+#include <string.h>
+
+/*
+ * Whether the environment entry @e is for the guest alone: a variable of
+ * the dynamic loader (LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT, ...), which
+ * the host's loader would otherwise apply to qemu-x86_64 itself (a
+ * preloaded SIGSEGV handler or sanitizer runtime breaks the emulator).
+ * Such entries reach the guest through QEMU's -E instead, which splits its
+ * argument at commas: an entry with a comma stays in the emulator's own
+ * environment, as before.
+ */
+static inline int bt_env_guest_only(const char *e)
+{
+	return !strncmp(e, "LD_", 3) && strchr(e, '=') && !strchr(e, ',');
+}
 
 /*
  * At the guest's execve(@path, @argv, @envp) (guest addresses): execve()

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "qemu/qemu-config.h"
+#include "plugin-exec.h"
 #include "qemu-record.h"
 #include "util.h"
 
@@ -1337,7 +1338,8 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	struct bt_job j;
 	uint64_t on, entries;
 	int pipefd[2], rc, n = 0, k, cerr = 0, subreaper = -1, ringfd;
-	char **argv, *extra, *save = NULL, fdarg[32] = "";
+	char **argv, **envp, *extra, *save = NULL, fdarg[32] = "";
+	size_t nenv = 0, nld = 0;
 	pid_t pid;
 
 	memset(res, 0, sizeof(*res));
@@ -1401,9 +1403,17 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	 * -D log"), split at spaces. */
 	extra = getenv("BTRACE_QEMU_ARGS");
 	extra = extra ? strdup(extra) : NULL;
-	argv = calloc((size_t)n + 10 + (extra ? strlen(extra) / 2 + 1 : 0),
-		      sizeof(*argv));
-	if (!argv) {
+	/* The loader's variables go to the guest alone (-E). */
+	for (char **e = environ; *e; e++) {
+		nenv++;
+		nld += bt_env_guest_only(*e);
+	}
+	argv = calloc((size_t)n + 10 + 2 * nld +
+		      (extra ? strlen(extra) / 2 + 1 : 0), sizeof(*argv));
+	envp = calloc(nenv + 1, sizeof(*envp));
+	if (!argv || !envp) {
+		free(argv);
+		free(envp);
 		free(extra);
 		bt_drop_rings(dir, &ringfd);
 		return bt_error(err, -ENOMEM, "qemu backend: out of memory");
@@ -1417,6 +1427,15 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	for (char *tok = extra ? strtok_r(extra, " ", &save) : NULL; tok;
 	     tok = strtok_r(NULL, " ", &save))
 		argv[k++] = tok;
+	nenv = 0;
+	for (char **e = environ; *e; e++) {
+		if (bt_env_guest_only(*e)) {
+			argv[k++] = (char *)"-E";
+			argv[k++] = *e;
+		} else {
+			envp[nenv++] = *e;
+		}
+	}
 	argv[k++] = (char *)"-plugin";
 	argv[k++] = plugarg;
 	argv[k++] = prog;
@@ -1433,6 +1452,7 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 			prctl(PR_SET_CHILD_SUBREAPER, (unsigned long)subreaper,
 			      0, 0, 0);
 		free(argv);
+		free(envp);
 		free(extra);
 		bt_drop_rings(dir, &ringfd);
 		return bt_error(err, -errno, "pipe failed: %s", strerror(errno));
@@ -1444,6 +1464,7 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 			prctl(PR_SET_CHILD_SUBREAPER, (unsigned long)subreaper,
 			      0, 0, 0);
 		free(argv);
+		free(envp);
 		free(extra);
 		close(pipefd[0]);
 		close(pipefd[1]);
@@ -1463,7 +1484,7 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 		 * closes it before the guest starts). */
 		if (ringfd >= 0)
 			fcntl(ringfd, F_SETFD, 0);
-		execv(qemu, argv);
+		execve(qemu, argv, envp);
 		e = errno;
 		if (write(pipefd[1], &e, sizeof(e)) < 0)
 			_exit(127);
@@ -1474,6 +1495,7 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 		cerr = 0;
 	close(pipefd[0]);
 	free(argv);
+	free(envp);
 	free(extra);
 
 	if (cerr) {

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """A program started through execve() stays traced (TAP).
 
-    e2e-exec.py BTRACE PROGDIR
+    e2e-exec.py BTRACE PROGDIR PRELOAD_LIB
 
 The crashing program e2e-crash-fnptr is recorded not directly but through
 /bin/sh, three ways:
@@ -13,7 +13,9 @@ The crashing program e2e-crash-fnptr is recorded not directly but through
 Each snapshot must be the program's, not the shell's: its command is
 e2e-crash-fnptr, the fault is in op_add at the marked line, the stack goes
 on through run and main, and the exit status is the one sh gives.  A
-set-user-ID copy runs natively, and the report says so.  Exit 77
+set-user-ID copy runs natively, and the report says so.  LD_PRELOAD set for
+btrace reaches the shell and the program it execs, and never the emulator
+(the library says where it was loaded).  Exit 77
 when qemu-x86_64 cannot run the plugin.
 """
 import glob
@@ -50,7 +52,7 @@ def check(btrace, snap, desc, want_line):
 
 
 def main():
-    btrace, progdir = sys.argv[1:3]
+    btrace, progdir, preload = sys.argv[1:4]
     prog = os.path.join(progdir, 'e2e-crash-fnptr')
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..',
                        'qemu', 'progs', 'crash-fnptr.c')
@@ -114,6 +116,23 @@ def main():
         ok(any(x.startswith('exec ') and 'ran natively, untraced' in x
                for x in text.splitlines()),
            'set-user-ID program: the text report has the exec line')
+
+        # LD_PRELOAD: the guest's, not the emulator's (an instrumented
+        # btrace must not insist on its runtime coming first).
+        env = {'LD_PRELOAD': os.path.abspath(preload),
+               'ASAN_OPTIONS': (os.environ.get('ASAN_OPTIONS', '') +
+                                ':verify_asan_link_order=0').lstrip(':')}
+        p = e2elib.record(btrace, os.path.join(d, 'p.btrace'),
+                          ['/bin/sh', '-c', 'exec /bin/true'], env=env)
+        where = [x.split(' into ', 1)[1] for x in p.stderr.splitlines()
+                 if x.startswith('e2e-preload: loaded into ')]
+        T.diag('loaded into: %s' % where)
+        ok(p.returncode == 0, 'LD_PRELOAD: exit status 0 (%d)' % p.returncode)
+        ok(not any('qemu' in os.path.basename(x) for x in where),
+           'LD_PRELOAD: not loaded into the emulator')
+        ok(any(os.path.basename(x) in ('sh', 'dash', 'bash') for x in where)
+           and ('/usr/bin/true' in where or '/bin/true' in where),
+           'LD_PRELOAD: loaded into the shell and the program it exec\'d')
     return T.done()
 
 
