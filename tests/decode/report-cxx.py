@@ -18,15 +18,12 @@ import subprocess
 import sys
 import tempfile
 
-n = 0
-failed = False
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', 'e2e'))
+import e2elib  # noqa: E402  (its TAP writer)
 
-
-def ok(cond, desc):
-    global n, failed
-    n += 1
-    print('%s %d - %s' % ('ok' if cond else 'not ok', n, desc))
-    failed = failed or not cond
+T = e2elib.Tap()
+ok = T.ok
 
 
 def names(report):
@@ -81,8 +78,7 @@ def main():
         rstack = [f.get('function') for f in raw['threads'][0]['stack']]
         ok('_ZN4shop4Cart8checkoutEi' in rstack and '_ZSt9terminatev' in rstack,
            'BTRACE_NO_DEMANGLE=1: symbol table names %s' % rstack[:12])
-    print('1..%d' % n)
-    return 1 if failed else 0
+    return T.done()
 
 
 if __name__ == '__main__':

@@ -19,15 +19,12 @@ import subprocess
 import sys
 import tempfile
 
-n = 0
-failed = False
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', 'e2e'))
+import e2elib  # noqa: E402  (its TAP writer)
 
-
-def ok(cond, desc):
-    global n, failed
-    n += 1
-    print('%s %d - %s' % ('ok' if cond else 'not ok', n, desc))
-    failed = failed or not cond
+T = e2elib.Tap()
+ok = T.ok
 
 
 def name_of(text_field):
@@ -139,8 +136,7 @@ def main():
     ok(len(tail) == len(folded) and len(tail) >= 10 and not diffs,
        'last blocks: %d, text and JSON name them alike %s' %
        (len(tail), diffs[:3]))
-    print('1..%d' % n)
-    return 1 if failed else 0
+    return T.done()
 
 
 if __name__ == '__main__':

@@ -16,15 +16,11 @@ import subprocess
 import sys
 import tempfile
 
-n = 0
-failed = False
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2elib  # noqa: E402  (its TAP writer)
 
-
-def ok(cond, desc):
-    global n, failed
-    n += 1
-    print('%s %d - %s' % ('ok' if cond else 'not ok', n, desc))
-    failed = failed or not cond
+T = e2elib.Tap()
+ok = T.ok
 
 
 def record(btrace, prog, out):
@@ -68,8 +64,7 @@ def main():
         r = json.loads(subprocess.run([btrace, 'report', '--json', fp],
                                       capture_output=True, text=True).stdout)
         ok('cause' in r and r['cause'] is None, 'NULL call: JSON cause is null')
-    print('1..%d' % n)
-    return 1 if failed else 0
+    return T.done()
 
 
 if __name__ == '__main__':
