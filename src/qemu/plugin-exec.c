@@ -32,7 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -75,14 +74,6 @@ static void bt_strv_free(struct bt_strv *s)
 	memset(s, 0, sizeof(*s));
 }
 
-static ssize_t bt_read_guest(uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = { buf, len };
-	struct iovec remote = { (void *)(uintptr_t)addr, len };
-
-	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-}
-
 /* A NUL-terminated string of guest memory, read a page at a time so that
  * one ending just before an unmapped page is still read. */
 static char *bt_read_guest_str(uint64_t addr)
@@ -102,7 +93,7 @@ static char *bt_read_guest_str(uint64_t addr)
 				break;
 			s = t;
 		}
-		r = bt_read_guest(addr + n, s + n, chunk);
+		r = bt_peek(addr + n, s + n, chunk);
 		if (r <= 0)
 			break;
 		z = memchr(s + n, 0, (size_t)r);
@@ -123,7 +114,7 @@ static int bt_read_guest_vec(uint64_t addr, struct bt_strv *out)
 		uint64_t p;
 
 		if (i >= BT_ARG_MAX_COUNT ||
-		    bt_read_guest(addr + 8 * i, &p, 8) != 8)
+		    bt_peek(addr + 8 * i, &p, 8) != 8)
 			return -1;
 		if (!p)
 			break;

@@ -4,6 +4,18 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* Read guest memory without risking a fault (guest_base is 0: guest
+ * addresses are the emulator's own). */
+static inline ssize_t bt_peek(uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len };
+	struct iovec remote = { (void *)(uintptr_t)addr, len };
+
+	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+}
 
 /*
  * Whether the environment entry @e is for the guest alone: a variable of

@@ -39,7 +39,6 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -106,15 +105,6 @@ static uint64_t g_sysargs[BT_MAX_VCPUS][4];
 static pid_t bt_gettid(void)
 {
 	return (pid_t)syscall(SYS_gettid);
-}
-
-/* Read guest memory without risking a fault (guest_base is 0). */
-static ssize_t bt_peek(uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = { buf, len };
-	struct iovec remote = { (void *)(uintptr_t)addr, len };
-
-	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
 }
 
 /* ---- the ring file ---- */
@@ -607,7 +597,7 @@ static uint32_t bt_last_record(void)
 {
 	struct bt_ring_slot *s = t_bt.s;
 
-	if (t_bt.cur && t_bt.cur > t_bt.stage)
+	if (t_bt.cur > t_bt.stage)
 		return t_bt.cur[-1];
 	if (s && s->committed)
 		return bt_ring_entries(s)[(s->committed - 1) & g_mask];
