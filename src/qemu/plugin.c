@@ -68,7 +68,6 @@ static struct {
 	uint32_t nslots;
 	uint64_t entries;
 	uint64_t tb_max;
-	int fd;                          /* fd=, or -1 */
 	int ring_fd;                     /* until bt_map_root() */
 	int mapped;                      /* the whole file is mapped */
 	int off;                         /* the ring could not be mapped */
@@ -1203,14 +1202,13 @@ static uint64_t bt_pow2(uint64_t v)
 BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 				  int argc, char **argv)
 {
-	int dumpable = 1;
+	int dumpable = 1, fd = -1;   /* fd=: the launched process's memfd */
 	size_t size;
 
 	g.nslots = BT_RING_DEF_SLOTS;
 	g.entries = 1u << 20;
 	g.tb_max = BT_RING_DEF_TBMAX;
 	g.fixpage = 1;
-	g.fd = -1;
 	g.ring_fd = -1;
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
@@ -1232,7 +1230,7 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 			bad = bt_parse_u64(a + 8, &v) || ((g.fixpage = !!v), 0);
 		else if (!strncmp(a, "fd=", 3))
 			bad = bt_parse_u64(a + 3, &v) || v > INT_MAX ||
-			      fcntl((int)v, F_GETFD) < 0 || ((g.fd = (int)v), 0);
+			      fcntl((int)v, F_GETFD) < 0 || ((fd = (int)v), 0);
 		else if (!strncmp(a, "watch=", 6))
 			bad = bt_parse_u64(a + 6, &v) || ((g.watch = !!v), 0);
 		else if (!strncmp(a, "exec=", 5))
@@ -1261,12 +1259,11 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 	/* The header now (btrace sees the plugin started), the rest at the
 	 * first translation (bt_map_root), which also closes the descriptor
 	 * before any guest code runs. */
-	g.hdr = bt_file_create(getpid(), 1, g.fd, &size, &g.ring_fd);
+	g.hdr = bt_file_create(getpid(), 1, fd, &size, &g.ring_fd);
 	if (!g.hdr)
 		return -1;
-	if (g.fd < 0)
+	if (fd < 0)
 		bt_file_publish(getpid());
-	g.fd = -1;
 	g.map_size = size;
 	g.cs_ok = cs_open(CS_ARCH_X86, CS_MODE_64, &g.cs) == CS_ERR_OK;
 	if (!dumpable)
