@@ -418,13 +418,13 @@ static void report_text(FILE *f, const char *path,
 	fprintf(f, ", %s trace\n", r->kind == BTRACE_TRACE_BTS ? "BTS" : "Intel PT");
 	if (s) {
 		const char *cn = code_name(s->signo, s->code);
+		fprintf(f, "signal    %s (%d), ", r->signal_name ? r->signal_name : "?",
+			s->signo);
 		if (s->code == BTRACE_SIGCODE_UNKNOWN)
-			fprintf(f, "signal    %s (%d), code unknown",
-				r->signal_name ? r->signal_name : "?", s->signo);
+			fputs("code unknown", f);
 		else
-			fprintf(f, "signal    %s (%d), code %d%s%s%s",
-				r->signal_name ? r->signal_name : "?", s->signo,
-				s->code, cn ? " (" : "", cn ? cn : "", cn ? ")" : "");
+			fprintf(f, "code %d%s%s%s", s->code, cn ? " (" : "",
+				cn ? cn : "", cn ? ")" : "");
 		if (s->code > 0 && (s->signo == 11 || s->signo == 7))
 			fprintf(f, ", address 0x%llx", (unsigned long long)s->addr);
 		if (s->code <= 0 && s->sender_pid)
