@@ -470,8 +470,8 @@ static int build_stack(struct bt_ctx *c, struct btrace_thread *t,
 		uint64_t ip = k + 1 == nsaved ?
 			(t->fault.found ? t->fault.ip : fr->ip) :
 			saved[k + 1].call_ip;
-		struct btrace_symbol chain[8];
-		int n = bt_syms_inline_chain(c, ip, chain, 8);
+		struct btrace_symbol chain[16];
+		int n = bt_syms_inline_chain(c, ip, k + 1 == nsaved, chain, 16);
 
 		for (int j = 0; j < n; j++) {
 			if (bt_grow((void **)&t->stack, &cap, t->nstack + 1,
