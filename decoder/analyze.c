@@ -481,11 +481,9 @@ static int build_stack(struct bt_ctx *c, struct btrace_thread *t,
 			memset(sf, 0, sizeof(*sf));
 			sf->ip = ip;
 			sf->sym = chain[j];
-			sf->flags = fr->flags & ~BTRACE_CALL_PARTIAL;
-			if (j + 1 < n)
-				sf->flags |= BTRACE_CALL_INLINE;
-			if (j + 1 == n)
-				sf->flags |= fr->flags & BTRACE_CALL_PARTIAL;
+			/* how the frame was entered (tail call, signal,
+			 * partial) is the physical frame's, the last */
+			sf->flags = j + 1 < n ? BTRACE_CALL_INLINE : fr->flags;
 		}
 	}
 	return 0;

@@ -168,16 +168,48 @@ static const char *display_name(struct bt_ctx *c, const char *name)
 				strlen(name));
 }
 
-/* The name gdb gives the function whose code is @die (a subprogram): its
- * DWARF name, following the abstract origin of out-of-line instances;
- * NULL when it has a linkage name (C++: the symbol table's mangled name is
- * more precise than the unqualified DWARF one) or no name. */
-static const char *subprogram_name(Dwarf_Die *die)
+/* Whether @die is in a C unit: there a linkage name is an assembler label
+ * (glibc's __GI___qsort_r for __qsort_r), not a mangled name. */
+static int in_c_unit(Dwarf_Die *die)
+{
+	Dwarf_Die cu;
+
+	if (!dwarf_diecu(die, &cu, NULL, NULL))
+		return 0;
+	switch (dwarf_srclang(&cu)) {
+	case DW_LANG_C89:
+	case DW_LANG_C:
+	case DW_LANG_C99:
+	case DW_LANG_C11:
+#ifdef DW_LANG_C17
+	case DW_LANG_C17:
+#endif
+		return 1;
+	}
+	return 0;
+}
+
+/* The mangled name of @die (through its abstract origin and
+ * specification), NULL when none or in a C unit. */
+static const char *mangled_name(Dwarf_Die *die)
 {
 	Dwarf_Attribute a;
 
-	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
-	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
+	if (!dwarf_attr_integrate(die, DW_AT_linkage_name, &a) &&
+	    !dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
+		return NULL;
+	return in_c_unit(die) ? NULL : dwarf_formstring(&a);
+}
+
+/* The name gdb gives the function whose code is @die (a subprogram): its
+ * DWARF name, following the abstract origin of out-of-line instances (in
+ * a C unit also when it has an assembler label: gdb shows
+ * __GI___qsort_r, the name the label aliases is __qsort_r); NULL when it
+ * has a mangled name (C++: the symbol table's mangled name is more precise
+ * than the unqualified DWARF one) or no name. */
+static const char *subprogram_name(Dwarf_Die *die)
+{
+	if (mangled_name(die))
 		return NULL;
 	return die_name(die);
 }
@@ -504,12 +536,8 @@ static int inline_starts_at(Dwarf_Die *d, Dwarf_Addr pc)
  * whichever unit it is. */
 static const char *inline_name(struct bt_ctx *c, Dwarf_Die *d)
 {
-	Dwarf_Attribute a;
-	const char *n = NULL;
+	const char *n = mangled_name(d);
 
-	if (dwarf_attr_integrate(d, DW_AT_linkage_name, &a) ||
-	    dwarf_attr_integrate(d, DW_AT_MIPS_linkage_name, &a))
-		n = dwarf_formstring(&a);
 	if (n)
 		return bt_syms_demangle(c, n, strlen(n));
 	n = die_name(d);

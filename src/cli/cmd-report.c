@@ -515,6 +515,7 @@ static void j_thread(struct json *j, const struct btrace_thread *t,
 		j_sym(j, &fr->sym, fr->flags);
 		json_hex(j, "ip", fr->ip);
 		json_bool(j, "inline", fr->flags & BTRACE_CALL_INLINE);
+		json_bool(j, "inlined", fr->flags & BTRACE_CALL_INLINE);
 		json_bool(j, "tail_call", fr->flags & BTRACE_CALL_TAILCALL);
 		json_bool(j, "signal", fr->flags & BTRACE_CALL_SIGNAL);
 		json_bool(j, "partial", fr->flags & BTRACE_CALL_PARTIAL);
