@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Inline frames in the stack against gdb's backtrace (TAP).
 
-    e2e-inline.py BTRACE PROGDIR SRCDIR
+    e2e-inline.py BTRACE PROGDIR SRCDIR [--gen BT_GEN_FIXTURE]
 
 Real programs built -O2 (always_inline and plain `static inline` helpers, a
 3-deep inline chain in a function called from code inlined into main),
@@ -21,6 +21,11 @@ tail call; name; file; line).  From the top down to main:
 - btrace has no frame gdb does not have;
 - the text report shows the same frames in the same order, the inline ones
   marked "[inlined]".
+
+With --gen (suite decode, no QEMU) the snapshots are written by
+tests/decode/bt-gen-fixture instead: the same programs single-stepped
+natively from main to their death, encoded as Intel PT; the stacks then
+start at main (the history starts there) and are compared the same way.
 
 The glibc cases need glibc's debug info (libc6-dbg): they are skipped when
 /usr/lib/debug/.build-id has no file for the build ID of the libc the
@@ -177,14 +182,18 @@ def skip(t, desc, why):
 
 
 def main():
-    if len(sys.argv) != 4:
-        sys.stderr.write('usage: e2e-inline.py BTRACE PROGDIR SRCDIR\n')
+    gen = None
+    if len(sys.argv) == 6 and sys.argv[4] == '--gen':
+        gen = os.path.abspath(sys.argv[5])
+    elif len(sys.argv) != 4:
+        sys.stderr.write('usage: e2e-inline.py BTRACE PROGDIR SRCDIR '
+                         '[--gen BT_GEN_FIXTURE]\n')
         return 2
     btrace, progdir, srcdir = [os.path.abspath(a) for a in sys.argv[1:4]]
     if not shutil.which('gdb'):
         print('1..0 # SKIP gdb is not installed')
         return 0
-    if not L.qemu_available():
+    if not gen and not L.qemu_available():
         print('1..0 # SKIP qemu-x86_64 is not installed')
         return 0
     r = subprocess.run(['gdb', '-nx', '-batch', '-ex', 'python print(1)'],
@@ -204,7 +213,12 @@ def main():
                      '(install libc6-dbg)')
                 continue
             snap = os.path.join(work, name + '.btrace')
-            rec = L.record(btrace, snap, [prog])
+            if gen:
+                rec = subprocess.run([gen, '-o', snap, '--', prog],
+                                     capture_output=True, text=True,
+                                     stdin=subprocess.DEVNULL, timeout=600)
+            else:
+                rec = L.record(btrace, snap, [prog])
             if not os.path.exists(snap):
                 t.ok(False, '%s: snapshot written (%s)' % (
                     name, rec.stderr.strip().replace('\n', ' | ')))
