@@ -243,6 +243,7 @@ struct bt_dwinl {
 	uint64_t lo, hi;           /* CU-relative addresses (no bias) */
 	uint32_t depth;            /* 0: directly in the subprogram */
 	const char *name;          /* owned by libdw */
+	Dwarf_Die die;             /* the inlined_subroutine */
 };
 
 struct bt_dwsub {
@@ -422,7 +423,7 @@ static int dwidx_walk_inlines(struct bt_dwidx *x, struct bt_dwsub *s,
 					    sizeof(*s->inl)))
 					return -ENOMEM;
 				s->inl[s->ninl++] = (struct bt_dwinl){
-					start, end, depth, name };
+					start, end, depth, name, d };
 			}
 			if (dwidx_walk_inlines(x, s, &d, depth + 1))
 				return -ENOMEM;
@@ -591,14 +592,30 @@ int bt_syms_inline_chain(struct bt_ctx *c, uint64_t ip, int top,
 		return 1;
 	Dwarf_Addr pc = ip - bias;
 	struct bt_dwsub *s = dwidx_find(c, mod, cu, bias, ip, &inl);
-	if (s)
-		sub = s->die;
-	else if (!concrete_subprogram(cu, pc, &sub))
+	if (s) {
+		/* from the subprogram's index (its inline tree walked once):
+		 * the inlined call holding @pc at each depth, outermost
+		 * first, up to the first depth without one */
+		uint64_t have = 0;
+		for (size_t i = 0; i < s->ninl; i++) {
+			const struct bt_dwinl *e = &s->inl[i];
+			if (pc >= e->lo && pc < e->hi && e->depth < INL_MAX_DEPTH &&
+			    !(have & (1ull << e->depth))) {
+				have |= 1ull << e->depth;
+				chain[e->depth] = e->die;
+			}
+		}
+		while (nc < INL_MAX_DEPTH && (have & (1ull << nc)))
+			nc++;
+	} else if (concrete_subprogram(cu, pc, &sub)) {
+		/* outermost first */
+		while (nc < INL_MAX_DEPTH &&
+		       inline_child(nc ? &chain[nc - 1] : &sub, pc, &chain[nc], 0,
+				    &budget))
+			nc++;
+	} else {
 		return 1;
-	/* outermost first */
-	while (nc < INL_MAX_DEPTH &&
-	       inline_child(nc ? &chain[nc - 1] : &sub, pc, &chain[nc], 0, &budget))
-		nc++;
+	}
 	if (top)
 		while (skip < nc && inline_starts_at(&chain[nc - 1 - skip], pc))
 			skip++;
