@@ -267,6 +267,14 @@ struct bt_dwidx {
 	} *cus;
 	size_t ncus, ccus, last;
 	size_t budget;             /* DIEs left for the walk under way */
+	struct bt_cumap {          /* units by address, for a module without
+				    * .debug_aranges (see unit_of()) */
+		Dwfl_Module *mod;
+		Dwarf_Addr bias;
+		struct bt_curange { uint64_t lo, hi; Dwarf_Die *cu; } *r;
+		size_t n, cap;     /* r: sorted by lo, no bias */
+	} *cumaps;
+	size_t ncumaps, ccumaps;
 };
 
 static void dwidx_free(struct bt_dwidx *x)
@@ -279,7 +287,89 @@ static void dwidx_free(struct bt_dwidx *x)
 	for (size_t i = 0; i < x->ncus; i++)
 		free(x->cus[i].ranges);
 	free(x->cus);
+	for (size_t i = 0; i < x->ncumaps; i++)
+		free(x->cumaps[i].r);
+	free(x->cumaps);
 	free(x);
+}
+
+static struct bt_dwidx *dwidx_get(struct bt_ctx *c)
+{
+	if (!c->dwidx)
+		c->dwidx = calloc(1, sizeof(*c->dwidx));
+	return c->dwidx;
+}
+
+static int curange_cmp(const void *a, const void *b)
+{
+	const struct bt_curange *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+#define CUMAP_MAX_UNITS (1u << 20)
+
+/*
+ * The compilation unit holding @ip in @mod (and the module's bias).
+ * libdw 0.188 finds units by .debug_aranges only, which clang and rustc
+ * do not write by default: without it, a table of every unit's address
+ * ranges (DW_AT_ranges, low_pc/high_pc) is made once per module.
+ */
+static Dwarf_Die *unit_of(struct bt_ctx *c, Dwfl_Module *mod, uint64_t ip,
+			  Dwarf_Addr *bias)
+{
+	Dwarf_Die *cu = dwfl_module_addrdie(mod, ip, bias);
+	struct bt_dwidx *x;
+	struct bt_cumap *m = NULL;
+
+	if (cu || !(x = dwidx_get(c)))
+		return cu;
+	for (size_t i = 0; i < x->ncumaps && !m; i++)
+		if (x->cumaps[i].mod == mod)
+			m = &x->cumaps[i];
+	if (!m) {
+		Dwarf_Die *u = NULL;
+		Dwarf_Addr b = 0;
+		size_t units = 0;
+
+		if (bt_grow((void **)&x->cumaps, &x->ccumaps, x->ncumaps + 1,
+			    sizeof(*x->cumaps)))
+			return NULL;
+		m = &x->cumaps[x->ncumaps++];
+		*m = (struct bt_cumap){ .mod = mod };
+		while (units++ < CUMAP_MAX_UNITS &&
+		       (u = dwfl_module_nextcu(mod, u, &b)) != NULL) {
+			Dwarf_Addr base, start, end;
+			ptrdiff_t off = 0;
+
+			m->bias = b;
+			while ((off = dwarf_ranges(u, off, &base, &start, &end)) > 0) {
+				if (end <= start)
+					continue;
+				if (bt_grow((void **)&m->r, &m->cap, m->n + 1,
+					    sizeof(*m->r)))
+					break;
+				m->r[m->n++] = (struct bt_curange){ start, end, u };
+			}
+		}
+		if (m->n)
+			qsort(m->r, m->n, sizeof(*m->r), curange_cmp);
+	}
+	uint64_t pc = ip - m->bias;
+	size_t lo = 0, hi = m->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (m->r[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo, k = 0; i > 0 && k < 16; i--, k++)
+		if (pc < m->r[i - 1].hi) {
+			*bias = m->bias;
+			return m->r[i - 1].cu;
+		}
+	return NULL;
 }
 
 static int dwrange_cmp(const void *a, const void *b)
@@ -442,15 +532,12 @@ static struct bt_dwsub *dwidx_find(struct bt_ctx *c, Dwfl_Module *mod,
 				   Dwarf_Die *cu, Dwarf_Addr bias, uint64_t ip,
 				   const char **inl)
 {
-	struct bt_dwidx *x = c->dwidx;
+	struct bt_dwidx *x = dwidx_get(c);
 	struct bt_dwsub *s;
 
 	*inl = NULL;
-	if (!x) {
-		x = c->dwidx = calloc(1, sizeof(*x));
-		if (!x)
-			return NULL;
-	}
+	if (!x)
+		return NULL;
 	struct bt_dwcu *u = dwidx_cu(x, mod, cu, bias);
 	if (!u || !(s = dwidx_lookup(x, u, ip)))
 		return NULL;
@@ -588,7 +675,7 @@ int bt_syms_inline_chain(struct bt_ctx *c, uint64_t ip, int top,
 	base = bt_syms_lookup(c, ip);
 	out[0] = *base;
 	if (!c->dwfl_ok || !(mod = dwfl_addrmodule(c->dwfl, ip)) ||
-	    !(cu = dwfl_module_addrdie(mod, ip, &bias)))
+	    !(cu = unit_of(c, mod, ip, &bias)))
 		return 1;
 	Dwarf_Addr pc = ip - bias;
 	struct bt_dwsub *s = dwidx_find(c, mod, cu, bias, ip, &inl);
@@ -719,7 +806,10 @@ static void lookup(struct bt_ctx *c, uint64_t ip, struct btrace_symbol *s)
 		s->outer = s->function;
 		s->offset = ip - fr->start;
 	}
+	Dwarf_Addr bias;
+	Dwarf_Die *cu = unit_of(c, mod, ip, &bias), *scopes = NULL;
 	Dwfl_Line *l = dwfl_module_getsrc(mod, ip);
+	Dwarf_Line *dl;
 	if (l) {
 		int line = 0;
 		const char *file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
@@ -727,10 +817,16 @@ static void lookup(struct bt_ctx *c, uint64_t ip, struct btrace_symbol *s)
 			s->file = bt_ctx_strdup(c, file);
 			s->line = line;
 		}
+	} else if (cu && (dl = dwarf_getsrc_die(cu, ip - bias))) {
+		/* a unit found without .debug_aranges */
+		int line = 0;
+		const char *file = dwarf_linesrc(dl, NULL, NULL);
+		if (file && dwarf_lineno(dl, &line) == 0) {
+			s->file = bt_ctx_strdup(c, file);
+			s->line = line;
+		}
 	}
 	/* Innermost inlined function, if any. */
-	Dwarf_Addr bias;
-	Dwarf_Die *cu = dwfl_module_addrdie(mod, ip, &bias), *scopes = NULL;
 	if (cu) {
 		const char *inl = NULL, *n = NULL;
 		struct bt_dwsub *sub = dwidx_find(c, mod, cu, bias, ip, &inl);

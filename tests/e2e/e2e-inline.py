@@ -27,6 +27,9 @@ tests/decode/bt-gen-fixture instead: the same programs single-stepped
 natively from main to their death, encoded as Intel PT; the stacks then
 start at main (the history starts there) and are compared the same way.
 
+The clang cases (built by the test when clang is installed, skipped
+otherwise) have no .debug_aranges, where libdw finds no unit by itself.
+
 The glibc cases need glibc's debug info (libc6-dbg): they are skipped when
 /usr/lib/debug/.build-id has no file for the build ID of the libc the
 programs load.  The whole test is skipped without gdb (with its Python) or
@@ -53,6 +56,16 @@ CASES = [
          what='-O2: static inline helper', inlined=['helper']),
     dict(prog='e2e-inline-lto', src='inline-lto-score.c',
          what='-O3 -flto: inlined across units',
+         inlined=['score', 'process']),
+    # clang writes no .debug_aranges: units are found by their ranges
+    dict(prog='clang-inline-chain', src='inline-chain.c',
+         clang=['-O2', 'inline-chain.c'],
+         what='clang -O2 (no .debug_aranges): 3-deep chain',
+         inlined=['inl_leaf', 'inl_top', 'dispatch']),
+    dict(prog='clang-inline-lto', src='inline-lto-score.c',
+         clang=['-O3', '-flto', '-fuse-ld=lld', 'inline-lto-main.c',
+                'inline-lto-score.c'],
+         what='clang -O3 -flto (lld): inlined across units',
          inlined=['score', 'process']),
     dict(prog='e2e-crash-abort', src=None, libc=True,
          what='abort() in glibc (libc6-dbg)', inlined=[]),
@@ -176,6 +189,22 @@ def text_frames(btrace, snap):
     return frames
 
 
+def clang_build(c, srcdir, work):
+    """Build a clang case into @work; None, or why it is skipped."""
+    if not shutil.which('clang'):
+        return 'clang is not installed'
+    if '-fuse-ld=lld' in c['clang'] and not shutil.which('ld.lld'):
+        return 'ld.lld is not installed'
+    args = [a if a.startswith('-') else os.path.join(srcdir, a)
+            for a in c['clang']]
+    r = subprocess.run(['clang', '-g', '-w', '-o',
+                        os.path.join(work, c['prog'])] + args,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError('clang %s: %s' % (' '.join(args), r.stderr[-300:]))
+    return None
+
+
 def skip(t, desc, why):
     t.n += 1
     print('ok %d - %s # SKIP %s' % (t.n, desc, why), flush=True)
@@ -207,6 +236,12 @@ def main():
         for c in CASES:
             prog = os.path.join(progdir, c['prog'])
             name = c['prog']
+            if c.get('clang'):
+                why = clang_build(c, srcdir, work)
+                if why:
+                    skip(t, '%s: %s' % (name, c['what']), why)
+                    continue
+                prog = os.path.join(work, c['prog'])
             if c.get('libc') and not libc_debug_info(prog):
                 skip(t, '%s: %s' % (name, c['what']),
                      'no debug info for the libc in /usr/lib/debug/.build-id '
