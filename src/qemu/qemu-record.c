@@ -1292,10 +1292,17 @@ static void bt_child_died(struct bt_tree *t, struct bt_proc *p)
 	cj.w = NULL;
 	memset(&e, 0, sizeof(e));
 	cj.err = &e;
-	if (bt_wants(&cj, ring_path) &&
-	    bt_snapshot_timed(&cj, ring_path, t->res))
+	if (!bt_wants(&cj, ring_path)) {
+		/* No snapshot: its guest core goes now, not at the end. */
+		char core_path[PATH_MAX];
+
+		bt_core_path(&cj, p->pid, core_path, sizeof(core_path));
+		if (core_path[0])
+			unlink(core_path);
+	} else if (bt_snapshot_timed(&cj, ring_path, t->res)) {
 		fprintf(stderr, "btrace record: forked child %d: %s\n", (int)p->pid,
 			e.msg[0] ? e.msg : "snapshot failed");
+	}
 }
 
 /* New ring files in the directory: forked children to watch. */

@@ -68,7 +68,7 @@ def listing(d):
 
 class Run:
     def __init__(self, btrace, argv, snap, cwd, tmpdir, user=None,
-                 hard_core0=False, extra=()):
+                 hard_core0=False, extra=(), core=None):
         cmd = [btrace, 'record', '-b', 'qemu', '-q', '-o', snap] + \
             list(extra) + ['--'] + argv
         if user:
@@ -79,11 +79,14 @@ class Run:
         def pre():
             if hard_core0:
                 resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            if core:
+                resource.setrlimit(resource.RLIMIT_CORE, core)
 
         p = subprocess.run(cmd, cwd=cwd, env=env, preexec_fn=pre,
                            capture_output=True, text=True,
                            stdin=subprocess.DEVNULL, timeout=600)
         self.rc = p.returncode
+        self.stdout = p.stdout
         self.stderr = p.stderr
         self.report = None
         if os.path.exists(snap):
@@ -305,6 +308,19 @@ def main():
                'no preload library%s' % (
                    'before' if f == 'e1' else 'after a re-execution',
                    '' if text is not None else ' (no output)'))
+
+        # The guest's own RLIMIT_CORE, whatever way it asks, as natively.
+        lim = (0, resource.RLIM_INFINITY)
+        nat = subprocess.run([prog, 'limits'], capture_output=True, text=True,
+                             preexec_fn=lambda: resource.setrlimit(
+                                 resource.RLIMIT_CORE, lim))
+        run = Run(btrace, [prog, 'limits'], os.path.join(cwd, 'l.btrace'),
+                  cwd, tmp, core=lim)
+        ok(nat.returncode == 0 and run.rc == 0 and
+           run.stdout == nat.stdout and nat.stdout.count('\n') == 3,
+           'the guest sees its own RLIMIT_CORE as natively')
+        if run.stdout != nat.stdout:
+            T.diag('native:\n%s\nbtrace:\n%s' % (nat.stdout, run.stdout))
     return T.done()
 
 

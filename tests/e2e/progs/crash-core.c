@@ -11,6 +11,9 @@
  *   crash-core overflow     unbounded recursion into the stack's guard
  *   crash-core abort        abort()
  *   crash-core quit         raise(SIGQUIT)
+ *   crash-core limits       prints RLIMIT_CORE as the legacy getrlimit
+ *                           system call gives it (signals unblocked, then
+ *                           all blocked) and as getrlimit() does, exits 0
  *   crash-core daemon PIDFILE GOFILE
  *                           exits 0 at once; a grandchild in a session of
  *                           its own writes its pid to PIDFILE, waits until
@@ -26,7 +29,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static char *secret_copy;
@@ -112,6 +117,24 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "quit")) {
 		raise(SIGQUIT);
 		return 3;
+	} else if (!strcmp(mode, "limits")) {
+		struct rlimit r;
+		sigset_t all;
+
+		syscall(SYS_getrlimit, RLIMIT_CORE, &r);
+		printf("getrlimit syscall: %llu %llu\n",
+		       (unsigned long long)r.rlim_cur,
+		       (unsigned long long)r.rlim_max);
+		sigfillset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		syscall(SYS_getrlimit, RLIMIT_CORE, &r);
+		printf("getrlimit syscall, signals blocked: %llu %llu\n",
+		       (unsigned long long)r.rlim_cur,
+		       (unsigned long long)r.rlim_max);
+		getrlimit(RLIMIT_CORE, &r);
+		printf("getrlimit: %llu %llu\n", (unsigned long long)r.rlim_cur,
+		       (unsigned long long)r.rlim_max);
+		return 0;
 	} else if (!strcmp(mode, "daemon")) {
 		return argc > 3 ? daemon_mode(argv[2], argv[3]) : 2;
 	}
