@@ -46,6 +46,18 @@ int cli_parse_size(const char *s, uint64_t *out);
 /* Parse an unsigned integer (decimal or 0x); -1 if invalid. */
 int cli_parse_u64(const char *s, uint64_t *out);
 
+/*
+ * Text from a snapshot (names, paths, metadata, symbols) made safe to print
+ * on a terminal: control characters (C0, DEL, and C1 U+0080-U+009F) and
+ * bytes that are not valid UTF-8 become \xNN, a backslash becomes \\, so
+ * no snapshot can move the cursor, set the title or forge a line.  The
+ * result lives until 16 later calls; NULL stays NULL.  Every command prints
+ * snapshot text through this.
+ */
+const char *cli_esc(const char *s);
+/* Length of the valid UTF-8 sequence at @p, 0 when invalid (json.c). */
+size_t cli_utf8_len(const unsigned char *p);
+
 /* Minimal JSON writer on a FILE with indentation and proper escaping. */
 struct json {
 	FILE *f;
