@@ -6,6 +6,9 @@
 #include <stdlib.h>
 
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <btrace/snapshot.h>
 
@@ -154,4 +157,39 @@ const char *cli_esc(const char *s)
 	}
 	o[n] = 0;
 	return o;
+}
+
+int cli_check_output(const char *cmd, const char *out)
+{
+	char dir[PATH_MAX];
+	struct rlimit rl;
+	struct stat st;
+
+	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		return cli_failf(cmd, "raise it (ulimit -f unlimited); the traced program can be given its own limit inside the command",
+				 "the file size limit (ulimit -f) is %llu bytes: the trace files and the snapshot may not fit, and btrace would lose the recording",
+				 (unsigned long long)rl.rlim_cur);
+	if (out && !*out)
+		return cli_usage(cmd, "the output file name is empty");
+	if (out && stat(out, &st) == 0 && S_ISDIR(st.st_mode))
+		return cli_failf(cmd, "give a file name, e.g. -o DIR/NAME.btrace",
+				 "%s: cannot write the snapshot there: it is a directory",
+				 cli_esc(out));
+	snprintf(dir, sizeof(dir), "%s", out ? out : ".");
+	if (out) {
+		char *slash = strrchr(dir, '/');
+
+		if (!slash)
+			snprintf(dir, sizeof(dir), ".");
+		else if (slash == dir)
+			dir[1] = 0;
+		else
+			*slash = 0;
+	}
+	if (access(dir, W_OK | X_OK) < 0)
+		return cli_failf(cmd, "choose another place with -o, or fix the directory",
+				 "%s: cannot write the snapshot in directory %s: %s",
+				 out ? cli_esc(out) : "(default name)", cli_esc(dir),
+				 strerror(errno));
+	return 0;
 }

@@ -41,6 +41,14 @@ struct btrace_snapshot;
 int cli_read_snapshot(const char *cmd, const char *path,
 		      struct btrace_snapshot **snap, char *dir);
 
+/*
+ * Can a snapshot be written at @out (NULL: a default name in the current
+ * directory)?  Its directory must let us create files, @out must not be a
+ * directory, and no file size limit (ulimit -f) may cut it short.  Prints
+ * the error and returns 1, else 0.
+ */
+int cli_check_output(const char *cmd, const char *out);
+
 /* Parse sizes such as 4096, 64K, 4M, 1G (binary units); -1 if invalid. */
 int cli_parse_size(const char *s, uint64_t *out);
 /* Parse an unsigned integer (decimal or 0x); -1 if invalid. */
