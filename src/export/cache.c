@@ -73,7 +73,8 @@ static int own_dir(const char *path)
 }
 
 /*
- * mkdir -p @path (0755).  Every component that ends after offset @strict
+ * mkdir -p @path (0700: the cache holds the program's code, the owner's
+ * alone).  Every component that ends after offset @strict
  * must be a directory of ours (own_dir): a link or a directory another
  * user planted there is refused, never followed.  Directories created are
  * recorded in @c.
@@ -91,7 +92,7 @@ static int mkdir_p(struct bt_cache *c, char *path, size_t strict)
 		if (path[i - 1] == '/')
 			continue;
 		path[i] = 0;
-		if (mkdir(path, 0755) == 0)
+		if (mkdir(path, 0700) == 0)
 			made(c, path);
 		else if (errno != EEXIST)
 			rc = -errno;
@@ -328,7 +329,7 @@ int bt_cache_add(struct bt_cache *c, const struct btrace_snapshot *snap,
 	}
 	rc = mkdir_p(c, dir, strlen(c->dir));
 	if (!rc)
-		rc = write_sparse(c, file, data, n, 0755);
+		rc = write_sparse(c, file, data, n, 0600);
 	free(data);
 	if (rc)
 		return bt_error(err, rc,
@@ -383,7 +384,7 @@ int bt_cache_add_raw(struct bt_cache *c, const char *name, const uint8_t *data,
 		*slash = 0;
 	rc = mkdir_p(c, dir, strlen(c->dir));
 	if (!rc)
-		rc = write_sparse(c, abs, data, n, 0644);
+		rc = write_sparse(c, abs, data, n, 0600);
 	if (rc)
 		return bt_error(err, rc, "%s: write code file failed: %s", abs,
 				btrace_strerror(rc));
