@@ -191,10 +191,11 @@ int bt_registry_claim(pid_t target, uint32_t backend,
 		if (fstat(o->lock_fd, &a) < 0 || !S_ISREG(a.st_mode) ||
 		    a.st_uid != geteuid() || a.st_nlink != 1) {
 			close(o->lock_fd);
+			bt_error(err, -EPERM,
+				 "registry: %s: refused: not a plain file of uid %u (remove it)",
+				 o->lock_path, (unsigned)geteuid());
 			free(o);
-			return bt_error(err, -EPERM,
-					"registry: %s: refused: not a plain file of uid %u (remove it)",
-					o->lock_path, (unsigned)geteuid());
+			return -EPERM;
 		}
 		if (flock(o->lock_fd, LOCK_EX | LOCK_NB) < 0) {
 			pid_t p = read_owner(o->lock_fd);
