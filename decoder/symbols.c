@@ -707,20 +707,22 @@ int bt_syms_inline_chain(struct bt_ctx *c, uint64_t ip, int top,
 		while (skip < nc && inline_starts_at(&chain[nc - 1 - skip], pc))
 			skip++;
 	shown = nc - skip;
-	/* room for the physical frame: the innermost inline frames go */
+	/* room for the physical frame: the outermost inline frames go (the
+	 * innermost is where the code is) */
 	int first = shown > n - 1 ? shown - (n - 1) : 0;
 	k = 0;
-	for (int i = shown - 1 - first; i >= -1; i--) {
+	for (int i = shown - 1; i >= first - 1; i--) {
+		int j = i >= first ? i : -1;  /* -1: the physical frame */
 		struct btrace_symbol *o = &out[k++];
 		*o = *base;
-		o->function = i >= 0 ? inline_name(c, &chain[i]) : base->outer;
-		if (i >= 0 && !o->function)
+		o->function = j >= 0 ? inline_name(c, &chain[j]) : base->outer;
+		if (j >= 0 && !o->function)
 			o->function = "??";
-		/* where this frame is: in its callee's call site, or for
-		 * the innermost frame shown, at @pc (or the call site of
-		 * the first call gdb does not show) */
-		if (i + 1 < nc && (i + 1 < shown - first || skip || first))
-			inline_call_site(c, &chain[i + 1], o);
+		/* each frame is where it calls the next one in: the call
+		 * site of the inlined call inside it (also when gdb's rule
+		 * or the room hid that call); the innermost at @pc */
+		if (j + 1 < nc)
+			inline_call_site(c, &chain[j + 1], o);
 	}
 	return k;
 }
