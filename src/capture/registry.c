@@ -735,7 +735,8 @@ int bt_registry_request_snapshot(pid_t target, int *fd, char *note,
 
 int bt_registry_save(int fd, const char *path, struct btrace_error *err)
 {
-	char tmp[4200], buf[65536];
+	const size_t bufsize = 1u << 16;
+	char tmp[4200], *buf;
 	struct stat st;
 	off_t off = 0, size;
 	int out, r = 0;
@@ -746,13 +747,18 @@ int bt_registry_save(int fd, const char *path, struct btrace_error *err)
 		return bt_error(err, -EINVAL, "%s: write failed: the snapshot is not a regular file",
 				path);
 	size = st.st_size;
+	buf = malloc(bufsize);   /* not on the stack: btrace runs under small stacks */
+	if (!buf)
+		return bt_error(err, -ENOMEM, "%s: write failed: out of memory", path);
 	out = bt_tmp_create(path, tmp, sizeof(tmp), 0600);
-	if (out < 0)
+	if (out < 0) {
+		free(buf);
 		return bt_error(err, out, "%s: create failed: %s", path,
 				strerror(-out));
+	}
 	while (off < size) {
-		size_t want = (size_t)(size - off) < sizeof(buf) ?
-			      (size_t)(size - off) : sizeof(buf);
+		size_t want = (size_t)(size - off) < bufsize ?
+			      (size_t)(size - off) : bufsize;
 		ssize_t n = pread(fd, buf, want, off);
 
 		if (n < 0 && errno == EINTR)
@@ -769,6 +775,7 @@ int bt_registry_save(int fd, const char *path, struct btrace_error *err)
 		}
 		off += n;
 	}
+	free(buf);
 	r = bt_tmp_commit(out, tmp, path, r);
 	if (r)
 		return bt_error(err, r, "%s: write failed: %s", path, strerror(-r));
