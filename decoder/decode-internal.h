@@ -204,8 +204,9 @@ int bt_plt_contains(const struct bt_ctx *c, uint64_t ip);
 const char *bt_syms_demangle(struct bt_ctx *c, const char *name, size_t len);
 /* The frames of the physical frame at @ip, innermost first: the inlined
  * calls holding @ip, then the function they are inlined in (the last), up
- * to @n symbols; returns the count.  Each is located at its callee's call
- * site (DW_AT_call_file/line), the innermost at @ip.  @top: @ip is where
+ * to @n symbols (a deeper chain loses its outermost inline frames);
+ * returns the count.  Each is located where it makes the inlined call it
+ * holds (DW_AT_call_file/line), the innermost at @ip.  @top: @ip is where
  * the program stopped (frame 0): an inlined call that starts at @ip is not
  * shown (gdb's rule), its caller is, at the call site. */
 int bt_syms_inline_chain(struct bt_ctx *c, uint64_t ip, int top,
