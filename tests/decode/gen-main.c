@@ -6,7 +6,8 @@
  * -b BTS, -r return compression, -T TNT-64, -p PSB period, -w ring size,
  * -O overflow over truth[FROM, TO), -n no embedded code, -R no registers,
  * -S SYM:COUNT replay the loop between arrivals at SYM COUNT more times,
- * -F record the first signal's siginfo (a re-raised fault, as QEMU does).
+ * -F record the first signal's siginfo (a re-raised fault, as QEMU does),
+ * -Q label it QEMU's and place faults at their block's start as QEMU does.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +23,7 @@ int main(int argc, char **argv)
 	char eb[512];
 	int c;
 
-	while ((c = getopt(argc, argv, "brTp:w:O:nRFo:S:")) != -1) {
+	while ((c = getopt(argc, argv, "brTp:w:O:nRFQo:S:")) != -1) {
 		switch (c) {
 		case 'b': o.bts = 1; break;
 		case 'r': o.retcomp = 1; break;
@@ -36,6 +37,7 @@ int main(int argc, char **argv)
 		case 'n': o.no_code = 1; break;
 		case 'R': o.no_regs = 1; break;
 		case 'F': o.first_siginfo = 1; break;
+		case 'Q': o.qemu = 1; break;
 		case 'o': o.out = optarg; break;
 		case 'S': {
 			/* -S SYMBOL:COUNT: replay a steady-state loop COUNT times */
@@ -48,7 +50,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		default:
-			fprintf(stderr, "usage: bt-gen-fixture [-b] [-r] [-T] [-p PSB] [-w RING] [-O A:B] [-n] [-R] [-F] -o OUT -- PROG [ARGS]\n");
+			fprintf(stderr, "usage: bt-gen-fixture [-b] [-r] [-T] [-p PSB] [-w RING] [-O A:B] [-n] [-R] [-F] [-Q] -o OUT -- PROG [ARGS]\n");
 			return 2;
 		}
 	}
