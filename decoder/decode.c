@@ -445,8 +445,12 @@ static int decode_pt_tail(struct bt_ctx *c, const struct btrace_buffer *buf,
 	size_t stack_frames = 0;
 	int ret;
 
-	if (first < 0)
-		return bt_pt_decode(c, buf, b);
+	if (first < 0) {
+		/* nothing to decode: still a thread with its fault and the
+		 * frame where it was */
+		ret = bt_pt_decode(c, buf, b);
+		return ret < 0 ? ret : bt_analyze_thread(c, b);
+	}
 	b->t->unusable_bytes = (uint64_t)first;
 	for (;;) {
 		/* the step-th PSB before the previous start */

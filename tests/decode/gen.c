@@ -534,8 +534,24 @@ static int write_snapshot(const struct gen_opts *o, const struct btrace_buffer *
 	cfg.user_only = 1;
 	cfg.crash_mode = BTRACE_CRASH_PRECISE;
 	rc = btrace_writer_set_config(w, &cfg, &err);
+	static const uint8_t pad[64];
+	struct btrace_buffer empty = *buf;
+	if (o->empty_trace) {
+		empty.data = pad;
+		empty.size = sizeof(pad);
+		empty.flags = 0;
+	}
 	if (!rc)
-		rc = btrace_writer_add_buffer(w, buf, &err);
+		rc = btrace_writer_add_buffer(w, o->empty_trace ? &empty : buf, &err);
+	for (int i = 0; !rc && i < 4 && o->meta[i]; i++) {
+		char kv[512], *eq;
+		snprintf(kv, sizeof(kv), "%s", o->meta[i]);
+		eq = strchr(kv, '=');
+		if (!eq)
+			continue;
+		*eq = 0;
+		rc = btrace_writer_add_meta(w, kv, eq + 1, &err);
+	}
 	task.pid = task.tid = pid;
 	task.ppid = getpid();
 	task.flags = BTRACE_TASK_CRASHED;

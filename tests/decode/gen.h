@@ -31,6 +31,8 @@ struct gen_opts {
 				 * instruction after a branch), and, with
 				 * @no_regs, the signal's fault_ip at that
 				 * block (fault_source BLOCK) */
+	int empty_trace;        /* the buffer holds no trace (pad bytes) */
+	const char *meta[4];    /* "key=value" metadata to write, NULL ends */
 	uint64_t max_steps;     /* 0: 2,000,000 */
 	const char *repeat_sym; /* with @repeat: replay the steps between the
 				 * 8th and 12th arrival at this IP @repeat
