@@ -588,7 +588,7 @@ static int find_fault(struct bt_ctx *c, struct bt_thread_build *bb,
 		f->how = "registers at the signal";
 		if (sent) {
 			f->kind = BTRACE_FAULT_KIND_SENT;
-			f->how = "registers at the signal (where the thread was)";
+			f->how = "registers at the signal";
 		}
 		if (bb->ended_async && bb->last_async_ip == f->ip) {
 			*item = bb->last_async_block;

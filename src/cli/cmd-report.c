@@ -296,8 +296,7 @@ static void print_calls(FILE *f, const struct btrace_thread *t, uint64_t want)
 		fputc('\n', f);
 	}
 	if (t->fault.found && t->nstack) {
-		fprintf(f, "  => %s in %s",
-			t->fault.kind == BTRACE_FAULT_KIND_SENT ? "signal" : "fault",
+		fprintf(f, "  => fault in %s",
 			where(a, sizeof(a), t->fault.ip, &t->stack[0].sym));
 		srcline(b, sizeof(b), &t->stack[0].sym);
 		fprintf(f, "%s%s\n", b[0] ? "  " : "", b);
@@ -368,7 +367,8 @@ static void print_blocks(FILE *f, const struct btrace_thread *t, uint64_t want)
 	else if (t->fault.found)
 		fprintf(f, "  0x%012llx  => %s: %s\n",
 			(unsigned long long)t->fault.ip,
-			t->fault.kind == BTRACE_FAULT_KIND_SENT ? "signal" : "fault",
+			t->fault.kind == BTRACE_FAULT_KIND_SENT ?
+			"signal (sent; the next instruction)" : "fault",
 			t->fault.insn[0] ? t->fault.insn : "(no code)");
 	size_t after = 0;
 	for (size_t i = end + 1; i < t->nblocks; i++)
@@ -498,8 +498,7 @@ static void print_thread(FILE *f, const struct btrace_decode_result *r,
 	} else if (t->fault.found) {
 		const struct btrace_fault *ft = &t->fault;
 		int sent = ft->kind == BTRACE_FAULT_KIND_SENT;
-		fprintf(f, "%s %s", sent ? "at       " : "fault    ",
-			where(a, sizeof(a), ft->ip, &ft->sym));
+		fprintf(f, "fault     %s", where(a, sizeof(a), ft->ip, &ft->sym));
 		srcline(b, sizeof(b), &ft->sym);
 		if (b[0])
 			fprintf(f, " at %s", b);
@@ -508,8 +507,9 @@ static void print_thread(FILE *f, const struct btrace_decode_result *r,
 		if (ft->sym.module)
 			fprintf(f, "          in %s\n", ft->sym.module);
 		if (sent)
-			fprintf(f, "          the signal was sent, nothing faulted: "
-				"where the thread was (%s)\n", ft->how ? ft->how : "");
+			fprintf(f, "          sent: the signal was sent, nothing "
+				"faulted; this is where the thread was (%s)\n",
+				ft->how ? ft->how : "");
 		else
 			fprintf(f, "          %s: %s\n", ft->exact ? "exact" : "approximate",
 				ft->how ? ft->how : "");

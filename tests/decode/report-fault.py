@@ -198,7 +198,7 @@ def main():
            not any(x.get('fault') for x in r['threads'][0]['tail']),
            'kill(): where the thread was: %s, no fault entry in the tail'
            % st)
-        ok('the signal was sent, nothing faulted' in text,
+        ok('sent: the signal was sent, nothing faulted' in text,
            'kill(): text says the signal was sent')
 
         # -- a coroutine switched by hand ---------------------------------
