@@ -589,6 +589,12 @@ static int find_fault(struct bt_ctx *c, struct bt_thread_build *bb,
 		if (sent) {
 			f->kind = BTRACE_FAULT_KIND_SENT;
 			f->how = "registers at the signal";
+		} else if (!kernel_sent) {
+			/* si_code unknown: a fault, or a signal sent from
+			 * outside; the place is exact, the cause is not known */
+			f->how = "registers at the signal (si_code unknown: "
+				 "this instruction faulted, or the signal was "
+				 "sent while the thread was here)";
 		}
 		if (bb->ended_async && bb->last_async_ip == f->ip) {
 			*item = bb->last_async_block;

@@ -605,12 +605,15 @@ static void report_text(FILE *f, const char *path,
 		fprintf(f, "image     %s\n", r->image_notes[i]);
 	if (!r->nthreads)
 		fprintf(f, "\n(no trace buffers in this snapshot)\n");
+	/* A signal sent from outside: where every thread was is the answer */
+	int all = o->all || (ct && ct->fault.kind == BTRACE_FAULT_KIND_SENT &&
+			     s && s->sender_pid && s->sender_pid != r->pid);
 	for (size_t i = 0; i < r->nthreads; i++) {
-		if (!o->all && !o->tid && i > 0 && r->crashed_thread >= 0)
+		if (!all && !o->tid && i > 0 && r->crashed_thread >= 0)
 			break;
 		print_thread(f, r, &r->threads[i], o);
 	}
-	if (!o->all && !o->tid && r->crashed_thread >= 0 && r->nthreads > 1)
+	if (!all && !o->tid && r->crashed_thread >= 0 && r->nthreads > 1)
 		fprintf(f, "\n(%zu other thread%s: btrace report --all-threads)\n",
 			r->nthreads - 1, r->nthreads > 2 ? "s" : "");
 }
