@@ -3,7 +3,7 @@
 """The fault, what ran after it, and what the report does not know (TAP).
 
     report-fault.py BTRACE BT_GEN_FIXTURE LOOP FIRST NODEFER SIGLJ KILL CTX
-                    HANDLER
+                    HANDLER LJREC
 
 Each case writes a synthetic snapshot of a real program single-stepped to
 its death (bt-gen-fixture: the truth is the ptrace path) and checks
@@ -21,6 +21,8 @@ its death (bt-gen-fixture: the truth is the ptrace path) and checks
   false, the block holds the first fault;
 - SIGSEGV sent with kill(): kind "sent", where the thread was, the sender;
 - a coroutine switched by swapcontext: the stack has no frame of main's;
+- longjmp landing in the innermost frame of a recursive function: the
+  outer frames of the recursion stay;
 - nothing decoded but registers: the function is still a frame;
 - limit.* metadata and qemu.threads_untraced as limits.
 """
@@ -70,7 +72,7 @@ def hexv(v):
 
 def main():
     btrace, genexe = sys.argv[1:3]
-    loop, first, nodefer, siglj, kill, ctx, handler = sys.argv[3:10]
+    loop, first, nodefer, siglj, kill, ctx, handler, ljrec = sys.argv[3:11]
     work = tempfile.mkdtemp(prefix='btrace-fault.')
     try:
         # -- a fault known only to its block ------------------------------
@@ -209,6 +211,14 @@ def main():
         ok(fns(st) == ['boom', 'co_body'] and st[-1]['partial'] and
            hexv(r['fault']['ip']) == truth,
            'swapcontext: boom <- co_body, callers unknown: %s' % fns(st))
+
+        # -- longjmp into the innermost frame of a recursion --------------
+        snap = os.path.join(work, 'ljrec.btrace')
+        truth, _ = gen(genexe, snap, ljrec, '-r')
+        text, r = report(btrace, snap)
+        st = fns(r['threads'][0]['stack'])
+        ok(st == ['crash', 'rec', 'rec', 'rec', 'rec', 'main'],
+           'longjmp into a recursion: crash <- rec x4 <- main: %s' % st)
 
         # -- nothing decoded, registers -----------------------------------
         snap = os.path.join(work, 'empty.btrace')
