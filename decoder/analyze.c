@@ -78,6 +78,50 @@ static int frame_of_function(struct bt_walk *w, uint64_t func, size_t below)
 	return -1;
 }
 
+/* A signal frame is on the stack: code runs in a handler. */
+static int in_signal(const struct bt_walk *w)
+{
+	for (size_t k = w->nfr; k-- > 0;)
+		if (w->fr[k].flags & BTRACE_CALL_SIGNAL)
+			return 1;
+	return 0;
+}
+
+/* The QEMU backend places a fault in the trace at the start of its block
+ * (it knows blocks, not instructions): its asynchronous events say where
+ * a block began, not which of its instructions was interrupted. */
+static int block_granular(const struct bt_ctx *c)
+{
+	return c->snap->has_config &&
+	       c->snap->config.backend == BTRACE_BACKEND_QEMU;
+}
+
+/* The last instruction of the straight-line code from @ip: the first
+ * branch (or system call) at or after it, within 512 instructions (the
+ * longest QEMU block); @ip itself when there is no code. */
+static uint64_t straight_end(struct bt_ctx *c, uint64_t ip)
+{
+	uint64_t at = ip;
+
+	for (int i = 0; i < 512; i++) {
+		const struct bt_insn_info *ii = bt_insn_classify(c, at);
+		if (!ii->size || ii->cls != BTRACE_INSN_OTHER)
+			return at;
+		at += ii->size;
+	}
+	return at;
+}
+
+/* rt_sigreturn went back to @ip: is that where the signal frame @f
+ * interrupted?  Block-granular traces (QEMU) know only the start of the
+ * interrupted block; the return goes to the instruction in it. */
+static int sigret_to(struct bt_ctx *c, const struct bt_frame *f, uint64_t ip)
+{
+	if (f->ret == ip)
+		return 1;
+	return block_granular(c) && ip > f->ret && ip <= straight_end(c, f->ret);
+}
+
 /* Control arrived at @ip after a return. */
 static int on_return(struct bt_ctx *c, struct bt_walk *w, uint64_t ip)
 {
@@ -97,11 +141,12 @@ static int on_return(struct bt_ctx *c, struct bt_walk *w, uint64_t ip)
 		f->ip = ip;
 		return 0;
 	}
-	if (w->nfr > 1) {
-		pop_to(w, w->nfr - 2);
-		return 0;
-	}
-	/* Return past the start of the history: a new outer frame. */
+	/* A return to an address no frame expects (swapcontext/setcontext
+	 * end with a ret into another context, a coroutine switch by hand):
+	 * the frames below belong to the context that was left, not to this
+	 * one.  The known part of the stack ends here; nothing is grafted.
+	 * With no frame left it is a return past the start of the history.
+	 * Either way: a new outer frame, callers unknown. */
 	w->depth--;
 	w->nfr = 0;
 	return push(w, (struct bt_frame){ 0, 0, bt_syms_func_start(c, ip, NULL), ip,
@@ -310,12 +355,15 @@ int bt_walk_item(struct bt_ctx *c, struct bt_thread_build *bb,
 		if (w->async_pending && b->ip != w->async_ip) {
 			/* a signal handler entered: a fault candidate when it
 			 * came right after the interruption */
-			if (prev_async) {
+			if (prev_async && !in_signal(w)) {
+				/* the first delivery of an episode (nested
+				 * ones, in a handler, belong to it) */
 				struct bt_stack_copy tmp = w->at_handler;
 				w->at_handler = w->at_async;
 				w->at_async = tmp;
 				w->handler_item = (int64_t)w->async_index;
 				w->handler_ip = w->async_ip;
+				w->ep_closed = 0;
 			}
 			/* a signal frame */
 			w->depth++;
@@ -338,9 +386,15 @@ int bt_walk_item(struct bt_ctx *c, struct bt_thread_build *bb,
 		/* sigreturn: back to an interrupted instruction */
 		for (size_t k = w->nfr; k-- > 0;) {
 			if ((w->fr[k].flags & BTRACE_CALL_SIGNAL) &&
-			    w->fr[k].ret == b->end_ip && k > 0) {
+			    sigret_to(c, &w->fr[k], b->end_ip) && k > 0) {
 				pop_to(w, k - 1);
 				w->pending = 1;
+				if (!in_signal(w) && w->handler_item >= 0 &&
+				    !w->ep_closed) {
+					w->ep_closed = 1;
+					w->ep_ninsn = bb->t->ninsn;
+					w->ep_ret_ip = b->end_ip;
+				}
 				return 0;
 			}
 		}
@@ -396,9 +450,70 @@ void bt_walk_end(struct bt_thread_build *b)
 	b->w = NULL;
 }
 
+static int is_trap(struct bt_ctx *c, uint64_t ip)
+{
+	struct btrace_insn in;
+
+	if (bt_insn_disasm(c, ip, &in) < 0 || !in.size)
+		return 0;
+	return !strncmp(in.text, "ud2", 3) || !strncmp(in.text, "int3", 4) ||
+	       !strncmp(in.text, "int ", 4) || !strncmp(in.text, "into", 4) ||
+	       !strncmp(in.text, "hlt", 3);
+}
+
+/* The fault is somewhere in the straight-line code from @start. */
+static void in_block(struct bt_ctx *c, struct btrace_fault *f, uint64_t start)
+{
+	f->exact = 0;
+	f->ip = start;
+	f->block_ip = start;
+	f->block_end_ip = straight_end(c, start);
+}
+
+/* An address the trace gives for the fault: exact, unless the trace knows
+ * only blocks there (QEMU: a trap is placed exactly, anything else at its
+ * block's start). */
+static void from_trace(struct bt_ctx *c, struct btrace_fault *f, uint64_t ip)
+{
+	f->ip = ip;
+	f->exact = 1;
+	if (block_granular(c) && !is_trap(c, ip))
+		in_block(c, f, ip);
+}
+
+/* Where the thread was at the end of the trace: the registers, the
+ * asynchronous end, the last block. */
+static uint64_t end_ip(struct bt_ctx *c, struct bt_thread_build *bb,
+		       const char **how)
+{
+	const struct btrace_signal *sig = c->snap->signal;
+	struct btrace_thread *t = bb->t;
+	const char *rr = btrace_snapshot_meta(c->snap, "qemu.reraise_ip");
+
+	if (sig && sig->has_regs && sig->regs[BTRACE_REG_RIP]) {
+		*how = "registers at the signal";
+		return sig->regs[BTRACE_REG_RIP];
+	}
+	if (rr && strtoull(rr, NULL, 0)) {
+		*how = "registers at the death (guest core)";
+		return strtoull(rr, NULL, 0);
+	}
+	if (bb->ended_async) {
+		*how = "end of the trace (asynchronous disable)";
+		return bb->last_async_ip;
+	}
+	for (size_t i = t->nblocks; i-- > 0;) {
+		if (t->blocks[i].kind == BTRACE_ITEM_BLOCK) {
+			*how = "end of the trace: the last instruction decoded";
+			return t->blocks[i].end_ip;
+		}
+	}
+	return 0;
+}
+
 /* Which item is the fault and which saved stack goes with it:
  * 0 the live stack (at the end), 1 at the last ITEM_ASYNC, 2 at the
- * handler's ITEM_ASYNC. */
+ * delivery of the signal episode (the first fault a handler took). */
 static int find_fault(struct bt_ctx *c, struct bt_thread_build *bb,
 		      int64_t *item)
 {
@@ -412,51 +527,112 @@ static int find_fault(struct bt_ctx *c, struct bt_thread_build *bb,
 		return 0;
 	f->found = 1;
 	int kernel_sent = sig && sig->code > 0;
+	int sent = sig && sig->code <= 0 && sig->code != BTRACE_SIGCODE_UNKNOWN;
 	int have_regs = sig && (sig->fault_source == BTRACE_FAULT_REGS ||
 				sig->fault_source == BTRACE_FAULT_CORE);
-	/* The program may have handled the signal (and re-raised it): the
-	 * fault is then the last asynchronous event that entered a handler. */
-	int64_t handler = w->handler_item;
+	uint64_t regs_ip = !have_regs ? 0 : sig->fault_ip ? sig->fault_ip :
+			   (sig->has_regs ? sig->regs[BTRACE_REG_RIP] : 0);
+	/* The recorded signal is the fault's and another one ended the
+	 * process (the QEMU backend after a handler went on) */
+	int final_other = btrace_snapshot_meta(c->snap, "qemu.final_signal") != NULL;
+	/* The death was itself a fault the kernel raised */
+	int death_fault = kernel_sent && !final_other;
 
-	if (kernel_sent && have_regs) {
-		f->ip = sig->fault_ip ? sig->fault_ip :
-			(sig->has_regs ? sig->regs[BTRACE_REG_RIP] : 0);
+	/*
+	 * A signal episode: a fault (or signal) delivered to a handler, then
+	 * the handler's path.  It started the death when the thread is still
+	 * in it (the handler re-raised, aborted, faulted again), when
+	 * rt_sigreturn went back and nothing ran before the death (the
+	 * instruction faulted again), or when it was left some other way
+	 * (siglongjmp) and the death was not a new fault.  Its first delivery
+	 * is the fault; what ran after it is the handler's.
+	 */
+	int64_t ep = w->handler_item;
+	if (ep >= 0) {
+		int open = in_signal(w);
+		int reexec = w->ep_closed && t->ninsn == w->ep_ninsn;
+		if (!(open || reexec || (!w->ep_closed && !death_fault)))
+			ep = -1;
+	}
+	if (ep >= 0) {
+		*item = ep;
+		from_trace(c, f, w->handler_ip);
+		f->how = f->exact ?
+			"trace: asynchronous event before the signal handler" :
+			"trace: the block holding the fault, before the signal "
+			"handler";
+		if (have_regs && kernel_sent && regs_ip &&
+		    (regs_ip == w->handler_ip ||
+		     (!f->exact && regs_ip >= f->block_ip &&
+		      regs_ip <= f->block_end_ip && w->ep_closed &&
+		      t->ninsn == w->ep_ninsn && w->ep_ret_ip == regs_ip))) {
+			/* the handler returned, the instruction faulted again:
+			 * the registers are at it */
+			f->ip = regs_ip;
+			f->exact = 1;
+			f->block_ip = f->block_end_ip = 0;
+			f->how = "registers at the signal (the handler returned "
+				 "to the faulting instruction)";
+		} else if (sig && sig->fault_source == BTRACE_FAULT_BLOCK &&
+			   sig->fault_ip && !f->exact) {
+			in_block(c, f, sig->fault_ip);
+			f->how = "capture: the block holding the fault, before "
+				 "the signal handler";
+		}
+		f->death_ip = end_ip(c, bb, &f->death_how);
+		return 2;
+	}
+	if (have_regs && regs_ip) {
+		f->ip = regs_ip;
 		f->exact = 1;
 		f->how = "registers at the signal";
+		if (sent) {
+			f->kind = BTRACE_FAULT_KIND_SENT;
+			f->how = "registers at the signal";
+		} else if (!kernel_sent) {
+			/* si_code unknown: a fault, or a signal sent from
+			 * outside; the place is exact, the cause is not known */
+			f->how = "registers at the signal (si_code unknown: "
+				 "this instruction faulted, or the signal was "
+				 "sent while the thread was here)";
+		}
 		if (bb->ended_async && bb->last_async_ip == f->ip) {
 			*item = bb->last_async_block;
 			return 1;
 		}
-	} else if (handler >= 0 && (!kernel_sent || !bb->ended_async)) {
-		f->ip = w->handler_ip;
-		f->exact = 1;
-		f->how = "trace: asynchronous event before the signal handler";
-		*item = handler;
-		return 2;
-	} else if (bb->ended_async) {
-		f->ip = bb->last_async_ip;
-		f->exact = 1;
+		return 0;
+	}
+	if (sent)
+		f->kind = BTRACE_FAULT_KIND_SENT;
+	if (bb->ended_async) {
+		from_trace(c, f, bb->last_async_ip);
 		f->how = bb->last_async_kernel ?
 			"trace: entry to the kernel (async branch)" :
-			"trace: asynchronous disable (FUP + TIP.PGD)";
+			f->exact ? "trace: asynchronous disable (FUP + TIP.PGD)" :
+			"trace: the block where the trace stopped";
+		if (sig && sig->fault_source == BTRACE_FAULT_BLOCK &&
+		    sig->fault_ip && !f->exact) {
+			in_block(c, f, sig->fault_ip);
+			f->how = "capture: the block holding the fault";
+		}
 		*item = bb->last_async_block;
 		return 1;
-	} else if (sig && sig->fault_source == BTRACE_FAULT_BLOCK) {
-		f->ip = sig->fault_ip;
-		f->exact = 0;
-		f->how = "capture: the block holding the fault";
-	} else {
-		for (size_t i = t->nblocks; i-- > 0;) {
-			if (t->blocks[i].kind == BTRACE_ITEM_BLOCK) {
-				f->ip = t->blocks[i].end_ip;
-				break;
-			}
-		}
-		f->exact = 0;
-		f->how = "end of trace: the last instruction decoded";
-		if (!f->ip)
-			f->found = 0;
 	}
+	if (sig && sig->fault_source == BTRACE_FAULT_BLOCK && sig->fault_ip) {
+		in_block(c, f, sig->fault_ip);
+		f->how = "capture: the block holding the fault";
+		return 0;
+	}
+	for (size_t i = t->nblocks; i-- > 0;) {
+		if (t->blocks[i].kind == BTRACE_ITEM_BLOCK) {
+			f->ip = t->blocks[i].end_ip;
+			break;
+		}
+	}
+	f->exact = 0;
+	f->how = "end of trace: the last instruction decoded";
+	if (!f->ip)
+		f->found = 0;
 	return 0;
 }
 
@@ -464,6 +640,24 @@ static int build_stack(struct bt_ctx *c, struct btrace_thread *t,
 		       const struct bt_frame *saved, size_t nsaved)
 {
 	size_t cap = 0;
+	struct bt_frame only;
+
+	if (!nsaved) {
+		/* Nothing decoded (or nothing before the fault): the function
+		 * where the thread was is still a frame, its callers
+		 * unknown. */
+		memset(&only, 0, sizeof(only));
+		only.flags = BTRACE_CALL_PARTIAL;
+		if (t->fault.found)
+			only.ip = t->fault.ip;
+		for (size_t i = t->nblocks; !only.ip && i-- > 0;)
+			only.ip = t->blocks[i].kind == BTRACE_ITEM_BLOCK ?
+				  t->blocks[i].end_ip : t->blocks[i].ip;
+		if (!only.ip)
+			return 0;
+		saved = &only;
+		nsaved = 1;
+	}
 
 	for (size_t k = nsaved; k-- > 0;) {
 		const struct bt_frame *fr = &saved[k];
@@ -539,7 +733,15 @@ int bt_analyze_thread(struct bt_ctx *c, struct bt_thread_build *bb)
 		t->fault.block_index = fault_item >= (int64_t)t->dropped_blocks ?
 			(uint64_t)fault_item - t->dropped_blocks : 0;
 		t->fault.sym = *bt_syms_lookup(c, t->fault.ip);
-		if (!bt_insn_disasm(c, t->fault.ip, &in)) {
+		if (t->fault.block_end_ip)
+			t->fault.block_end_sym = *bt_syms_lookup(c, t->fault.block_end_ip);
+		if (t->fault.death_ip)
+			t->fault.death_sym = *bt_syms_lookup(c, t->fault.death_ip);
+		for (size_t i = t->fault.block_index + 1; i < t->nblocks; i++)
+			t->fault.after_blocks += t->blocks[i].kind == BTRACE_ITEM_BLOCK;
+		if (!t->fault.exact) {
+			/* the instruction is not known: no disassembly */
+		} else if (!bt_insn_disasm(c, t->fault.ip, &in)) {
 			memcpy(t->fault.insn, in.text, sizeof(t->fault.insn));
 			memcpy(t->fault.bytes, in.bytes, sizeof(t->fault.bytes));
 			t->fault.size = in.size;

@@ -246,6 +246,13 @@ struct bt_walk {
 	struct bt_stack_copy at_handler;  /* ... the last one a handler followed */
 	int64_t handler_item;          /* item index of that ITEM_ASYNC */
 	uint64_t handler_ip;           /* ... and where it interrupted */
+	/* The signal episode that handler_item starts (the first delivery
+	 * while no signal frame was on the stack; nested ones belong to it):
+	 * closed when rt_sigreturn popped its frame, then ep_ninsn is the
+	 * instruction count at that point and ep_ret_ip where it went. */
+	int ep_closed;
+	uint64_t ep_ninsn;
+	uint64_t ep_ret_ip;
 };
 
 /* A thread result under construction.  Decoders emit items one at a time;

@@ -445,8 +445,12 @@ static int decode_pt_tail(struct bt_ctx *c, const struct btrace_buffer *buf,
 	size_t stack_frames = 0;
 	int ret;
 
-	if (first < 0)
-		return bt_pt_decode(c, buf, b);
+	if (first < 0) {
+		/* nothing to decode: still a thread with its fault and the
+		 * frame where it was */
+		ret = bt_pt_decode(c, buf, b);
+		return ret < 0 ? ret : bt_analyze_thread(c, b);
+	}
 	b->t->unusable_bytes = (uint64_t)first;
 	for (;;) {
 		/* the step-th PSB before the previous start */
@@ -497,6 +501,21 @@ static int decode_pt_tail(struct bt_ctx *c, const struct btrace_buffer *buf,
 			uint64_t used = buf->size - (uint64_t)start;
 			if (!history_bytes)
 				history_bytes = used;
+			/* A handler went on after the fault (the QEMU backend
+			 * kept the final signal apart) and the fault is not in
+			 * the tail yet: go on back to it (a long handler path,
+			 * e.g. a traceback dump, is longer than the history
+			 * asked for). */
+			if (b->t->crashed && !b->t->fault.death_ip &&
+			    btrace_snapshot_meta(c->snap, "qemu.final_signal")) {
+				/* and keep all of it: the history before the
+				 * fault is not at the end (bounded by the
+				 * buffer, if it is not huge) */
+				if (buf->size <= (16u << 20))
+					b->keep = 0;
+				step *= 2;
+				continue;
+			}
 			if (!b->t->crashed || !ns ||
 			    !(b->t->stack[ns - 1].flags & BTRACE_CALL_PARTIAL) ||
 			    stack_entry(&b->t->stack[ns - 1]) || ns <= stack_frames ||

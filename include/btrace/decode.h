@@ -187,7 +187,33 @@ struct btrace_fault {
 	uint32_t size;             /* instruction size, 0 unknown */
 	uint64_t block_index;      /* blocks[0, block_index) ran before the
 				    * fault; blocks[block_index] is the
-				    * ITEM_ASYNC/ITEM_FAULT entry marking it */
+				    * ITEM_ASYNC/ITEM_FAULT entry marking it;
+				    * blocks after it ran after the fault (a
+				    * signal handler) */
+	uint32_t kind;             /* enum btrace_fault_kind */
+	uint32_t reserved;
+	/* !exact: the faulting instruction is one of [block_ip,
+	 * block_end_ip] (straight-line code, the last one a branch or the
+	 * last known); @ip is then block_ip.  0: not known. */
+	uint64_t block_ip;
+	uint64_t block_end_ip;
+	struct btrace_symbol block_end_sym;
+	/* Where the thread was when it died, when that is not the fault (a
+	 * handler ran after it): 0 unknown or the same. */
+	uint64_t death_ip;
+	const char *death_how;     /* "registers at the signal", ... */
+	struct btrace_symbol death_sym;
+	uint64_t after_blocks;     /* blocks that ran after the fault */
+};
+
+/* btrace_fault.kind */
+enum btrace_fault_kind {
+	BTRACE_FAULT_KIND_FAULT = 0,  /* an instruction faulted (or nothing
+				       * says otherwise) */
+	BTRACE_FAULT_KIND_SENT = 1,   /* the signal was sent (kill, tkill,
+				       * raise, abort: si_code <= 0) and no
+				       * fault led to it: @ip is where the
+				       * thread was, nothing faulted there */
 };
 
 struct btrace_thread {

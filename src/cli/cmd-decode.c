@@ -102,6 +102,15 @@ static void fault_line(const struct btrace_thread *t)
 		return;
 	sym_str(a, sizeof(a), t->fault.ip, &t->fault.sym);
 	line_str(l, sizeof(l), &t->fault.sym);
+	if (!t->fault.exact && t->fault.block_ip) {
+		/* only the block holding it is known (docs/report.md) */
+		printf("=> fault in the block 0x%llx..0x%llx %s%s%s (the "
+		       "instruction is not known)\n",
+		       (unsigned long long)t->fault.block_ip,
+		       (unsigned long long)t->fault.block_end_ip, a,
+		       l[0] ? " " : "", l);
+		return;
+	}
 	printf("=> fault at 0x%llx %s%s%s: %s (%s)\n",
 	       (unsigned long long)t->fault.ip, cli_esc(a), l[0] ? " " : "",
 	       cli_esc(l), t->fault.insn[0] ? cli_esc(t->fault.insn) : "(no code)",

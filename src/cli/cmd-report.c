@@ -167,6 +167,40 @@ static const char *call_via(const struct btrace_thread *t,
 	return fn_name(b->sym, 0);
 }
 
+/* The faulting instruction is not known, only the block holding it. */
+static int fault_in_block(const struct btrace_fault *ft)
+{
+	return ft->found && !ft->exact && ft->block_ip;
+}
+
+/* A signal name ("SIGABRT") to its number, 0 if unknown. */
+static int signo_of(const char *name)
+{
+	for (int i = 1; name && i < 65; i++) {
+		const char *n = btrace_signal_name(i);
+		if (n && !strcmp(n, name))
+			return i;
+	}
+	return 0;
+}
+
+/*
+ * What ended the process, when it is not simply the fault: the QEMU
+ * backend records the fault's signal and keeps the final one as metadata
+ * (qemu.final_signal: "SIGABRT", "exit 3"); otherwise the recorded signal
+ * is the death's.  @final is the metadata value, NULL when none.
+ */
+static const char *death_final(const struct rep_opts *o)
+{
+	return btrace_snapshot_meta(o->snap, "qemu.final_signal");
+}
+
+/* Something ran after the fault before the death (a signal handler). */
+static int went_on(const struct btrace_thread *t)
+{
+	return t && t->fault.found && (t->fault.after_blocks || t->fault.death_ip);
+}
+
 /* Index in blocks where the shown tail ends (exclusive of the fault). */
 static size_t tail_end(const struct btrace_thread *t)
 {
@@ -325,9 +359,16 @@ static void print_blocks(FILE *f, const struct btrace_thread *t, uint64_t want)
 		fputc('\n', f);
 		i += rep - 1;
 	}
-	if (t->fault.found)
-		fprintf(f, "  0x%012llx  => fault: %s\n",
+	if (fault_in_block(&t->fault))
+		fprintf(f, "  0x%012llx  => fault: in the block up to 0x%llx "
+			"(the instruction is not known)\n",
+			(unsigned long long)t->fault.block_ip,
+			(unsigned long long)t->fault.block_end_ip);
+	else if (t->fault.found)
+		fprintf(f, "  0x%012llx  => %s: %s\n",
 			(unsigned long long)t->fault.ip,
+			t->fault.kind == BTRACE_FAULT_KIND_SENT ?
+			"signal (sent; the next instruction)" : "fault",
 			t->fault.insn[0] ? cli_esc(t->fault.insn) : "(no code)");
 	size_t after = 0;
 	for (size_t i = end + 1; i < t->nblocks; i++)
@@ -335,6 +376,61 @@ static void print_blocks(FILE *f, const struct btrace_thread *t, uint64_t want)
 	if (t->fault.found && after)
 		fprintf(f, "  (%zu more blocks ran after the fault: a signal handler)\n",
 			after);
+}
+
+/* What ran after the fault (a signal handler and what it called), at the
+ * call level: the first and the last entries when there are many. */
+static void print_after(FILE *f, const struct btrace_thread *t, uint64_t want,
+			const struct rep_opts *o)
+{
+	size_t first = calls_end(t), n = t->ncalls - first;
+	char a[128], b[128];
+	int mind = 1 << 30;
+
+	if (!went_on(t))
+		return;
+	for (size_t i = first; i < t->ncalls; i++)
+		if (t->calls[i].depth < mind)
+			mind = t->calls[i].depth;
+	fprintf(f, "\nafter the fault (a signal handler ran: %llu blocks, %zu calls)\n",
+		(unsigned long long)t->fault.after_blocks, n);
+	for (size_t i = first; i < t->ncalls; i++) {
+		size_t k = i - first;
+		if (n > want && k == want / 2) {
+			fprintf(f, "  ... %zu calls ...\n", (size_t)(n - want));
+			i += n - want - 1;
+			continue;
+		}
+		const struct btrace_call *cl = &t->calls[i];
+		if (cl->flags & BTRACE_CALL_GAP) {
+			print_gap(f, t, cl->gap, "  ");
+			continue;
+		}
+		int d = cl->depth - mind;
+		if (d > 24)
+			d = 24;
+		fprintf(f, "  %*s%s", 2 * d, "",
+			cli_esc(where(a, sizeof(a), cl->ip, cl->sym)));
+		srcline(b, sizeof(b), cl->sym);
+		if (b[0])
+			fprintf(f, "  %s", cli_esc(b));
+		if (cl->flags & BTRACE_CALL_SIGNAL)
+			fprintf(f, " [signal]");
+		if (cl->flags & BTRACE_CALL_UNWOUND)
+			fprintf(f, " [unwound]");
+		fputc('\n', f);
+	}
+	const char *fin = death_final(o);
+	if (t->fault.death_ip) {
+		fprintf(f, "  => died in %s",
+			cli_esc(where(a, sizeof(a), t->fault.death_ip,
+				      &t->fault.death_sym)));
+		srcline(b, sizeof(b), &t->fault.death_sym);
+		fprintf(f, "%s%s", b[0] ? "  " : "", cli_esc(b));
+		if (fin)
+			fprintf(f, " (%s)", cli_esc(fin));
+		fputc('\n', f);
+	}
 }
 
 static const char *size_str(char *buf, size_t len, uint64_t n)
@@ -385,8 +481,26 @@ static void print_thread(FILE *f, const struct btrace_decode_result *r,
 		fprintf(f, "\n== thread %d%s ==\n", t->tid, t->crashed ? " (crashed)" : "");
 	else
 		fprintf(f, "\n== cpu %d (per-cpu buffer) ==\n", t->cpu);
-	if (t->fault.found) {
+	if (fault_in_block(&t->fault)) {
 		const struct btrace_fault *ft = &t->fault;
+		char e[128];
+		fprintf(f, "fault     in the block %s .. %s",
+			cli_esc(where(a, sizeof(a), ft->block_ip, &ft->sym)),
+			cli_esc(where(e, sizeof(e), ft->block_end_ip,
+				      &ft->block_end_sym)));
+		srcline(b, sizeof(b), &ft->sym);
+		if (b[0])
+			fprintf(f, " from %s", cli_esc(b));
+		fprintf(f, "\n          0x%llx..0x%llx  (the faulting instruction "
+			"is one of these, not known which)\n",
+			(unsigned long long)ft->block_ip,
+			(unsigned long long)ft->block_end_ip);
+		if (ft->sym.module)
+			fprintf(f, "          in %s\n", cli_esc(ft->sym.module));
+		fprintf(f, "          not exact: %s\n", ft->how ? cli_esc(ft->how) : "");
+	} else if (t->fault.found) {
+		const struct btrace_fault *ft = &t->fault;
+		int sent = ft->kind == BTRACE_FAULT_KIND_SENT;
 		fprintf(f, "fault     %s", cli_esc(where(a, sizeof(a), ft->ip, &ft->sym)));
 		srcline(b, sizeof(b), &ft->sym);
 		if (b[0])
@@ -395,14 +509,41 @@ static void print_thread(FILE *f, const struct btrace_decode_result *r,
 			ft->insn[0] ? cli_esc(ft->insn) : "(no code for this address)");
 		if (ft->sym.module)
 			fprintf(f, "          in %s\n", cli_esc(ft->sym.module));
-		fprintf(f, "          %s: %s\n", ft->exact ? "exact" : "approximate",
-			ft->how ? cli_esc(ft->how) : "");
+		if (sent)
+			fprintf(f, "          sent: the signal was sent, nothing "
+				"faulted; this is where the thread was (%s)\n",
+				ft->how ? cli_esc(ft->how) : "");
+		else
+			fprintf(f, "          %s: %s\n", ft->exact ? "exact" : "approximate",
+				ft->how ? cli_esc(ft->how) : "");
 	}
 	print_stack(f, t);
 	print_calls(f, t, o->calls);
 	print_blocks(f, t, o->blocks);
+	print_after(f, t, o->calls, o);
 	print_history(f, t);
 	(void)r;
+}
+
+/* qemu.threads_untraced = "<count> <tid,tid,...>": threads without a
+ * history (the plugin could not keep one).  1 and @buf filled if any. */
+static int untraced(const struct btrace_snapshot *snap, char *buf, size_t len)
+{
+	const char *v = btrace_snapshot_meta(snap, "qemu.threads_untraced");
+	unsigned long n;
+	char *end;
+
+	if (!v)
+		return 0;
+	n = strtoul(v, &end, 10);
+	if (end == v || !n)
+		return 0;
+	while (*end == ' ')
+		end++;
+	snprintf(buf, len, "%lu thread%s ran without a trace%s%.160s%s: "
+		 "their history is not in this report", n, n == 1 ? "" : "s",
+		 *end ? " (tids " : "", end, *end ? ")" : "");
+	return 1;
 }
 
 static void report_text(FILE *f, const char *path,
@@ -442,16 +583,41 @@ static void report_text(FILE *f, const char *path,
 		fprintf(f, "exec      %s ran natively, untraced (set-ID, "
 			"capabilities, or not x86-64): the trace ends at its "
 			"execve()\n", cli_esc(nexec));
+	const struct btrace_thread *ct = r->crashed_thread >= 0 ?
+		&r->threads[r->crashed_thread] : NULL;
+	const char *fin = death_final(o);
+	if (fin)
+		fprintf(f, "death     %s, after the fault above (a signal handler "
+			"ran)\n", cli_esc(fin));
+	else if (went_on(ct) && s)
+		fprintf(f, "death     %s, after a signal handler ran: the fault "
+			"is the one that started it\n",
+			r->signal_name ? r->signal_name : "?");
+	for (size_t i = 0; i < o->snap->nmeta; i++) {
+		const struct btrace_meta *m = &o->snap->meta[i];
+		if (m->key && m->value && !strncmp(m->key, "limit.", 6))
+			fprintf(f, "limits    %s: %s\n", cli_esc(m->key + 6),
+				cli_esc(m->value));
+	}
+	char unt[256];
+	if (untraced(o->snap, unt, sizeof(unt)))
+		fprintf(f, "limits    threads-untraced: %s\n", cli_esc(unt));
+	if (ct && ct->fault.found && !ct->fault.exact)
+		fprintf(f, "limits    fault-not-exact: the faulting instruction is "
+			"not known (%s)\n", ct->fault.how ? ct->fault.how : "");
 	for (size_t i = 0; i < r->nimage_notes; i++)
 		fprintf(f, "image     %s\n", cli_esc(r->image_notes[i]));
 	if (!r->nthreads)
 		fprintf(f, "\n(no trace buffers in this snapshot)\n");
+	/* A signal sent from outside: where every thread was is the answer */
+	int all = o->all || (ct && ct->fault.kind == BTRACE_FAULT_KIND_SENT &&
+			     s && s->sender_pid && s->sender_pid != r->pid);
 	for (size_t i = 0; i < r->nthreads; i++) {
-		if (!o->all && !o->tid && i > 0 && r->crashed_thread >= 0)
+		if (!all && !o->tid && i > 0 && r->crashed_thread >= 0)
 			break;
 		print_thread(f, r, &r->threads[i], o);
 	}
-	if (!o->all && !o->tid && r->crashed_thread >= 0 && r->nthreads > 1)
+	if (!all && !o->tid && r->crashed_thread >= 0 && r->nthreads > 1)
 		fprintf(f, "\n(%zu other thread%s: btrace report --all-threads)\n",
 			r->nthreads - 1, r->nthreads > 2 ? "s" : "");
 }
@@ -481,6 +647,9 @@ static void j_gap(struct json *j, const struct btrace_gap *g)
 	json_uint(j, "bytes", g->bytes);
 	json_str(j, "reason", g->reason);
 }
+
+static void j_call(struct json *j, const struct btrace_thread *t,
+		   const struct btrace_call *cl, int mind);
 
 static void j_thread(struct json *j, const struct btrace_thread *t,
 		     const struct rep_opts *o)
@@ -529,34 +698,8 @@ static void j_thread(struct json *j, const struct btrace_thread *t,
 		if (t->calls[i].depth < mind)
 			mind = t->calls[i].depth;
 	json_begin_array(j, "calls");
-	for (size_t i = cstart; i < cend; i++) {
-		const struct btrace_call *cl = &t->calls[i];
-		json_begin_object(j, NULL);
-		json_int(j, "depth", cl->depth - mind);
-		if (cl->flags & BTRACE_CALL_GAP) {
-			json_null(j, "function");
-			json_null(j, "module");
-			json_null(j, "ip");
-			json_begin_object(j, "gap");
-			j_gap(j, &t->gaps[cl->gap]);
-			json_end_object(j);
-		} else {
-			json_str(j, "function", fn_name(cl->sym, 0));
-			json_str(j, "module", cl->sym->module);
-			json_hex(j, "ip", cl->ip);
-			json_str(j, "file", cl->sym->file);
-			if (cl->sym->line)
-				json_int(j, "line", cl->sym->line);
-			else
-				json_null(j, "line");
-			json_uint(j, "ninsn", cl->ninsn);
-			json_str(j, "via", call_via(t, cl));
-			json_bool(j, "tail_call", cl->flags & BTRACE_CALL_TAILCALL);
-			json_bool(j, "signal", cl->flags & BTRACE_CALL_SIGNAL);
-			json_bool(j, "partial", cl->flags & BTRACE_CALL_PARTIAL);
-		}
-		json_end_object(j);
-	}
+	for (size_t i = cstart; i < cend; i++)
+		j_call(j, t, &t->calls[i], mind);
 	json_end_array(j);
 
 	size_t bend = tail_end(t), bstart = bend, n = 0;
@@ -574,6 +717,7 @@ static void j_thread(struct json *j, const struct btrace_thread *t,
 			json_hex(j, "end_ip", b->end_ip);
 			j_sym(j, b->sym, 0);
 			json_uint(j, "ninsn", b->ninsn);
+			json_bool(j, "fault", false);
 			json_end_object(j);
 		} else if (b->kind == BTRACE_ITEM_GAP) {
 			json_begin_object(j, NULL);
@@ -584,7 +728,81 @@ static void j_thread(struct json *j, const struct btrace_thread *t,
 			json_end_object(j);
 		}
 	}
+	/* the tail ends at the fault: the faulting instruction (did not
+	 * complete: ninsn 0), or the block holding it when not exact */
+	if (t->fault.found && t->fault.kind == BTRACE_FAULT_KIND_FAULT) {
+		const struct btrace_fault *ft = &t->fault;
+		int blk = fault_in_block(ft);
+		json_begin_object(j, NULL);
+		json_hex(j, "ip", blk ? ft->block_ip : ft->ip);
+		json_hex(j, "end_ip", blk ? ft->block_end_ip : ft->ip);
+		j_sym(j, &ft->sym, 0);
+		json_uint(j, "ninsn", 0);
+		json_bool(j, "fault", true);
+		json_bool(j, "exact", ft->exact);
+		json_end_object(j);
+	}
 	json_end_array(j);
+
+	/* what ran after the fault (a signal handler), at the call level */
+	if (went_on(t)) {
+		size_t first = calls_end(t), na = t->ncalls - first;
+		int amind = 1 << 30;
+		for (size_t i = first; i < t->ncalls; i++)
+			if (t->calls[i].depth < amind)
+				amind = t->calls[i].depth;
+		json_begin_object(j, "after_fault");
+		json_uint(j, "blocks", t->fault.after_blocks);
+		json_uint(j, "ncalls", na);
+		json_begin_array(j, "calls");
+		for (size_t i = first; i < t->ncalls; i++) {
+			size_t k = i - first;
+			if (na > o->calls && k == o->calls / 2) {
+				/* the middle of a long handler path */
+				json_begin_object(j, NULL);
+				json_null(j, "function");
+				json_uint(j, "skipped", na - o->calls);
+				json_end_object(j);
+				i += na - o->calls - 1;
+				continue;
+			}
+			j_call(j, t, &t->calls[i], amind);
+		}
+		json_end_array(j);
+		json_end_object(j);
+	} else {
+		json_null(j, "after_fault");
+	}
+	json_end_object(j);
+}
+
+static void j_call(struct json *j, const struct btrace_thread *t,
+		   const struct btrace_call *cl, int mind)
+{
+	json_begin_object(j, NULL);
+	json_int(j, "depth", cl->depth - mind);
+	if (cl->flags & BTRACE_CALL_GAP) {
+		json_null(j, "function");
+		json_null(j, "module");
+		json_null(j, "ip");
+		json_begin_object(j, "gap");
+		j_gap(j, &t->gaps[cl->gap]);
+		json_end_object(j);
+	} else {
+		json_str(j, "function", fn_name(cl->sym, 0));
+		json_str(j, "module", cl->sym->module);
+		json_hex(j, "ip", cl->ip);
+		json_str(j, "file", cl->sym->file);
+		if (cl->sym->line)
+			json_int(j, "line", cl->sym->line);
+		else
+			json_null(j, "line");
+		json_uint(j, "ninsn", cl->ninsn);
+		json_str(j, "via", call_via(t, cl));
+		json_bool(j, "tail_call", cl->flags & BTRACE_CALL_TAILCALL);
+		json_bool(j, "signal", cl->flags & BTRACE_CALL_SIGNAL);
+		json_bool(j, "partial", cl->flags & BTRACE_CALL_PARTIAL);
+	}
 	json_end_object(j);
 }
 
@@ -633,27 +851,152 @@ static void report_json(FILE *f, const struct btrace_decode_result *r,
 	json_str(&j, "native_exec", btrace_snapshot_meta(o->snap, "qemu.exec"));
 	if (ct && ct->fault.found) {
 		const struct btrace_fault *ft = &ct->fault;
+		int blk = fault_in_block(ft);
 		json_begin_object(&j, "fault");
 		json_int(&j, "tid", ct->tid);
-		json_hex(&j, "ip", ft->ip);
+		json_str(&j, "kind", ft->kind == BTRACE_FAULT_KIND_SENT ? "sent" : "fault");
+		/* not exact: the instruction, its offset and line are not
+		 * known; "block" holds what is */
+		if (blk)
+			json_null(&j, "ip");
+		else
+			json_hex(&j, "ip", ft->ip);
 		json_str(&j, "module", ft->sym.module);
 		json_str(&j, "function", fn_name(&ft->sym, 0));
-		if (fn_name(&ft->sym, 0))
+		if (fn_name(&ft->sym, 0) && !blk)
 			json_uint(&j, "offset", ft->sym.offset);
 		else
 			json_null(&j, "offset");
 		json_str(&j, "file", ft->sym.file);
-		if (ft->sym.line)
+		if (ft->sym.line && !blk)
 			json_int(&j, "line", ft->sym.line);
 		else
 			json_null(&j, "line");
 		json_str(&j, "instruction", ft->insn[0] ? ft->insn : NULL);
 		json_bool(&j, "exact", ft->exact);
 		json_str(&j, "how", ft->how);
+		if (blk) {
+			json_begin_object(&j, "block");
+			json_hex(&j, "ip", ft->block_ip);
+			json_hex(&j, "end_ip", ft->block_end_ip);
+			json_str(&j, "function", fn_name(&ft->sym, 0));
+			if (fn_name(&ft->sym, 0))
+				json_uint(&j, "offset", ft->sym.offset);
+			else
+				json_null(&j, "offset");
+			json_str(&j, "end_function", fn_name(&ft->block_end_sym, 0));
+			if (fn_name(&ft->block_end_sym, 0))
+				json_uint(&j, "end_offset", ft->block_end_sym.offset);
+			else
+				json_null(&j, "end_offset");
+			json_str(&j, "file", ft->sym.file);
+			if (ft->sym.line)
+				json_int(&j, "line", ft->sym.line);
+			else
+				json_null(&j, "line");
+			if (ft->block_end_sym.line)
+				json_int(&j, "end_line", ft->block_end_sym.line);
+			else
+				json_null(&j, "end_line");
+			json_end_object(&j);
+		} else {
+			json_null(&j, "block");
+		}
 		json_end_object(&j);
 	} else {
 		json_null(&j, "fault");
 	}
+	/* what ended the process: the recorded signal, or (QEMU, after a
+	 * handler went on) qemu.final_signal; where the thread was then */
+	if (ct && ct->fault.found) {
+		const char *fin = death_final(o);
+		const struct btrace_signal *sg = r->signal;
+		json_begin_object(&j, "death");
+		if (fin && !strncmp(fin, "exit ", 5)) {
+			json_null(&j, "signal");
+			json_int(&j, "exit_code", atoi(fin + 5));
+		} else if (fin) {
+			json_begin_object(&j, "signal");
+			if (signo_of(fin))
+				json_int(&j, "number", signo_of(fin));
+			else
+				json_null(&j, "number");
+			json_str(&j, "name", fin);
+			json_null(&j, "code");
+			json_null(&j, "code_name");
+			json_null(&j, "sender_pid");
+			json_end_object(&j);
+			json_null(&j, "exit_code");
+		} else if (sg) {
+			json_begin_object(&j, "signal");
+			json_int(&j, "number", sg->signo);
+			json_str(&j, "name", r->signal_name);
+			if (sg->code == BTRACE_SIGCODE_UNKNOWN)
+				json_null(&j, "code");
+			else
+				json_int(&j, "code", sg->code);
+			json_str(&j, "code_name", code_name(sg->signo, sg->code));
+			if (sg->code <= 0 && sg->sender_pid)
+				json_int(&j, "sender_pid", sg->sender_pid);
+			else
+				json_null(&j, "sender_pid");
+			json_end_object(&j);
+			json_null(&j, "exit_code");
+		} else {
+			json_null(&j, "signal");
+			json_null(&j, "exit_code");
+		}
+		int on = went_on(ct);
+		json_bool(&j, "after_fault", on);
+		const struct btrace_fault *ft = &ct->fault;
+		if (on && ft->death_ip) {
+			json_hex(&j, "ip", ft->death_ip);
+			json_str(&j, "function", fn_name(&ft->death_sym, 0));
+			json_str(&j, "module", ft->death_sym.module);
+			json_str(&j, "how", ft->death_how);
+		} else if (on) {
+			json_null(&j, "ip");
+			json_null(&j, "function");
+			json_null(&j, "module");
+			json_null(&j, "how");
+		} else {
+			/* died at the fault */
+			json_str(&j, "ip", NULL);
+			json_str(&j, "function", NULL);
+			json_str(&j, "module", NULL);
+			json_str(&j, "how", "at the fault");
+		}
+		json_end_object(&j);
+	} else {
+		json_null(&j, "death");
+	}
+	json_begin_array(&j, "limits");
+	for (size_t i = 0; i < o->snap->nmeta; i++) {
+		const struct btrace_meta *m = &o->snap->meta[i];
+		if (!m->key || !m->value || strncmp(m->key, "limit.", 6))
+			continue;
+		json_begin_object(&j, NULL);
+		json_str(&j, "name", m->key + 6);
+		json_str(&j, "text", m->value);
+		json_end_object(&j);
+	}
+	char unt[256];
+	if (untraced(o->snap, unt, sizeof(unt))) {
+		json_begin_object(&j, NULL);
+		json_str(&j, "name", "threads-untraced");
+		json_str(&j, "text", unt);
+		json_end_object(&j);
+	}
+	if (ct && ct->fault.found && !ct->fault.exact) {
+		char txt[256];
+		snprintf(txt, sizeof(txt), "the faulting instruction is not known (%s)",
+			 ct->fault.how ? ct->fault.how : "");
+		json_begin_object(&j, NULL);
+		json_str(&j, "name", "fault-not-exact");
+		json_str(&j, "text", txt);
+		json_end_object(&j);
+	}
+	json_end_array(&j);
 	json_begin_array(&j, "image_notes");
 	for (size_t i = 0; i < r->nimage_notes; i++)
 		json_str(&j, NULL, r->image_notes[i]);

@@ -6,7 +6,9 @@
  * -b BTS, -r return compression, -T TNT-64, -p PSB period, -w ring size,
  * -O overflow over truth[FROM, TO), -n no embedded code, -R no registers,
  * -S SYM:COUNT replay the loop between arrivals at SYM COUNT more times,
- * -F record the first signal's siginfo (a re-raised fault, as QEMU does).
+ * -F record the first signal's siginfo (a re-raised fault, as QEMU does),
+ * -Q label it QEMU's and place faults at their block's start as QEMU does,
+ * -E no trace in the buffer, -M KEY=VALUE metadata (up to 4).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +24,7 @@ int main(int argc, char **argv)
 	char eb[512];
 	int c;
 
-	while ((c = getopt(argc, argv, "brTp:w:O:nRFo:S:")) != -1) {
+	while ((c = getopt(argc, argv, "brTp:w:O:nRFQEM:o:S:")) != -1) {
 		switch (c) {
 		case 'b': o.bts = 1; break;
 		case 'r': o.retcomp = 1; break;
@@ -36,6 +38,15 @@ int main(int argc, char **argv)
 		case 'n': o.no_code = 1; break;
 		case 'R': o.no_regs = 1; break;
 		case 'F': o.first_siginfo = 1; break;
+		case 'Q': o.qemu = 1; break;
+		case 'E': o.empty_trace = 1; break;
+		case 'M':
+			for (int i = 0; i < 4; i++)
+				if (!o.meta[i]) {
+					o.meta[i] = optarg;
+					break;
+				}
+			break;
 		case 'o': o.out = optarg; break;
 		case 'S': {
 			/* -S SYMBOL:COUNT: replay a steady-state loop COUNT times */
@@ -48,7 +59,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		default:
-			fprintf(stderr, "usage: bt-gen-fixture [-b] [-r] [-T] [-p PSB] [-w RING] [-O A:B] [-n] [-R] [-F] -o OUT -- PROG [ARGS]\n");
+			fprintf(stderr, "usage: bt-gen-fixture [-b] [-r] [-T] [-p PSB] [-w RING] [-O A:B] [-n] [-R] [-F] [-Q] [-E] [-M K=V] -o OUT -- PROG [ARGS]\n");
 			return 2;
 		}
 	}
@@ -61,8 +72,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bt-gen-fixture: %s\n", eb);
 		return 1;
 	}
-	printf("%llu instructions, fault at 0x%llx\n", (unsigned long long)t.n,
+	printf("%llu instructions, fault at 0x%llx", (unsigned long long)t.n,
 	       (unsigned long long)t.fault_ip);
+	if (t.handler_fault)
+		printf(", first fault at 0x%llx", (unsigned long long)t.handler_fault);
+	printf("\n");
 	gen_truth_free(&t);
 	return 0;
 }

@@ -390,13 +390,21 @@ static int encode(const struct gen_opts *o, const struct seq *q,
 		return fail(eb, el, "encoder: %d", rc);
 	if (pe)
 		rc = bt_pt_enc_begin(pe, q->s[0].ip);
-	int in_ovf = 0;
+	int in_ovf = 0, branched = 1;
+	uint64_t blk = 0;
 	uint64_t n = q->n + (uint64_t)(q->rb - q->ra) * q->rep;
 	for (uint64_t i = 0; i < n && !rc; i++) {
 		const struct step *cur = seq_at(q, i);
 		const struct step *nxt = i + 1 < n ? seq_at(q, i + 1) : cur;
 		uint64_t ip = cur->ip;
 		int last = i + 1 == n;
+		/* the start of the straight-line block holding ip */
+		if (branched)
+			blk = ip;
+		branched = cur->faulted ||
+			   classify(cs, ic, pid, ip)->cls != BTRACE_INSN_OTHER;
+		/* QEMU places a fault at the start of its block */
+		uint64_t from = o->qemu ? blk : ip;
 		if (pe && o->ovf_to && i == o->ovf_to) {
 			rc = bt_pt_enc_overflow(pe, ip);
 			in_ovf = 0;
@@ -408,8 +416,9 @@ static int encode(const struct gen_opts *o, const struct seq *q,
 		if (cur->faulted) {
 			if (last) {
 				t->fault_ip = ip;
+				t->fault_block = blk;
 				if (pe)
-					rc = bt_pt_enc_end(pe, ip);
+					rc = bt_pt_enc_end(pe, from);
 				else {
 					struct bt_branch br = { ip, 0xffffffff81a00000ull,
 								BT_BR_ASYNC, 0, 0, {0} };
@@ -417,9 +426,11 @@ static int encode(const struct gen_opts *o, const struct seq *q,
 				}
 				break;
 			}
-			if (!t->handler_fault)
+			if (!t->handler_fault) {
 				t->handler_fault = ip;
-			struct bt_branch br = { ip, nxt->ip, BT_BR_ASYNC, 0, 0, {0} };
+				t->handler_block = blk;
+			}
+			struct bt_branch br = { from, nxt->ip, BT_BR_ASYNC, 0, 0, {0} };
 			if (in_ovf)
 				continue;
 			if (pe) {
@@ -502,7 +513,8 @@ static int encode(const struct gen_opts *o, const struct seq *q,
 }
 
 static int write_snapshot(const struct gen_opts *o, const struct btrace_buffer *buf,
-			  const struct captured *cap, int pid, char *eb, size_t el)
+			  const struct captured *cap, int pid,
+			  const struct gen_truth *tr, char *eb, size_t el)
 {
 	struct btrace_writer *w;
 	struct btrace_error err;
@@ -514,14 +526,32 @@ static int write_snapshot(const struct gen_opts *o, const struct btrace_buffer *
 	rc = btrace_writer_open(o->out, 0, &w, &err);
 	if (rc < 0)
 		return fail(eb, el, "%s", err.msg);
-	cfg.backend = BTRACE_BACKEND_QEMU;
+	/* the stream is exact as hardware's is, unless it imitates QEMU's */
+	cfg.backend = o->qemu ? BTRACE_BACKEND_QEMU :
+		      o->bts ? BTRACE_BACKEND_BTS : BTRACE_BACKEND_PT;
 	cfg.trace_kind = buf->kind;
 	cfg.requested_size = buf->requested_size;
 	cfg.user_only = 1;
 	cfg.crash_mode = BTRACE_CRASH_PRECISE;
 	rc = btrace_writer_set_config(w, &cfg, &err);
+	static const uint8_t pad[64];
+	struct btrace_buffer empty = *buf;
+	if (o->empty_trace) {
+		empty.data = pad;
+		empty.size = sizeof(pad);
+		empty.flags = 0;
+	}
 	if (!rc)
-		rc = btrace_writer_add_buffer(w, buf, &err);
+		rc = btrace_writer_add_buffer(w, o->empty_trace ? &empty : buf, &err);
+	for (int i = 0; !rc && i < 4 && o->meta[i]; i++) {
+		char kv[512], *eq;
+		snprintf(kv, sizeof(kv), "%s", o->meta[i]);
+		eq = strchr(kv, '=');
+		if (!eq)
+			continue;
+		*eq = 0;
+		rc = btrace_writer_add_meta(w, kv, eq + 1, &err);
+	}
 	task.pid = task.tid = pid;
 	task.ppid = getpid();
 	task.flags = BTRACE_TASK_CRASHED;
@@ -548,7 +578,13 @@ static int write_snapshot(const struct gen_opts *o, const struct btrace_buffer *
 		sig.fault_ip = cap->regs.rip;
 		sig.has_regs = 1;
 		memcpy(sig.regs, &cap->regs, sizeof(uint64_t) * BTRACE_NREGS);
+	} else if (o->qemu) {
+		sig.fault_source = BTRACE_FAULT_BLOCK;
+		sig.fault_ip = o->first_siginfo && tr->handler_block ?
+			       tr->handler_block : tr->fault_block;
 	}
+	if (si->si_code <= 0)
+		sig.sender_pid = si->si_pid;   /* kill(), tgkill(): the sender */
 	if (!rc)
 		rc = btrace_writer_set_signal(w, &sig, &err);
 	if (!rc)
@@ -605,7 +641,7 @@ int gen_run(const struct gen_opts *o, struct gen_truth *t, char *eb, size_t el)
 		rc = encode(o, &q, cap.regs.rip, cs, &ic, pid, t, &buf, encs, eb, el);
 	}
 	if (!rc && o->out)
-		rc = write_snapshot(o, &buf, &cap, pid, eb, el);
+		rc = write_snapshot(o, &buf, &cap, pid, t, eb, el);
 	bt_pt_enc_free(encs[0]);
 	bt_bts_enc_free(encs[1]);
 	free_captured(&cap);

@@ -25,6 +25,14 @@ struct gen_opts {
 	int first_siginfo;      /* record the siginfo of the first signal (a
 				 * fault a handler re-raised: what the QEMU
 				 * backend records), registers at the death */
+	int qemu;               /* label the snapshot as the QEMU backend's
+				 * and place faults as it does: at the start
+				 * of the faulting block (the first
+				 * instruction after a branch), and, with
+				 * @no_regs, the signal's fault_ip at that
+				 * block (fault_source BLOCK) */
+	int empty_trace;        /* the buffer holds no trace (pad bytes) */
+	const char *meta[4];    /* "key=value" metadata to write, NULL ends */
 	uint64_t max_steps;     /* 0: 2,000,000 */
 	const char *repeat_sym; /* with @repeat: replay the steps between the
 				 * 8th and 12th arrival at this IP @repeat
@@ -41,6 +49,9 @@ struct gen_truth {
 	int signo;              /* the fatal signal */
 	int code;               /* its si_code */
 	uint64_t handler_fault; /* first SIGSEGV fault when a handler ran, else 0 */
+	uint64_t fault_block;   /* start of the block of fault_ip (after the
+				 * last branch before it) */
+	uint64_t handler_block; /* ... of handler_fault */
 	uint64_t ovf_keep;      /* PT overflow: first truth index after the hole */
 	int pid;
 };

@@ -123,7 +123,8 @@ def main():
     # tail: "  0xADDR NNN  NAME SRC [(xN)]"; events and gaps skipped
     tail = [ln.split()[2] for ln in sec.get('tail', [])
             if re.match(r'\s+0x[0-9a-f]+\s+\d+\s', ln)]
-    jtail = [b for b in thr['tail'] if b.get('ip')]
+    # (the last JSON entry is the fault itself: the text's "=> fault" line)
+    jtail = [b for b in thr['tail'] if b.get('ip') and not b.get('fault')]
     # the text folds repeats "(xN)": expand JSON the same way
     folded = []
     for b in jtail:

@@ -178,10 +178,13 @@ def check_case(t, c, rep, gdb, mline, own, btrace, snap):
              'wrapped history decodes without gaps: %s instructions' %
              h.get('instructions'))
     if c['prog'].endswith('reraise'):
-        # The handler ran after the fault: the calls show it, the stack
-        # at the fault must not.
-        names = [x.get('function') for x in thr.get('calls', [])]
-        t.ok('on_segv' in names, 'the handler on_segv is in the calls')
+        # The handler ran after the fault: after_fault shows it; the
+        # calls (up to the fault) and the stack at the fault must not.
+        after = (thr.get('after_fault') or {}).get('calls', [])
+        names = [x.get('function') for x in after]
+        t.ok('on_segv' in names and 'on_segv' not in
+             [x.get('function') for x in thr.get('calls', [])],
+             'the handler on_segv is in after_fault, not in the calls')
         t.ok(not any(f.get('signal') for f in stack),
              'no signal frame in the stack at the original fault')
 

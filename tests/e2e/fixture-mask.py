@@ -36,7 +36,9 @@ def unfix(s, fixdir):
 def other_names(rep, own):
     own_names, other = set(), set()
     for t in rep.get('threads', []):
-        for e in t.get('stack', []) + t.get('calls', []) + t.get('tail', []):
+        after = (t.get('after_fault') or {}).get('calls', [])
+        for e in t.get('stack', []) + t.get('calls', []) + t.get('tail', []) \
+                + after:
             fn = e.get('function')
             mod = os.path.basename(e.get('module') or '')
             if not mod:
@@ -56,7 +58,8 @@ def other_names(rep, own):
 
 SYMTOK = re.compile(r'(?<![\w.])([A-Za-z_.][\w.@-]*(?:\+0x[0-9a-f~]*)?~?)')
 # Lines of these sections name one symbol each (after an address/count).
-SECTIONS = ('stack at the fault', 'last calls', 'last blocks')
+SECTIONS = ('stack at the fault', 'last calls', 'last blocks',
+            'after the fault')
 LEAD = re.compile(r'^(\s*(?:#\d+\s+)?(?:0x[0-9a-f]+\s+)?(?:\d+\s+)?)(\S.*)$')
 
 
@@ -78,8 +81,12 @@ def mask_text(text, own, rep, fixdir):
             ln = 'fault     @LIB@'
         elif ln.lstrip().startswith('=> fault in') and fault_other:
             ln = ln[:ln.index('=> fault in') + 11] + ' @LIB@'
+        elif ln.lstrip().startswith('=> died in'):
+            d = rep.get('death') or {}
+            if os.path.basename(d.get('module') or '') != own:
+                ln = ln[:ln.index('=> died in') + 10] + ' @LIB@'
         elif section and m and ln[:1].isspace() and \
-                not m.group(2).startswith(('(', '=>', '[')):
+                not m.group(2).startswith(('(', '=>', '[', '...')):
             tok = SYMTOK.match(m.group(2))
             base = tok.group(1).rstrip('~').split('+0x')[0] if tok else ''
             if base not in own_names and base != own:
@@ -129,8 +136,14 @@ def mask_json(rep, own, fixdir):
         for g in t.get('history', {}).get('gaps', []):
             if g.get('ip'):
                 g['ip'] = ADDR.sub('0xADDR', g['ip'])
-        for e in t.get('stack', []) + t.get('calls', []) + t.get('tail', []):
+        after = (t.get('after_fault') or {}).get('calls', [])
+        for e in t.get('stack', []) + t.get('calls', []) + t.get('tail', []) \
+                + after:
             mask_entry(e, own)
+    if rep.get('death'):
+        mask_entry(rep['death'], own)
+    if (rep.get('fault') or {}).get('block'):
+        mask_entry(rep['fault']['block'], own)
     return json.dumps(rep, indent=2, sort_keys=False) + '\n'
 
 
