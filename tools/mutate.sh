@@ -4,10 +4,13 @@
 # in turn to a scratch copy of this tree (never to the checkout), build it,
 # run the tests the mutation names, and say whether they noticed.
 #
-#	tools/mutate.sh [-l LIST] [-k] [NAME...]
+#	tools/mutate.sh [-l LIST] [-k | -d DIR] [NAME...]
 #
 #   -l LIST   the mutation list (default tests/mutation/mutations.txt)
 #   -k        keep the scratch directory (its path is printed)
+#   -d DIR    use (and keep) DIR as the scratch directory: a second run
+#             with the same DIR copies the tree again and builds
+#             incrementally
 #   NAME...   run only these mutations (default: all)
 #
 # Environment: MUTATE_MESON_OPTS (extra `meson setup` options of the scratch
@@ -24,19 +27,24 @@
 set -u
 src=$(cd "$(dirname "$0")/.." && pwd)
 list=$src/tests/mutation/mutations.txt
-keep=0
-while getopts l:k o; do
+keep=0 dir=
+while getopts l:kd: o; do
 	case $o in
 	l) list=$OPTARG ;;
 	k) keep=1 ;;
-	*) echo "usage: tools/mutate.sh [-l LIST] [-k] [NAME...]" >&2; exit 2 ;;
+	d) dir=$OPTARG keep=1 ;;
+	*) echo "usage: tools/mutate.sh [-l LIST] [-k | -d DIR] [NAME...]" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
 [ -r "$list" ] || { echo "mutate: read $list failed: no such file" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "mutate: python3 is needed" >&2; exit 2; }
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/btrace-mutate.XXXXXX") || exit 2
+if [ -n "$dir" ]; then
+	mkdir -p "$dir" && tmp=$(cd "$dir" && pwd) || exit 2
+else
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/btrace-mutate.XXXXXX") || exit 2
+fi
 if [ $keep -eq 1 ]; then
 	echo "mutate: scratch tree in $tmp"
 else
@@ -83,8 +91,9 @@ if missing:
 PY
 [ -s "$tmp/list.tsv" ] || { echo "mutate: no mutation to run" >&2; exit 2; }
 
-# The scratch copy.
-mkdir "$tmp/tree"
+# The scratch copy.  Into a reused one only files whose bytes differ are
+# copied (with a new time): ninja rebuilds exactly what changed.
+mkdir -p "$tmp/tree"
 (cd "$src" && git ls-files -z --cached --others --exclude-standard) |
 	python3 -c '
 import os, shutil, sys
@@ -98,13 +107,24 @@ for p in sys.stdin.buffer.read().split(b"\0"):
         continue          # deleted in the checkout, not yet committed
     d = os.path.join(dst, p)
     os.makedirs(os.path.dirname(d), exist_ok=True)
-    shutil.copy2(s, d, follow_symlinks=False)
+    if os.path.islink(s):
+        if os.path.lexists(d):
+            os.unlink(d)
+        os.symlink(os.readlink(s), d)
+        continue
+    if os.path.isfile(d) and not os.path.islink(d):
+        with open(s, "rb") as a, open(d, "rb") as b:
+            if a.read() == b.read():
+                continue
+    shutil.copyfile(s, d, follow_symlinks=False)
+    shutil.copymode(s, d)
 ' "$src" "$tmp/tree" || { echo "mutate: copying the tree failed" >&2; exit 2; }
 tree=$tmp/tree
 build=$tmp/build
 echo "mutate: building the scratch copy"
 # shellcheck disable=SC2086
-if ! meson setup "$build" "$tree" ${MUTATE_MESON_OPTS:-} >"$tmp/setup.log" 2>&1 ||
+if { [ ! -f "$build/build.ninja" ] &&
+     ! meson setup "$build" "$tree" ${MUTATE_MESON_OPTS:-} >"$tmp/setup.log" 2>&1; } ||
    ! ninja -C "$build" >"$tmp/build.log" 2>&1; then
 	tail -30 "$tmp/setup.log" "$tmp/build.log" 2>/dev/null
 	echo "mutate: the unchanged tree does not build" >&2
@@ -151,7 +171,8 @@ PY
 	[ ! -s "$tmp/failed" ]
 }
 
-all_tests=$(cut -f5 "$tmp/list.tsv" | tr ' ' '\n' | sort -u | tr '\n' ' ')
+us=$(printf '\037')
+all_tests=$(cut -d "$us" -f5 "$tmp/list.tsv" | tr ' ' '\n' | sort -u | tr '\n' ' ')
 echo "mutate: baseline: $all_tests"
 if ! run_tests "$all_tests" || [ -s "$tmp/skipped" ]; then
 	echo "mutate: on the unchanged tree these fail: $(tr '\n' ' ' <"$tmp/failed")"
@@ -161,7 +182,6 @@ if ! run_tests "$all_tests" || [ -s "$tmp/skipped" ]; then
 fi
 
 killed=0 survived=0 invalid=0
-us=$(printf '\037')
 while IFS=$us read -r name file orig repl tests; do
 	f=$tree/$file
 	if [ ! -f "$f" ]; then
@@ -195,5 +215,6 @@ PY
 	cp -p "$tmp/orig" "$f"
 	touch "$f"
 done <"$tmp/list.tsv"
+ninja -C "$build" </dev/null >/dev/null 2>&1   # the tree as it was
 echo "mutate: $killed killed, $survived survived, $invalid invalid"
 [ $survived -eq 0 ] && [ $invalid -eq 0 ]

@@ -10,7 +10,7 @@
 # its own Intel PT (or BTS) decoder and the embedded code only
 # (--symfs OUT.symfs); perf's IP sequence must equal the truth exactly
 # (a wrapped ring: equal the truth's tail), with no decode error.
-# TAP output; exits 77 when perf is not installed.
+# TAP output; skipped ("1..0 # SKIP") when perf is not installed.
 set -u
 BTRACE=$1
 GEN=$2
@@ -18,7 +18,7 @@ BUILD=$3
 PROGS=$BUILD
 if ! command -v perf >/dev/null 2>&1 || ! perf version >/dev/null 2>&1; then
 	echo "1..0 # SKIP perf is not installed"
-	exit 77
+	exit 0
 fi
 T=$(mktemp -d "${TMPDIR:-/tmp}/btrace-export-perf.XXXXXX")
 trap 'rm -rf "$T"' EXIT
