@@ -4,7 +4,12 @@ n=0
 failed=0
 
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
+# A "not ok ... # TODO reason" (a known, reported defect) does not fail.
+not_ok() {
+	n=$((n + 1))
+	case "$*" in *" # TODO "*) ;; *) failed=$((failed + 1)) ;; esac
+	echo "not ok $n - $*"
+}
 diag() { echo "# $*"; }
 finish() { echo "1..$n"; [ $failed -eq 0 ]; }
 
