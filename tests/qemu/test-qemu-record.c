@@ -19,6 +19,7 @@
 
 #include <intel-pt.h>
 
+#include <btrace/decode.h>
 #include <btrace/snapshot.h>
 
 #include "bt-test.h"
@@ -630,7 +631,38 @@ static void test_fork_child(struct bt_test *t)
 }
 
 /* SIGSEGV handlers that never return to the fault: the snapshot still
- * names the original fault (signal, address, block of crash_here). */
+ * names the original fault (signal, address, block of crash_here), and so
+ * does the report: by docs/report.md ("Finding the fault", rule 2: the
+ * trace did not stop at the fault, a handler ran) the fault is the
+ * asynchronous event that entered the handler, in crash_here, exact, and
+ * the stack at the fault is crash_here <- main; never the handler's
+ * _exit, abort or longjmp. */
+static void check_handler_report(struct bt_test *t,
+				 const struct btrace_snapshot *s, uint64_t fn)
+{
+	struct btrace_decode_result *res = NULL;
+	const struct btrace_thread *th;
+	struct btrace_error err;
+
+	BT_REQUIRE(t, btrace_decode(s, NULL, &res, &err) == 0);
+	BT_REQUIRE(t, res->crashed_thread >= 0 &&
+		      (size_t)res->crashed_thread < res->nthreads);
+	th = &res->threads[res->crashed_thread];
+	BT_CHECK(t, th->fault.found);
+	BT_EQ_U64(t, fn, th->fault.ip);
+	BT_EQ_STR(t, "crash_here", th->fault.sym.function);
+	BT_CHECK(t, th->fault.exact);
+	if (BT_CHECK(t, th->nstack >= 2)) {
+		BT_EQ_STR(t, "crash_here", th->stack[0].sym.function);
+		BT_EQ_STR(t, "main", th->stack[1].sym.function);
+	}
+	bt_test_diag("report: fault %s+0x%" PRIx64 " (%s, %s)",
+		     th->fault.sym.function ? th->fault.sym.function : "?",
+		     th->fault.sym.offset, th->fault.exact ? "exact" : "not exact",
+		     th->fault.how ? th->fault.how : "?");
+	btrace_decode_result_free(res);
+}
+
 static void handler_case(struct bt_test *t, const char *mode, int shell,
 			 const char *final)
 {
@@ -671,6 +703,7 @@ static void handler_case(struct bt_test *t, const char *mode, int shell,
 	BT_CHECK(t, seen);
 	BT_CHECK(t, tl.nasync >= 2);   /* the fault, and the end */
 	free(tl.ip);
+	check_handler_report(t, s, fn);
 	btrace_snapshot_free(s);
 }
 
