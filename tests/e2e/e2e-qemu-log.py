@@ -126,6 +126,9 @@ def main():
             rec = L.record(btrace, snap, [os.path.join(progdir, prog)] + args,
                            env={'BTRACE_QEMU_ARGS':
                                 '-d exec,nochain -D ' + log})
+            if rec is None:
+                print('1..0 # SKIP qemu-x86_64 is not available')
+                return 77
             if not t.ok(os.path.exists(snap) and os.path.exists(log),
                         '%s: snapshot and QEMU log written' % prog):
                 t.diag(rec.stderr)
