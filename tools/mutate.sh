@@ -131,13 +131,16 @@ if { [ ! -f "$build/build.ninja" ] &&
 	exit 2
 fi
 
-# run_tests TESTS: runs meson test for each token (a test name, or
-# suite:NAME); prints the tests that failed (not OK/SKIP) on stdout, and
-# "skipped" ones on fd 3; returns 0 when none failed.
+# run_tests TESTS [first]: runs meson test for each token (a test name, or
+# suite:NAME) in order; the tests that failed (not OK/SKIP) go to
+# $tmp/failed, skipped ones to $tmp/skipped; returns 0 when none failed.
+# With "first", stops at the first token with a failure (a mutation is
+# killed by one).
 run_tests() {
 	: >"$tmp/failed"
 	: >"$tmp/skipped"
 	for tok in $1; do
+		[ "${2:-}" = first ] && [ -s "$tmp/failed" ] && break
 		case $tok in
 		suite:*) sel="--suite ${tok#suite:}" ;;
 		*) sel=$tok ;;
@@ -205,7 +208,7 @@ PY
 	if ! ninja -C "$build" </dev/null >"$tmp/build.log" 2>&1; then
 		echo "INVALID $name (does not build: $(grep -m1 'error' "$tmp/build.log"))"
 		invalid=$((invalid + 1))
-	elif run_tests "$tests"; then
+	elif run_tests "$tests" first; then
 		echo "SURVIVED $name ($file; ran: $tests)"
 		survived=$((survived + 1))
 	else
