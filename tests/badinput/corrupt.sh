@@ -8,6 +8,8 @@
 # only a file whose bytes up to the end of the end marker section equal the
 # original's (a change after the end marker, or no change at all).  TAP.
 #   corrupt.sh BTRACE GEN_FIXTURE PROG SEED_SNAPSHOT
+# BT_CORRUPT_BASES (default "pt bts sample") limits the damaged snapshots to
+# some of the bases, for a quicker run by hand.
 set -u
 btrace=$1 gen=$2 prog=$3 seed=$4
 . "$(dirname "$0")/lib.sh"
@@ -25,9 +27,9 @@ cp "$seed" "$work/sample.btrace"
 
 # The damaged files: truncations, bit flips spread over the file, zeroed
 # and garbage ranges, a lying length field, an empty file, not a file.
-python3 - "$work" <<'PY'
+python3 - "$work" ${BT_CORRUPT_BASES:-pt bts sample} <<'PY'
 import os, random, struct, sys
-work = sys.argv[1]
+work, bases = sys.argv[1], sys.argv[2:]
 rnd = random.Random(1234)
 
 
@@ -50,7 +52,7 @@ def end_of_end_marker(data):
 
 
 allowed = []
-for base in ('pt', 'bts', 'sample'):
+for base in bases:
     data = open(os.path.join(work, base + '.btrace'), 'rb').read()
     n = len(data)
     end = end_of_end_marker(data)
