@@ -470,8 +470,8 @@ static int build_stack(struct bt_ctx *c, struct btrace_thread *t,
 		uint64_t ip = k + 1 == nsaved ?
 			(t->fault.found ? t->fault.ip : fr->ip) :
 			saved[k + 1].call_ip;
-		struct btrace_symbol chain[8];
-		int n = bt_syms_inline_chain(c, ip, chain, 8);
+		struct btrace_symbol chain[16];
+		int n = bt_syms_inline_chain(c, ip, k + 1 == nsaved, chain, 16);
 
 		for (int j = 0; j < n; j++) {
 			if (bt_grow((void **)&t->stack, &cap, t->nstack + 1,
@@ -481,11 +481,9 @@ static int build_stack(struct bt_ctx *c, struct btrace_thread *t,
 			memset(sf, 0, sizeof(*sf));
 			sf->ip = ip;
 			sf->sym = chain[j];
-			sf->flags = fr->flags & ~BTRACE_CALL_PARTIAL;
-			if (j + 1 < n)
-				sf->flags |= BTRACE_CALL_INLINE;
-			if (j + 1 == n)
-				sf->flags |= fr->flags & BTRACE_CALL_PARTIAL;
+			/* how the frame was entered (tail call, signal,
+			 * partial) is the physical frame's, the last */
+			sf->flags = j + 1 < n ? BTRACE_CALL_INLINE : fr->flags;
 		}
 	}
 	return 0;

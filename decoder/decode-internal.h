@@ -201,9 +201,14 @@ int bt_plt_load(struct bt_ctx *c);
 uint64_t bt_plt_lookup(const struct bt_ctx *c, uint64_t ip, const char **name);
 /* @ip is in a PLT section (.plt, .plt.sec, .plt.got). */
 int bt_plt_contains(const struct bt_ctx *c, uint64_t ip);
-/* Inline chain at @ip: up to @n symbols, innermost first; returns count. */
 const char *bt_syms_demangle(struct bt_ctx *c, const char *name, size_t len);
-int bt_syms_inline_chain(struct bt_ctx *c, uint64_t ip,
+/* The frames of the physical frame at @ip, innermost first: the inlined
+ * calls holding @ip, then the function they are inlined in (the last), up
+ * to @n symbols; returns the count.  Each is located at its callee's call
+ * site (DW_AT_call_file/line), the innermost at @ip.  @top: @ip is where
+ * the program stopped (frame 0): an inlined call that starts at @ip is not
+ * shown (gdb's rule), its caller is, at the call site. */
+int bt_syms_inline_chain(struct bt_ctx *c, uint64_t ip, int top,
 			 struct btrace_symbol *out, int n);
 
 /* analyze.c: the walker's state (the block path of pt.c works on a copy

@@ -107,16 +107,6 @@ static const char *die_name(Dwarf_Die *die)
 	return NULL;
 }
 
-static const char *linkage_or_name(Dwarf_Die *die)
-{
-	Dwarf_Attribute a;
-	const char *n = NULL;
-
-	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a))
-		n = dwarf_formstring(&a);
-	return n ? n : die_name(die);
-}
-
 static void fill_module(struct bt_ctx *c, uint64_t ip, struct btrace_symbol *s)
 {
 	int mi = bt_image_module_of(c, ip);
@@ -125,66 +115,6 @@ static void fill_module(struct bt_ctx *c, uint64_t ip, struct btrace_symbol *s)
 		return;
 	s->module = c->modules[mi].path;
 	s->module_offset = ip - (c->modules[mi].have_bias ? c->modules[mi].bias : 0);
-}
-
-/* Inline chain at @ip; returns the number of symbols (innermost first). */
-int bt_syms_inline_chain(struct bt_ctx *c, uint64_t ip,
-			 struct btrace_symbol *out, int n)
-{
-	const struct btrace_symbol *base = bt_syms_lookup(c, ip);
-	Dwfl_Module *mod;
-	Dwarf_Die *cu, *scopes = NULL;
-	Dwarf_Addr bias;
-	int ns, k = 0;
-
-	if (n < 1)
-		return 0;
-	out[0] = *base;
-	if (!c->dwfl_ok || !(mod = dwfl_addrmodule(c->dwfl, ip)))
-		return 1;
-	cu = dwfl_module_addrdie(mod, ip, &bias);
-	if (!cu)
-		return 1;
-	ns = dwarf_getscopes(cu, ip - bias, &scopes);
-	if (ns <= 0)
-		return 1;
-	Dwarf_Files *files = NULL;
-	size_t nfiles = 0;
-	dwarf_getsrcfiles(cu, &files, &nfiles);
-	/* out[k] is the frame of the code inside scope i; the call site of
-	 * an inlined_subroutine gives the location in the next frame out. */
-	for (int i = 0; i < ns && k + 1 < n; i++) {
-		if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
-			continue;
-		const char *name = die_name(&scopes[i]);
-		Dwarf_Attribute a;
-		Dwarf_Word cf = 0, cl = 0;
-		out[k].function = bt_ctx_strdup(c, name);
-		struct btrace_symbol next = *base;
-		next.function = base->outer;
-		next.line = 0;
-		next.file = NULL;
-		if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &a), &cl) == 0)
-			next.line = (int)cl;
-		if (files && dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &a), &cf) == 0 &&
-		    cf < nfiles)
-			next.file = bt_ctx_strdup(c, dwarf_filesrc(files, cf, NULL, NULL));
-		/* find the enclosing function name for the next frame */
-		for (int j = i + 1; j < ns; j++) {
-			int tag = dwarf_tag(&scopes[j]);
-			if (tag == DW_TAG_inlined_subroutine ||
-			    tag == DW_TAG_subprogram) {
-				const char *nn = tag == DW_TAG_subprogram ?
-					linkage_or_name(&scopes[j]) : die_name(&scopes[j]);
-				if (nn && !(tag == DW_TAG_subprogram && base->outer))
-					next.function = bt_ctx_strdup(c, nn);
-				break;
-			}
-		}
-		out[++k] = next;
-	}
-	free(scopes);
-	return k + 1;
 }
 
 /* C++ names demangled by the C++ runtime's own demangler, looked up at run
@@ -238,16 +168,48 @@ static const char *display_name(struct bt_ctx *c, const char *name)
 				strlen(name));
 }
 
-/* The name gdb gives the function whose code is @die (a subprogram): its
- * DWARF name, following the abstract origin of out-of-line instances;
- * NULL when it has a linkage name (C++: the symbol table's mangled name is
- * more precise than the unqualified DWARF one) or no name. */
-static const char *subprogram_name(Dwarf_Die *die)
+/* Whether @die is in a C unit: there a linkage name is an assembler label
+ * (glibc's __GI___qsort_r for __qsort_r), not a mangled name. */
+static int in_c_unit(Dwarf_Die *die)
+{
+	Dwarf_Die cu;
+
+	if (!dwarf_diecu(die, &cu, NULL, NULL))
+		return 0;
+	switch (dwarf_srclang(&cu)) {
+	case DW_LANG_C89:
+	case DW_LANG_C:
+	case DW_LANG_C99:
+	case DW_LANG_C11:
+#ifdef DW_LANG_C17
+	case DW_LANG_C17:
+#endif
+		return 1;
+	}
+	return 0;
+}
+
+/* The mangled name of @die (through its abstract origin and
+ * specification), NULL when none or in a C unit. */
+static const char *mangled_name(Dwarf_Die *die)
 {
 	Dwarf_Attribute a;
 
-	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
-	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
+	if (!dwarf_attr_integrate(die, DW_AT_linkage_name, &a) &&
+	    !dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
+		return NULL;
+	return in_c_unit(die) ? NULL : dwarf_formstring(&a);
+}
+
+/* The name gdb gives the function whose code is @die (a subprogram): its
+ * DWARF name, following the abstract origin of out-of-line instances (in
+ * a C unit also when it has an assembler label: gdb shows
+ * __GI___qsort_r, the name the label aliases is __qsort_r); NULL when it
+ * has a mangled name (C++: the symbol table's mangled name is more precise
+ * than the unqualified DWARF one) or no name. */
+static const char *subprogram_name(Dwarf_Die *die)
+{
+	if (mangled_name(die))
 		return NULL;
 	return die_name(die);
 }
@@ -281,6 +243,7 @@ struct bt_dwinl {
 	uint64_t lo, hi;           /* CU-relative addresses (no bias) */
 	uint32_t depth;            /* 0: directly in the subprogram */
 	const char *name;          /* owned by libdw */
+	Dwarf_Die die;             /* the inlined_subroutine */
 };
 
 struct bt_dwsub {
@@ -304,6 +267,14 @@ struct bt_dwidx {
 	} *cus;
 	size_t ncus, ccus, last;
 	size_t budget;             /* DIEs left for the walk under way */
+	struct bt_cumap {          /* units by address, for a module without
+				    * .debug_aranges (see unit_of()) */
+		Dwfl_Module *mod;
+		Dwarf_Addr bias;
+		struct bt_curange { uint64_t lo, hi; Dwarf_Die *cu; } *r;
+		size_t n, cap;     /* r: sorted by lo, no bias */
+	} *cumaps;
+	size_t ncumaps, ccumaps;
 };
 
 static void dwidx_free(struct bt_dwidx *x)
@@ -316,7 +287,89 @@ static void dwidx_free(struct bt_dwidx *x)
 	for (size_t i = 0; i < x->ncus; i++)
 		free(x->cus[i].ranges);
 	free(x->cus);
+	for (size_t i = 0; i < x->ncumaps; i++)
+		free(x->cumaps[i].r);
+	free(x->cumaps);
 	free(x);
+}
+
+static struct bt_dwidx *dwidx_get(struct bt_ctx *c)
+{
+	if (!c->dwidx)
+		c->dwidx = calloc(1, sizeof(*c->dwidx));
+	return c->dwidx;
+}
+
+static int curange_cmp(const void *a, const void *b)
+{
+	const struct bt_curange *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+#define CUMAP_MAX_UNITS (1u << 20)
+
+/*
+ * The compilation unit holding @ip in @mod (and the module's bias).
+ * libdw 0.188 finds units by .debug_aranges only, which clang and rustc
+ * do not write by default: without it, a table of every unit's address
+ * ranges (DW_AT_ranges, low_pc/high_pc) is made once per module.
+ */
+static Dwarf_Die *unit_of(struct bt_ctx *c, Dwfl_Module *mod, uint64_t ip,
+			  Dwarf_Addr *bias)
+{
+	Dwarf_Die *cu = dwfl_module_addrdie(mod, ip, bias);
+	struct bt_dwidx *x;
+	struct bt_cumap *m = NULL;
+
+	if (cu || !(x = dwidx_get(c)))
+		return cu;
+	for (size_t i = 0; i < x->ncumaps && !m; i++)
+		if (x->cumaps[i].mod == mod)
+			m = &x->cumaps[i];
+	if (!m) {
+		Dwarf_Die *u = NULL;
+		Dwarf_Addr b = 0;
+		size_t units = 0;
+
+		if (bt_grow((void **)&x->cumaps, &x->ccumaps, x->ncumaps + 1,
+			    sizeof(*x->cumaps)))
+			return NULL;
+		m = &x->cumaps[x->ncumaps++];
+		*m = (struct bt_cumap){ .mod = mod };
+		while (units++ < CUMAP_MAX_UNITS &&
+		       (u = dwfl_module_nextcu(mod, u, &b)) != NULL) {
+			Dwarf_Addr base, start, end;
+			ptrdiff_t off = 0;
+
+			m->bias = b;
+			while ((off = dwarf_ranges(u, off, &base, &start, &end)) > 0) {
+				if (end <= start)
+					continue;
+				if (bt_grow((void **)&m->r, &m->cap, m->n + 1,
+					    sizeof(*m->r)))
+					break;
+				m->r[m->n++] = (struct bt_curange){ start, end, u };
+			}
+		}
+		if (m->n)
+			qsort(m->r, m->n, sizeof(*m->r), curange_cmp);
+	}
+	uint64_t pc = ip - m->bias;
+	size_t lo = 0, hi = m->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (m->r[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo, k = 0; i > 0 && k < 16; i--, k++)
+		if (pc < m->r[i - 1].hi) {
+			*bias = m->bias;
+			return m->r[i - 1].cu;
+		}
+	return NULL;
 }
 
 static int dwrange_cmp(const void *a, const void *b)
@@ -460,7 +513,7 @@ static int dwidx_walk_inlines(struct bt_dwidx *x, struct bt_dwsub *s,
 					    sizeof(*s->inl)))
 					return -ENOMEM;
 				s->inl[s->ninl++] = (struct bt_dwinl){
-					start, end, depth, name };
+					start, end, depth, name, d };
 			}
 			if (dwidx_walk_inlines(x, s, &d, depth + 1))
 				return -ENOMEM;
@@ -479,15 +532,12 @@ static struct bt_dwsub *dwidx_find(struct bt_ctx *c, Dwfl_Module *mod,
 				   Dwarf_Die *cu, Dwarf_Addr bias, uint64_t ip,
 				   const char **inl)
 {
-	struct bt_dwidx *x = c->dwidx;
+	struct bt_dwidx *x = dwidx_get(c);
 	struct bt_dwsub *s;
 
 	*inl = NULL;
-	if (!x) {
-		x = c->dwidx = calloc(1, sizeof(*x));
-		if (!x)
-			return NULL;
-	}
+	if (!x)
+		return NULL;
 	struct bt_dwcu *u = dwidx_cu(x, mod, cu, bias);
 	if (!u || !(s = dwidx_lookup(x, u, ip)))
 		return NULL;
@@ -507,6 +557,172 @@ static struct bt_dwsub *dwidx_find(struct bt_ctx *c, Dwfl_Module *mod,
 		}
 	}
 	return s;
+}
+
+/*
+ * Inline frames, as gdb shows them.  The physical frame at @ip is the
+ * concrete subprogram holding it; inside it, the DW_TAG_inlined_subroutine
+ * DIEs holding @ip, each inside the one before (through lexical blocks),
+ * are the inlined calls.  The walk is our own, from the concrete DIE down:
+ * dwarf_getscopes() of libdw 0.188 finds nothing in a unit whose DIEs take
+ * their names from another unit (-flto: DW_AT_abstract_origin with
+ * DW_FORM_ref_addr), and goes on with the scopes of the abstract
+ * definition rather than the caller's.  Names follow the abstract origin
+ * into whatever unit it is in (dwarf_formref_die reads DW_FORM_ref_addr);
+ * DW_AT_call_file is an index into the file table of the unit holding the
+ * inlined_subroutine DIE.
+ */
+#define INL_MAX_DEPTH 64
+#define INL_MAX_DIES  (1u << 20)   /* per walk: bounds hostile DWARF */
+
+/* The child of @parent (looking through lexical blocks and other
+ * non-function scopes) that is an inlined_subroutine holding @pc. */
+static int inline_child(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *out,
+			int depth, size_t *budget)
+{
+	Dwarf_Die d;
+
+	if (depth > INL_MAX_DEPTH || dwarf_child(parent, &d) != 0)
+		return 0;
+	do {
+		if (!*budget || !--*budget)
+			return 0;
+		int tag = dwarf_tag(&d);
+		if (tag == DW_TAG_inlined_subroutine) {
+			if (dwarf_haspc(&d, pc) > 0) {
+				*out = d;
+				return 1;
+			}
+			continue;
+		}
+		if (tag == DW_TAG_subprogram || dwarf_haschildren(&d) <= 0)
+			continue;  /* a nested function has code of its own */
+		if ((dwarf_hasattr(&d, DW_AT_low_pc) ||
+		     dwarf_hasattr(&d, DW_AT_ranges)) && dwarf_haspc(&d, pc) <= 0)
+			continue;
+		if (inline_child(&d, pc, out, depth + 1, budget))
+			return 1;
+	} while (dwarf_siblingof(&d, &d) == 0);
+	return 0;
+}
+
+/* gdb's rule for the frame where the program stopped: an inlined call
+ * whose code begins at @pc (its first range starts there, or @pc - 1 is
+ * not in it) has not started yet; gdb shows the caller at the call site. */
+static int inline_starts_at(Dwarf_Die *d, Dwarf_Addr pc)
+{
+	Dwarf_Addr base, start, end;
+
+	if (dwarf_ranges(d, 0, &base, &start, &end) > 0 && start == pc)
+		return 1;
+	return pc == 0 || dwarf_haspc(d, pc - 1) <= 0;
+}
+
+/* The name of an inlined function: the demangled linkage name of its
+ * abstract origin (C++, as physical frames are named from the symbol
+ * table), else its DWARF name; both through DW_AT_abstract_origin, in
+ * whichever unit it is. */
+static const char *inline_name(struct bt_ctx *c, Dwarf_Die *d)
+{
+	const char *n = mangled_name(d);
+
+	if (n)
+		return bt_syms_demangle(c, n, strlen(n));
+	n = die_name(d);
+	return n ? bt_ctx_strdup(c, n) : NULL;
+}
+
+/* The call site of the inlined call @d: file and line into @s (NULL/0 when
+ * the DWARF does not say). */
+static void inline_call_site(struct bt_ctx *c, Dwarf_Die *d,
+			     struct btrace_symbol *s)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word cf, cl;
+	Dwarf_Die cu;
+	Dwarf_Files *files = NULL;
+	size_t nfiles = 0;
+	const char *f = NULL;
+
+	s->file = NULL;
+	s->line = 0;
+	if (dwarf_formudata(dwarf_attr(d, DW_AT_call_line, &a), &cl) == 0 &&
+	    cl > 0 && cl <= INT32_MAX)
+		s->line = (int)cl;
+	if (dwarf_formudata(dwarf_attr(d, DW_AT_call_file, &a), &cf) == 0 &&
+	    dwarf_diecu(d, &cu, NULL, NULL) &&
+	    dwarf_getsrcfiles(&cu, &files, &nfiles) == 0 && cf < nfiles)
+		f = dwarf_filesrc(files, cf, NULL, NULL);
+	if (f)
+		s->file = bt_ctx_strdup(c, f);
+	else
+		s->line = 0;  /* a line without its file says nothing */
+}
+
+int bt_syms_inline_chain(struct bt_ctx *c, uint64_t ip, int top,
+			 struct btrace_symbol *out, int n)
+{
+	const struct btrace_symbol *base;
+	Dwarf_Die chain[INL_MAX_DEPTH], sub, *cu;
+	Dwfl_Module *mod;
+	Dwarf_Addr bias;
+	const char *inl;
+	size_t budget = INL_MAX_DIES;
+	int nc = 0, skip = 0, shown, k;
+
+	if (n < 1)
+		return 0;
+	base = bt_syms_lookup(c, ip);
+	out[0] = *base;
+	if (!c->dwfl_ok || !(mod = dwfl_addrmodule(c->dwfl, ip)) ||
+	    !(cu = unit_of(c, mod, ip, &bias)))
+		return 1;
+	Dwarf_Addr pc = ip - bias;
+	struct bt_dwsub *s = dwidx_find(c, mod, cu, bias, ip, &inl);
+	if (s) {
+		/* from the subprogram's index (its inline tree walked once):
+		 * the inlined call holding @pc at each depth, outermost
+		 * first, up to the first depth without one */
+		uint64_t have = 0;
+		for (size_t i = 0; i < s->ninl; i++) {
+			const struct bt_dwinl *e = &s->inl[i];
+			if (pc >= e->lo && pc < e->hi && e->depth < INL_MAX_DEPTH &&
+			    !(have & (1ull << e->depth))) {
+				have |= 1ull << e->depth;
+				chain[e->depth] = e->die;
+			}
+		}
+		while (nc < INL_MAX_DEPTH && (have & (1ull << nc)))
+			nc++;
+	} else if (concrete_subprogram(cu, pc, &sub)) {
+		/* outermost first */
+		while (nc < INL_MAX_DEPTH &&
+		       inline_child(nc ? &chain[nc - 1] : &sub, pc, &chain[nc], 0,
+				    &budget))
+			nc++;
+	} else {
+		return 1;
+	}
+	if (top)
+		while (skip < nc && inline_starts_at(&chain[nc - 1 - skip], pc))
+			skip++;
+	shown = nc - skip;
+	/* room for the physical frame: the innermost inline frames go */
+	int first = shown > n - 1 ? shown - (n - 1) : 0;
+	k = 0;
+	for (int i = shown - 1 - first; i >= -1; i--) {
+		struct btrace_symbol *o = &out[k++];
+		*o = *base;
+		o->function = i >= 0 ? inline_name(c, &chain[i]) : base->outer;
+		if (i >= 0 && !o->function)
+			o->function = "??";
+		/* where this frame is: in its callee's call site, or for
+		 * the innermost frame shown, at @pc (or the call site of
+		 * the first call gdb does not show) */
+		if (i + 1 < nc && (i + 1 < shown - first || skip || first))
+			inline_call_site(c, &chain[i + 1], o);
+	}
+	return k;
 }
 
 /*
@@ -590,7 +806,10 @@ static void lookup(struct bt_ctx *c, uint64_t ip, struct btrace_symbol *s)
 		s->outer = s->function;
 		s->offset = ip - fr->start;
 	}
+	Dwarf_Addr bias;
+	Dwarf_Die *cu = unit_of(c, mod, ip, &bias), *scopes = NULL;
 	Dwfl_Line *l = dwfl_module_getsrc(mod, ip);
+	Dwarf_Line *dl;
 	if (l) {
 		int line = 0;
 		const char *file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
@@ -598,10 +817,16 @@ static void lookup(struct bt_ctx *c, uint64_t ip, struct btrace_symbol *s)
 			s->file = bt_ctx_strdup(c, file);
 			s->line = line;
 		}
+	} else if (cu && (dl = dwarf_getsrc_die(cu, ip - bias))) {
+		/* a unit found without .debug_aranges */
+		int line = 0;
+		const char *file = dwarf_linesrc(dl, NULL, NULL);
+		if (file && dwarf_lineno(dl, &line) == 0) {
+			s->file = bt_ctx_strdup(c, file);
+			s->line = line;
+		}
 	}
 	/* Innermost inlined function, if any. */
-	Dwarf_Addr bias;
-	Dwarf_Die *cu = dwfl_module_addrdie(mod, ip, &bias), *scopes = NULL;
 	if (cu) {
 		const char *inl = NULL, *n = NULL;
 		struct bt_dwsub *sub = dwidx_find(c, mod, cu, bias, ip, &inl);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int bt_error(struct btrace_error *err, int code, const char *fmt, ...)
@@ -136,4 +137,43 @@ const char *bt_fmt_size(char *buf, size_t len, uint64_t bytes)
 	else
 		snprintf(buf, len, "%.1f %s", v, units[u]);
 	return buf;
+}
+
+int bt_tmp_create(const char *path, char *tmp, size_t len, unsigned mode)
+{
+	int n = snprintf(tmp, len, "%s.XXXXXX", path), fd;
+
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	fd = mkostemp(tmp, O_CLOEXEC);   /* O_EXCL, 0600, random name */
+	if (fd < 0)
+		return -errno;
+	if ((mode & 07777) != 0600 && fchmod(fd, (mode_t)(mode & 0777)) < 0) {
+		int e = -errno;
+
+		close(fd);
+		unlink(tmp);
+		return e;
+	}
+	return fd;
+}
+
+int bt_tmp_commit(int fd, const char *tmp, const char *path, int rc)
+{
+	if (!rc && fsync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, path) < 0)
+		rc = -errno;
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
+
+void bt_strip_controls(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s == 0x7f)
+			*s = '?';
 }

@@ -63,4 +63,22 @@ int bt_read_file(const char *path, char **out, size_t *len, size_t max);
 /* Human-readable size ("4.0 MiB") into @buf. */
 const char *bt_fmt_size(char *buf, size_t len, uint64_t bytes);
 
+/*
+ * A new file for @path, under an unpredictable name in the same directory
+ * (@path.XXXXXX, created O_EXCL with @mode; never through a link).  Returns
+ * the descriptor and the name in @tmp, or -errno.
+ */
+int bt_tmp_create(const char *path, char *tmp, size_t len, unsigned mode);
+
+/*
+ * Finish a file of bt_tmp_create(): when @rc is 0, fsync, close and rename
+ * it onto @path (a link at @path is replaced, never followed); else (or on
+ * failure) close and remove it.  Returns 0 or -errno (@rc when non-zero).
+ */
+int bt_tmp_commit(int fd, const char *tmp, const char *path, int rc);
+
+/* Replace control characters (C0, DEL) of @s in place by '?' (for text a
+ * peer sent that ends up in a message). */
+void bt_strip_controls(char *s);
+
 #endif /* BT_UTIL_H */

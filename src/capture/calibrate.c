@@ -130,8 +130,9 @@ out:
 static void save(uint32_t backend, uint64_t pad, char *where, size_t len)
 {
 	const char *home = getenv("XDG_CACHE_HOME");
-	char dir[400];
+	char dir[400], tmp[600];
 	FILE *f;
+	int fd;
 
 	where[0] = '\0';
 	if (home && *home)
@@ -144,12 +145,18 @@ static void save(uint32_t backend, uint64_t pad, char *where, size_t len)
 	mkdir(dir, 0700);
 	snprintf(where, len, "%s/pad-%s", dir,
 		 backend == BTRACE_BACKEND_BTS ? "bts" : "pt");
-	f = fopen(where, "w");
+	/* a new file under an unpredictable name, renamed over the old one */
+	fd = bt_tmp_create(where, tmp, sizeof(tmp), 0600);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f) {
+		if (fd >= 0)
+			bt_tmp_commit(fd, tmp, where, -EIO);
 		where[0] = '\0';
 		return;
 	}
 	fprintf(f, "%llu\n", (unsigned long long)pad);
+	if (fflush(f) || bt_tmp_commit(dup(fd), tmp, where, 0))
+		where[0] = '\0';
 	fclose(f);
 }
 

@@ -864,6 +864,12 @@ static int run_joined(struct bt_engine *e, struct bt_registry_sub *sub,
 		}
 		if (r == -EAGAIN)
 			continue;
+		if (r == -EPROTO || r == -EMSGSIZE) {
+			bt_registry_sub_close(sub);
+			return bt_error(err, r, "process %d: the owner (pid %d) broke the registry protocol: %s: refused",
+					(int)e->pid, (int)owner,
+					r == -EPROTO ? note : "a line too long");
+		}
 		/* the owner left */
 		bt_registry_sub_close(sub);
 		sub = NULL;

@@ -13,9 +13,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "capture-internal.h"
+#include "../format/format.h"
 #include "util.h"
 
 #define MAX_SUBS 64
@@ -30,43 +32,95 @@ struct bt_registry_owner {
 	int nsubs;
 };
 
+#define BT_REGISTRY_TIMEOUT_MS 10000
+
 struct bt_registry_sub {
+	uid_t owner_uid;
 	int fd;
 	char buf[512];
 	size_t len;
 	int pending_fd;
 };
 
-static char reg_dir[200];
+static char reg_dir[300];
+static char reg_why[400];
 
-static bool usable_dir(const char *d)
+/*
+ * Make (or check) @d as a directory private to us: created 0700 without
+ * following a link, owned by our effective uid; a directory another user
+ * owns is refused (it could hold their sockets and links).
+ */
+static bool private_dir(const char *d)
+{
+	uid_t me = geteuid();
+	struct stat st;
+	int fd;
+
+	if (mkdir(d, 0700) < 0 && errno != EEXIST) {
+		snprintf(reg_why, sizeof(reg_why), "%s: create failed: %s", d,
+			 strerror(errno));
+		return false;
+	}
+	fd = open(d, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		snprintf(reg_why, sizeof(reg_why), "%s: open failed: %s%s", d,
+			 strerror(errno), errno == ELOOP || errno == ENOTDIR ?
+			 " (a symbolic link or not a directory: remove it)" : "");
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	if (st.st_uid != me) {
+		snprintf(reg_why, sizeof(reg_why),
+			 "%s: refused: owned by uid %u, not by uid %u (remove it)",
+			 d, (unsigned)st.st_uid, (unsigned)me);
+		close(fd);
+		return false;
+	}
+	/* ours: no one else may enter it */
+	if ((st.st_mode & 077) && fchmod(fd, 0700) < 0) {
+		snprintf(reg_why, sizeof(reg_why), "%s: chmod 0700 failed: %s", d,
+			 strerror(errno));
+		close(fd);
+		return false;
+	}
+	close(fd);
+	return true;
+}
+
+/* /run/btrace, root's, holding one private directory per uid. */
+static bool run_parent(void)
 {
 	struct stat st;
 
-	return stat(d, &st) == 0 && S_ISDIR(st.st_mode) && access(d, W_OK | X_OK) == 0;
-}
-
-static bool make_dir(const char *d)
-{
-	if (mkdir(d, 01777) == 0)
-		chmod(d, 01777);   /* umask-proof: every user may own a target */
-	return usable_dir(d);
+	if (mkdir("/run/btrace", 0755) < 0 && errno != EEXIST)
+		return false;
+	if (lstat("/run/btrace", &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid)
+		return false;
+	if (st.st_mode & 022)
+		chmod("/run/btrace", 0755);   /* an older btrace made it 1777 */
+	return true;
 }
 
 const char *bt_registry_dir(void)
 {
 	const char *env = getenv("BTRACE_REGISTRY");
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	uid_t me = geteuid();
 
-	/* The same directory for every user, so that owners and joiners of
-	 * different uids find each other: /run/btrace when it exists or can
-	 * be created, else /tmp/btrace-registry. */
+	/* One registry per user: $BTRACE_REGISTRY, else root's
+	 * /run/btrace/0, else $XDG_RUNTIME_DIR/btrace, else
+	 * /tmp/btrace-<uid>; always a directory we own, mode 0700. */
+	reg_why[0] = '\0';
 	if (env && *env)
 		snprintf(reg_dir, sizeof(reg_dir), "%s", env);
-	else if (usable_dir("/run/btrace") || make_dir("/run/btrace"))
-		snprintf(reg_dir, sizeof(reg_dir), "/run/btrace");
+	else if (me == 0 && run_parent())
+		snprintf(reg_dir, sizeof(reg_dir), "/run/btrace/0");
+	else if (me != 0 && xdg && xdg[0] == '/')
+		snprintf(reg_dir, sizeof(reg_dir), "%s/btrace", xdg);
 	else
-		snprintf(reg_dir, sizeof(reg_dir), "/tmp/btrace-registry");
-	if (!usable_dir(reg_dir) && !make_dir(reg_dir))
+		snprintf(reg_dir, sizeof(reg_dir), "/tmp/btrace-%u", (unsigned)me);
+	if (!private_dir(reg_dir))
 		return NULL;
 	return reg_dir;
 }
@@ -105,6 +159,7 @@ int bt_registry_claim(pid_t target, uint32_t backend,
 	struct bt_registry_owner *o;
 	struct sockaddr_un sa;
 	char line[96];
+	mode_t old;
 	int r, n;
 
 	*out = NULL;
@@ -118,20 +173,29 @@ int bt_registry_claim(pid_t target, uint32_t backend,
 		free(o);
 		return bt_error(err, r, "registry: claim of process %d failed: %s",
 				(int)target, r == -ESRCH ? "no such process" :
-				"no registry directory");
+				reg_why);
 	}
 	for (int tries = 0;; tries++) {
 		struct stat a, b;
-		mode_t old = umask(0);
 
-		o->lock_fd = open(o->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-		umask(old);
+		/* never through a link; only a plain file of ours */
+		o->lock_fd = open(o->lock_path, O_RDWR | O_CREAT | O_NOFOLLOW |
+				  O_NOCTTY | O_CLOEXEC, 0600);
 		if (o->lock_fd < 0) {
 			r = -errno;
 			bt_error(err, r, "registry: opening %s failed: %s",
 				 o->lock_path, strerror(errno));
 			free(o);
 			return r;
+		}
+		if (fstat(o->lock_fd, &a) < 0 || !S_ISREG(a.st_mode) ||
+		    a.st_uid != geteuid() || a.st_nlink != 1) {
+			close(o->lock_fd);
+			bt_error(err, -EPERM,
+				 "registry: %s: refused: not a plain file of uid %u (remove it)",
+				 o->lock_path, (unsigned)geteuid());
+			free(o);
+			return -EPERM;
 		}
 		if (flock(o->lock_fd, LOCK_EX | LOCK_NB) < 0) {
 			pid_t p = read_owner(o->lock_fd);
@@ -165,16 +229,17 @@ int bt_registry_claim(pid_t target, uint32_t backend,
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.107s", o->sock_path);
-	if (o->listen_fd < 0 ||
+	old = umask(077);   /* the socket is born 0600 */
+	r = o->listen_fd < 0 ||
 	    bind(o->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    listen(o->listen_fd, 16) < 0) {
-		r = -errno;
+	    listen(o->listen_fd, 16) < 0 ? -errno : 0;
+	umask(old);
+	if (r < 0) {
 		bt_error(err, r, "registry: socket %s failed: %s", o->sock_path,
 			 strerror(errno));
 		bt_registry_release(o);
 		return r;
 	}
-	chmod(o->sock_path, 0666);
 	*out = o;
 	return 0;
 }
@@ -216,9 +281,61 @@ static int send_line_fd(int sock, const char *line, int fd)
 	return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
-/* Read one line (and an fd riding with it) from a blocking socket. */
-static int recv_line_fd(int sock, char *line, size_t len, int *fd)
+static int64_t now_ms(void)
 {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The peer of a connected socket: its uid and pid; -EPERM unless it is us
+ * (same effective uid) or root. */
+static int peer_check(int sock, uid_t *uid, pid_t *pid)
+{
+	struct ucred cr;
+	socklen_t l = sizeof(cr);
+
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cr, &l) < 0)
+		return -errno;
+	if (uid)
+		*uid = cr.uid;
+	if (pid)
+		*pid = cr.pid;
+	return cr.uid == geteuid() || cr.uid == 0 ? 0 : -EPERM;
+}
+
+/* Keep the first descriptor of an SCM_RIGHTS message in *fd, close any
+ * other (a peer may send many). */
+static void take_fds(struct msghdr *mh, int *fd)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		size_t n;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int f;
+
+			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (fd && *fd < 0)
+				*fd = f;
+			else
+				close(f);
+		}
+	}
+}
+
+/*
+ * Read one line (and an fd riding with it) from a socket, within
+ * @timeout_ms in all and @len bytes: a peer that sends slowly or too much
+ * gets -ETIMEDOUT or -EMSGSIZE, never a hang.
+ */
+static int recv_line_fd(int sock, char *line, size_t len, int *fd,
+			int timeout_ms)
+{
+	int64_t deadline = now_ms() + timeout_ms;
 	size_t n = 0;
 
 	if (fd)
@@ -227,28 +344,36 @@ static int recv_line_fd(int sock, char *line, size_t len, int *fd)
 		struct msghdr mh;
 		struct iovec iov = { line + n, 1 };
 		union {
-			char buf[CMSG_SPACE(sizeof(int))];
+			char buf[CMSG_SPACE(sizeof(int) * 4)];
 			struct cmsghdr align;
 		} u;
-		struct cmsghdr *c;
+		struct pollfd pfd = { .fd = sock, .events = POLLIN };
+		int64_t left = deadline - now_ms();
 		ssize_t r;
 
+		if (left <= 0)
+			return -ETIMEDOUT;
+		r = poll(&pfd, 1, (int)left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -ETIMEDOUT;
 		memset(&mh, 0, sizeof(mh));
 		mh.msg_iov = &iov;
 		mh.msg_iovlen = 1;
 		mh.msg_control = u.buf;
 		mh.msg_controllen = sizeof(u.buf);
-		r = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+		r = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 		if (r < 0) {
-			if (errno == EINTR)
+			if (errno == EINTR || errno == EAGAIN)
 				continue;
 			return -errno;
 		}
 		if (r == 0)
 			break;
-		for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-			if (c->cmsg_type == SCM_RIGHTS && fd)
-				memcpy(fd, CMSG_DATA(c), sizeof(int));
+		take_fds(&mh, fd);
 		if (line[n] == '\n') {
 			line[n] = '\0';
 			return (int)n + 1;
@@ -256,7 +381,7 @@ static int recv_line_fd(int sock, char *line, size_t len, int *fd)
 		n++;
 	}
 	line[n] = '\0';
-	return 0;
+	return n + 1 >= len ? -EMSGSIZE : 0;
 }
 
 int bt_registry_accept(struct bt_registry_owner *o, int *client)
@@ -269,8 +394,14 @@ int bt_registry_accept(struct bt_registry_owner *o, int *client)
 	c = accept4(o->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 	if (c < 0)
 		return BT_REG_NONE;
-	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (recv_line_fd(c, line, sizeof(line), NULL) <= 0) {
+	setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	/* only our own uid or root may join or ask for a snapshot */
+	if (peer_check(c, NULL, NULL) < 0) {
+		send_line_fd(c, "ERR permission denied: this recording belongs to another user\n", -1);
+		close(c);
+		return BT_REG_NONE;
+	}
+	if (recv_line_fd(c, line, sizeof(line), NULL, 2000) <= 0) {
 		close(c);
 		return BT_REG_NONE;
 	}
@@ -350,17 +481,30 @@ void bt_registry_release(struct bt_registry_owner *o)
 	free(o);
 }
 
-static int connect_owner(pid_t target, struct btrace_error *err)
+/*
+ * Connect to the owner of @target: the socket must be ours (or root's) in
+ * our own registry, and the process serving it our uid or root.
+ * *peer_uid is the owner's uid.
+ */
+static int connect_owner(pid_t target, uid_t *peer_uid, struct btrace_error *err)
 {
 	char lock[256], sock[256];
 	struct sockaddr_un sa;
+	struct stat st;
+	uid_t uid = 0;
+	pid_t pid = 0;
 	int fd, r;
 
 	r = target_paths(target, lock, sock, sizeof(lock));
 	if (r < 0)
 		return bt_error(err, r, "registry: process %d: lookup failed: %s",
 				(int)target, r == -ESRCH ? "no such process" :
-				"no registry directory");
+				reg_why);
+	if (lstat(sock, &st) == 0 &&
+	    (!S_ISSOCK(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0)))
+		return bt_error(err, -EPERM,
+				"process %d: contacting its btrace owner failed: %s is not a socket of uid %u or root: refused (remove it)",
+				(int)target, sock, (unsigned)geteuid());
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return bt_error(err, -errno, "registry: socket failed: %s",
@@ -378,7 +522,43 @@ static int connect_owner(pid_t target, struct btrace_error *err)
 		return bt_hint(err, "start one with: btrace record -p %d",
 			       (int)target);
 	}
+	r = peer_check(fd, &uid, &pid);
+	if (r < 0) {
+		close(fd);
+		return bt_error(err, r,
+				"process %d: contacting its btrace owner failed: %s is served by process %d of uid %u, neither uid %u nor root: refused",
+				(int)target, sock, (int)pid, (unsigned)uid,
+				(unsigned)geteuid());
+	}
+	if (peer_uid)
+		*peer_uid = uid;
 	return fd;
+}
+
+/*
+ * A descriptor an owner sent: a regular file of the owner's uid that starts
+ * like a snapshot.  Returns 0 or -EPROTO with @why filled.
+ */
+static int check_snapshot_fd(int fd, uid_t owner_uid, char *why, size_t len)
+{
+	char magic[8];
+	struct stat st;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(why, len, "the owner sent a descriptor that is not a regular file");
+		return -EPROTO;
+	}
+	if (st.st_uid != owner_uid) {
+		snprintf(why, len, "the owner (uid %u) sent a file of uid %u",
+			 (unsigned)owner_uid, (unsigned)st.st_uid);
+		return -EPROTO;
+	}
+	if (pread(fd, magic, sizeof(magic), 0) != (ssize_t)sizeof(magic) ||
+	    memcmp(magic, BT_FILE_MAGIC, sizeof(magic))) {
+		snprintf(why, len, "the owner sent a file that is not a btrace snapshot");
+		return -EPROTO;
+	}
+	return 0;
 }
 
 int bt_registry_join(pid_t target, struct bt_registry_sub **out,
@@ -389,19 +569,25 @@ int bt_registry_join(pid_t target, struct bt_registry_sub **out,
 	char line[256];
 	int fd, r, op = 0;
 	unsigned be = 0;
+	uid_t uid = 0;
 
 	*out = NULL;
-	fd = connect_owner(target, err);
+	fd = connect_owner(target, &uid, err);
 	if (fd < 0)
 		return fd;
 	snprintf(line, sizeof(line), "JOIN %d\n", (int)target);
 	if ((r = send_line_fd(fd, line, -1)) < 0 ||
-	    (r = recv_line_fd(fd, line, sizeof(line), NULL)) <= 0 ||
+	    (r = recv_line_fd(fd, line, sizeof(line), NULL,
+			      BT_REGISTRY_TIMEOUT_MS)) <= 0 ||
 	    sscanf(line, "OK owner=%d backend=%u", &op, &be) != 2) {
 		close(fd);
+		if (r > 0)
+			bt_strip_controls(line);
 		return bt_error(err, r < 0 ? r : -EPROTO,
-				"process %d: joining its btrace owner failed: %s",
-				(int)target, r < 0 ? strerror(-r) : line);
+				"process %d: joining its btrace owner failed: %s%s",
+				(int)target, r < 0 ? strerror(-r) :
+				r == 0 ? "the owner closed the connection" : line,
+				r == -ETIMEDOUT ? " (no answer within the time limit)" : "");
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s) {
@@ -410,6 +596,7 @@ int bt_registry_join(pid_t target, struct bt_registry_sub **out,
 	}
 	s->fd = fd;
 	s->pending_fd = -1;
+	s->owner_uid = uid;
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	if (owner_pid)
 		*owner_pid = op;
@@ -432,28 +619,41 @@ int bt_registry_sub_recv(struct bt_registry_sub *s, int *fd, char *note,
 		struct msghdr mh;
 		struct iovec iov;
 		union {
-			char buf[CMSG_SPACE(sizeof(int))];
+			char buf[CMSG_SPACE(sizeof(int) * 4)];
 			struct cmsghdr align;
 		} u;
-		struct cmsghdr *c;
 		ssize_t r;
 
 		if (nl) {
 			size_t l = (size_t)(nl - s->buf);
 
 			*nl = '\0';
-			if (!strncmp(s->buf, "SNAP ", 5) && note)
+			if (!strncmp(s->buf, "SNAP ", 5) && note) {
 				snprintf(note, len, "%s", s->buf + 5);
+				bt_strip_controls(note);
+			}
 			memmove(s->buf, nl + 1, s->len - l - 1);
 			s->len -= l + 1;
 			*fd = s->pending_fd;
 			s->pending_fd = -1;
-			if (*fd >= 0)
+			if (*fd >= 0) {
+				char why[160];
+
+				if (check_snapshot_fd(*fd, s->owner_uid, why,
+						      sizeof(why)) < 0) {
+					close(*fd);
+					*fd = -1;
+					if (note)
+						snprintf(note, len, "%s", why);
+					return -EPROTO;
+				}
 				return 1;
+			}
 			continue;
 		}
+		/* a line longer than the buffer is not the protocol */
 		if (s->len >= sizeof(s->buf) - 1)
-			s->len = 0;
+			return -EMSGSIZE;
 		memset(&mh, 0, sizeof(mh));
 		iov.iov_base = s->buf + s->len;
 		iov.iov_len = sizeof(s->buf) - 1 - s->len;
@@ -466,12 +666,11 @@ int bt_registry_sub_recv(struct bt_registry_sub *s, int *fd, char *note,
 			return errno == EAGAIN ? -EAGAIN : -errno;
 		if (r == 0)
 			return 0;
-		for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-			if (c->cmsg_type == SCM_RIGHTS) {
-				if (s->pending_fd >= 0)
-					close(s->pending_fd);
-				memcpy(&s->pending_fd, CMSG_DATA(c), sizeof(int));
-			}
+		if (s->pending_fd >= 0) {
+			close(s->pending_fd);
+			s->pending_fd = -1;
+		}
+		take_fds(&mh, &s->pending_fd);
 		s->len += (size_t)r;
 	}
 }
@@ -489,31 +688,45 @@ void bt_registry_sub_close(struct bt_registry_sub *s)
 int bt_registry_request_snapshot(pid_t target, int *fd, char *note,
 				 size_t len, struct btrace_error *err)
 {
-	char line[600];
-	struct timeval tv = { 30, 0 };
+	char line[600], why[160];
+	uid_t uid = 0;
 	int s, r;
 
 	*fd = -1;
-	s = connect_owner(target, err);
+	s = connect_owner(target, &uid, err);
 	if (s < 0)
 		return s;
-	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	snprintf(line, sizeof(line), "SNAPSHOT %d\n", (int)target);
 	r = send_line_fd(s, line, -1);
+	/* the owner writes the snapshot first: a generous limit */
 	if (r == 0)
-		r = recv_line_fd(s, line, sizeof(line), fd);
+		r = recv_line_fd(s, line, sizeof(line), fd,
+				 6 * BT_REGISTRY_TIMEOUT_MS);
 	close(s);
-	if (r <= 0)
+	if (r <= 0) {
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
 		return bt_error(err, r < 0 ? r : -EPROTO,
 				"process %d: snapshot request failed: %s",
-				(int)target, r < 0 ? strerror(-r) :
+				(int)target, r == -ETIMEDOUT ?
+				"the owner did not answer within the time limit" :
+				r < 0 ? strerror(-r) :
 				"the owner closed the connection");
+	}
+	bt_strip_controls(line);
 	if (!strncmp(line, "ERR ", 4) || *fd < 0) {
 		if (*fd >= 0)
 			close(*fd);
 		*fd = -1;
 		return bt_error(err, -EIO, "process %d: snapshot failed: %s",
 				(int)target, line + (strncmp(line, "ERR ", 4) ? 0 : 4));
+	}
+	if (check_snapshot_fd(*fd, uid, why, sizeof(why)) < 0) {
+		close(*fd);
+		*fd = -1;
+		return bt_error(err, -EPROTO,
+				"process %d: snapshot refused: %s", (int)target, why);
 	}
 	if (note)
 		snprintf(note, len, "%s", line + 5);
@@ -523,17 +736,27 @@ int bt_registry_request_snapshot(pid_t target, int *fd, char *note,
 int bt_registry_save(int fd, const char *path, struct btrace_error *err)
 {
 	char tmp[4200], buf[65536];
-	off_t off = 0;
+	struct stat st;
+	off_t off = 0, size;
 	int out, r = 0;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid());
-	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	/* only the size the file had when it was checked: a file that grows
+	 * under us is not copied without end */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return bt_error(err, -EINVAL, "%s: write failed: the snapshot is not a regular file",
+				path);
+	size = st.st_size;
+	out = bt_tmp_create(path, tmp, sizeof(tmp), 0600);
 	if (out < 0)
-		return bt_error(err, -errno, "%s: create failed: %s", tmp,
-				strerror(errno));
-	for (;;) {
-		ssize_t n = pread(fd, buf, sizeof(buf), off);
+		return bt_error(err, out, "%s: create failed: %s", path,
+				strerror(-out));
+	while (off < size) {
+		size_t want = (size_t)(size - off) < sizeof(buf) ?
+			      (size_t)(size - off) : sizeof(buf);
+		ssize_t n = pread(fd, buf, want, off);
 
+		if (n < 0 && errno == EINTR)
+			continue;
 		if (n < 0) {
 			r = -errno;
 			break;
@@ -541,19 +764,13 @@ int bt_registry_save(int fd, const char *path, struct btrace_error *err)
 		if (n == 0)
 			break;
 		if (write(out, buf, (size_t)n) != n) {
-			r = -EIO;
+			r = errno ? -errno : -EIO;
 			break;
 		}
 		off += n;
 	}
-	if (!r && fsync(out) < 0)
-		r = -errno;
-	close(out);
-	if (!r && rename(tmp, path) < 0)
-		r = -errno;
-	if (r) {
-		unlink(tmp);
+	r = bt_tmp_commit(out, tmp, path, r);
+	if (r)
 		return bt_error(err, r, "%s: write failed: %s", path, strerror(-r));
-	}
 	return 0;
 }

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* btrace: the command-line front end.  `btrace <command> [options]`. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <ucontext.h>
 
 #include <btrace/btrace.h>
 
@@ -27,8 +31,64 @@ static void usage(FILE *f)
 	fprintf(f, "\nSee 'btrace <command> --help' or man btrace-<command>.\n");
 }
 
+/* SIGXFSZ (ulimit -f): the write fails with EFBIG and btrace says so,
+ * instead of dying.  A handler, not SIG_IGN, so that the programs btrace
+ * runs get the default action back at execve(). */
+static void on_xfsz(int sig)
+{
+	(void)sig;
+}
+
+static struct {
+	const struct cli_command *cmd;
+	int argc, rc;
+	char **argv;
+	ucontext_t main_ctx, run_ctx;
+} job;
+
+static void run_job(void)
+{
+	job.rc = job.cmd->run(job.argc, job.argv);
+}
+
+/*
+ * Run a command.  Under a small stack limit (ulimit -s below 1 MiB) it runs
+ * on a stack of its own (8 MiB, with a guard page), so that btrace works
+ * whatever limit the traced program is given (the program still gets it).
+ */
+static int run(const struct cli_command *c, int argc, char **argv)
+{
+	const size_t size = 8u << 20, guard = 64u << 10;
+	struct rlimit rl;
+	char *base;
+
+	if (getrlimit(RLIMIT_STACK, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur >= (1u << 20))
+		return c->run(argc, argv);
+	base = mmap(NULL, size + guard, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	if (base == MAP_FAILED || mprotect(base, guard, PROT_NONE) < 0 ||
+	    getcontext(&job.run_ctx) < 0)
+		return c->run(argc, argv);
+	job.cmd = c;
+	job.argc = argc;
+	job.argv = argv;
+	job.run_ctx.uc_stack.ss_sp = base + guard;
+	job.run_ctx.uc_stack.ss_size = size;
+	job.run_ctx.uc_link = &job.main_ctx;
+	makecontext(&job.run_ctx, run_job, 0);
+	if (swapcontext(&job.main_ctx, &job.run_ctx) < 0)
+		return c->run(argc, argv);
+	return job.rc;
+}
+
 int main(int argc, char **argv)
 {
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_xfsz;
+	sigaction(SIGXFSZ, &sa, NULL);
 	if (argc < 2) {
 		usage(stderr);
 		return CLI_EXIT_USAGE;
@@ -44,7 +104,7 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].run(argc - 1, argv + 1);
+			return run(&commands[i], argc - 1, argv + 1);
 	fprintf(stderr, "btrace: '%s' is not a btrace command\n", argv[1]);
 	usage(stderr);
 	return CLI_EXIT_USAGE;

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <btrace/snapshot.h>
 
@@ -13,10 +16,11 @@
 
 int cli_fail(const char *cmd, const struct btrace_error *err)
 {
+	/* messages may quote a snapshot's names and paths */
 	fprintf(stderr, "btrace %s: %s\n", cmd,
-		err->msg[0] ? err->msg : btrace_strerror(err->code));
+		cli_esc(err->msg[0] ? err->msg : btrace_strerror(err->code)));
 	if (err->hint[0])
-		fprintf(stderr, "hint: %s\n", err->hint);
+		fprintf(stderr, "hint: %s\n", cli_esc(err->hint));
 	return CLI_EXIT_FAIL;
 }
 
@@ -102,9 +106,90 @@ int cli_read_snapshot(const char *cmd, const char *path,
 		return cli_fail(cmd, &err);
 	for (size_t i = 0; i < (*snap)->nwarnings; i++)
 		fprintf(stderr, "btrace %s: warning: %s\n", cmd,
-			(*snap)->warnings[i]);
+			cli_esc((*snap)->warnings[i]));
 	dir[0] = '\0';
 	if (realpath(path, real))
 		snprintf(dir, PATH_MAX, "%s", dirname(real));
+	return 0;
+}
+
+const char *cli_esc(const char *s)
+{
+	static char *slot[16];
+	static size_t cap[16];
+	static unsigned next;
+	const unsigned char *p;
+	size_t need = 1, n = 0;
+	unsigned k;
+	char *o;
+
+	if (!s)
+		return NULL;
+	for (p = (const unsigned char *)s; *p; p++)
+		need += 4;
+	k = next++ % 16;
+	if (cap[k] < need) {
+		char *nb = realloc(slot[k], need);
+
+		if (!nb)
+			return "(out of memory)";
+		slot[k] = nb;
+		cap[k] = need;
+	}
+	o = slot[k];
+	for (p = (const unsigned char *)s; *p;) {
+		size_t l = cli_utf8_len(p);
+
+		if (*p == '\\') {
+			o[n++] = '\\';
+			o[n++] = '\\';
+			p++;
+		} else if (*p < 0x20 || *p == 0x7f || !l ||
+			   (l == 2 && p[0] == 0xc2 && p[1] < 0xa0)) {
+			/* one byte at a time: a C1 control is two */
+			n += (size_t)snprintf(o + n, 5, "\\x%02x", *p);
+			p++;
+		} else {
+			memcpy(o + n, p, l);
+			n += l;
+			p += l;
+		}
+	}
+	o[n] = 0;
+	return o;
+}
+
+int cli_check_output(const char *cmd, const char *out)
+{
+	char dir[PATH_MAX];
+	struct rlimit rl;
+	struct stat st;
+
+	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		return cli_failf(cmd, "raise it (ulimit -f unlimited); the traced program can be given its own limit inside the command",
+				 "the file size limit (ulimit -f) is %llu bytes: the trace files and the snapshot may not fit, and btrace would lose the recording",
+				 (unsigned long long)rl.rlim_cur);
+	if (out && !*out)
+		return cli_usage(cmd, "the output file name is empty");
+	if (out && stat(out, &st) == 0 && S_ISDIR(st.st_mode))
+		return cli_failf(cmd, "give a file name, e.g. -o DIR/NAME.btrace",
+				 "%s: cannot write the snapshot there: it is a directory",
+				 cli_esc(out));
+	snprintf(dir, sizeof(dir), "%s", out ? out : ".");
+	if (out) {
+		char *slash = strrchr(dir, '/');
+
+		if (!slash)
+			snprintf(dir, sizeof(dir), ".");
+		else if (slash == dir)
+			dir[1] = 0;
+		else
+			*slash = 0;
+	}
+	if (access(dir, W_OK | X_OK) < 0)
+		return cli_failf(cmd, "choose another place with -o, or fix the directory",
+				 "%s: cannot write the snapshot in directory %s: %s",
+				 out ? cli_esc(out) : "(default name)", cli_esc(dir),
+				 strerror(errno));
 	return 0;
 }

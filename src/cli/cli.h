@@ -41,10 +41,30 @@ struct btrace_snapshot;
 int cli_read_snapshot(const char *cmd, const char *path,
 		      struct btrace_snapshot **snap, char *dir);
 
+/*
+ * Can a snapshot be written at @out (NULL: a default name in the current
+ * directory)?  Its directory must let us create files, @out must not be a
+ * directory, and no file size limit (ulimit -f) may cut it short.  Prints
+ * the error and returns 1, else 0.
+ */
+int cli_check_output(const char *cmd, const char *out);
+
 /* Parse sizes such as 4096, 64K, 4M, 1G (binary units); -1 if invalid. */
 int cli_parse_size(const char *s, uint64_t *out);
 /* Parse an unsigned integer (decimal or 0x); -1 if invalid. */
 int cli_parse_u64(const char *s, uint64_t *out);
+
+/*
+ * Text from a snapshot (names, paths, metadata, symbols) made safe to print
+ * on a terminal: control characters (C0, DEL, and C1 U+0080-U+009F) and
+ * bytes that are not valid UTF-8 become \xNN, a backslash becomes \\, so
+ * no snapshot can move the cursor, set the title or forge a line.  The
+ * result lives until 16 later calls; NULL stays NULL.  Every command prints
+ * snapshot text through this.
+ */
+const char *cli_esc(const char *s);
+/* Length of the valid UTF-8 sequence at @p, 0 when invalid (json.c). */
+size_t cli_utf8_len(const unsigned char *p);
 
 /* Minimal JSON writer on a FILE with indentation and proper escaping. */
 struct json {

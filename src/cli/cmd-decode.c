@@ -64,7 +64,7 @@ static void print_gap(const struct btrace_thread *t, uint32_t g)
 		printf(" at trace offset %llu", (unsigned long long)gp->offset);
 	if (gp->ip)
 		printf(", ip 0x%llx", (unsigned long long)gp->ip);
-	printf(": %s]\n", gp->reason ? gp->reason : "");
+	printf(": %s]\n", gp->reason ? cli_esc(gp->reason) : "");
 }
 
 static int print_event(const struct btrace_thread *t, const struct btrace_block *b)
@@ -103,8 +103,8 @@ static void fault_line(const struct btrace_thread *t)
 	sym_str(a, sizeof(a), t->fault.ip, &t->fault.sym);
 	line_str(l, sizeof(l), &t->fault.sym);
 	printf("=> fault at 0x%llx %s%s%s: %s (%s)\n",
-	       (unsigned long long)t->fault.ip, a, l[0] ? " " : "", l,
-	       t->fault.insn[0] ? t->fault.insn : "(no code)",
+	       (unsigned long long)t->fault.ip, cli_esc(a), l[0] ? " " : "",
+	       cli_esc(l), t->fault.insn[0] ? cli_esc(t->fault.insn) : "(no code)",
 	       t->fault.exact ? "exact" : "approximate");
 }
 
@@ -139,7 +139,7 @@ static void decode_blocks(const struct btrace_thread *t, uint64_t last)
 		line_str(l, sizeof(l), b->sym);
 		printf("0x%012llx-0x%012llx %4u  %s%s%s\n",
 		       (unsigned long long)b->ip, (unsigned long long)b->end_ip,
-		       b->ninsn, a, l[0] ? "  " : "", l);
+		       b->ninsn, cli_esc(a), l[0] ? "  " : "", cli_esc(l));
 	}
 }
 
@@ -229,13 +229,13 @@ static size_t insn_line(char *buf, size_t len, const struct btrace_insn *in)
 
 	sym_str(a, sizeof(a), in->ip, &in->sym);
 	n = snprintf(buf, len, "  0x%-12llx <%s>  %s\n",
-		     (unsigned long long)in->ip, a, in->text);
+		     (unsigned long long)in->ip, cli_esc(a), in->text);
 	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
 }
 
 static size_t header_line(char *buf, size_t len, const char *file, int line)
 {
-	int n = snprintf(buf, len, "%s:%d\n", file, line);
+	int n = snprintf(buf, len, "%s:%d\n", cli_esc(file), line);
 	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
 }
 
@@ -468,15 +468,15 @@ static void decode_calls(const struct btrace_thread *t, uint64_t last)
 		sym_str(a, sizeof(a), c->ip, c->sym);
 		line_str(l, sizeof(l), c->sym);
 		printf("%6llu  %*s%s", (unsigned long long)(i + 1 + t->dropped_calls),
-		       2 * (d > 40 ? 40 : d), "", a);
+		       2 * (d > 40 ? 40 : d), "", cli_esc(a));
 		if ((c->flags & BTRACE_CALL_PLT) && c->first_block < t->nblocks &&
 		    t->blocks[c->first_block].kind == BTRACE_ITEM_BLOCK &&
 		    t->blocks[c->first_block].ip != c->ip &&
 		    t->blocks[c->first_block].sym &&
 		    fn_name(t->blocks[c->first_block].sym))
-			printf(" (via %s)", fn_name(t->blocks[c->first_block].sym));
+			printf(" (via %s)", cli_esc(fn_name(t->blocks[c->first_block].sym)));
 		if (l[0])
-			printf("  %s", l);
+			printf("  %s", cli_esc(l));
 		printf("  [%llu insn]", (unsigned long long)c->ninsn);
 		if (c->flags & BTRACE_CALL_TAILCALL)
 			printf(" [tail call]");
@@ -581,7 +581,7 @@ int cmd_decode(int argc, char **argv)
 		return cli_fail(CMD, &err);
 	}
 	for (size_t i = 0; i < r->nimage_notes; i++)
-		printf("[image: %s]\n", r->image_notes[i]);
+		printf("[image: %s]\n", cli_esc(r->image_notes[i]));
 	if (d.tid && !r->nthreads)
 		ret = cli_failf(CMD, "btrace info FILE lists the buffers and their threads",
 				"%s: no trace buffer for thread %d", argv[optind], d.tid);

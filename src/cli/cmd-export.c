@@ -131,7 +131,7 @@ int cmd_export(int argc, char **argv)
 		return cli_fail("export", &err);
 	}
 	for (uint32_t i = 0; i < res->nnotes; i++)
-		fprintf(stderr, "btrace export: note: %s\n", res->notes[i]);
+		fprintf(stderr, "btrace export: note: %s\n", cli_esc(res->notes[i]));
 	if (!quiet) {
 		printf("wrote %s: %u trace buffer%s in %llu AUXTRACE record%s "
 		       "(%llu bytes), %u mmap%s\n",

@@ -140,7 +140,7 @@ static void print_text(const char *path, const struct btrace_snapshot *s)
 	const struct btrace_config *c = &s->config;
 	char a[32], b[32], f[64];
 
-	printf("file:       %s\n", path);
+	printf("file:       %s\n", cli_esc(path));
 	printf("format:     %u.%u, little-endian, %u-bit program\n",
 	       s->format_major, s->format_minor, s->word_size * 8);
 	printf("size:       %s in %zu sections%s\n",
@@ -176,7 +176,8 @@ static void print_text(const char *path, const struct btrace_snapshot *s)
 	if (s->nmeta)
 		printf("metadata:\n");
 	for (size_t i = 0; i < s->nmeta; i++)
-		printf("  %-16s %s\n", s->meta[i].key, s->meta[i].value);
+		printf("  %-16s %s\n", cli_esc(s->meta[i].key),
+		       cli_esc(s->meta[i].value));
 	if (s->signal) {
 		const struct btrace_signal *g = s->signal;
 		char sname[32];
@@ -238,7 +239,7 @@ static void print_text(const char *path, const struct btrace_snapshot *s)
 		const struct btrace_task *t = &s->tasks[i];
 
 		printf("  pid %d tid %d %-16s %s%s%s\n", t->pid, t->tid,
-		       t->comm ? t->comm : "?", t->exe ? t->exe : "",
+		       t->comm ? cli_esc(t->comm) : "?", t->exe ? cli_esc(t->exe) : "",
 		       t->flags & BTRACE_TASK_CRASHED ? " [crashed]" : "",
 		       t->flags & BTRACE_TASK_EXITED ? " [exited]" : "");
 	}
@@ -250,7 +251,7 @@ static void print_text(const char *path, const struct btrace_snapshot *s)
 	if (s->nwarnings) {
 		printf("\nwarnings: %zu\n", s->nwarnings);
 		for (size_t i = 0; i < s->nwarnings; i++)
-			printf("  %s\n", s->warnings[i]);
+			printf("  %s\n", cli_esc(s->warnings[i]));
 	}
 }
 

@@ -195,6 +195,10 @@ int cmd_record(int argc, char **argv)
 	if (!ro.pid)
 		ro.argv = argv + optind;
 
+	/* before the program runs, not after its whole run */
+	ret = cli_check_output("record", ro.output);
+	if (ret)
+		return ret;
 	ret = btrace_record(&ro, &res, &err);
 	if (ret) {
 		cli_fail("record", &err);

@@ -194,7 +194,7 @@ static void print_gap(FILE *f, const struct btrace_thread *t, uint32_t g,
 		fprintf(f, " at trace offset %llu", (unsigned long long)gp->offset);
 	if (gp->ip)
 		fprintf(f, ", ip 0x%llx", (unsigned long long)gp->ip);
-	fprintf(f, "]\n%s  %s\n", indent, gp->reason ? gp->reason : "");
+	fprintf(f, "]\n%s  %s\n", indent, gp->reason ? cli_esc(gp->reason) : "");
 }
 
 static void print_stack(FILE *f, const struct btrace_thread *t)
@@ -211,8 +211,8 @@ static void print_stack(FILE *f, const struct btrace_thread *t)
 		else
 			where(a, sizeof(a), fr->ip, &fr->sym);
 		fprintf(f, "  #%-2zu 0x%012llx %-*s %s", i, (unsigned long long)fr->ip,
-			NAME_W, fit(c, NAME_W, a),
-			srcline(b, sizeof(b), &fr->sym));
+			NAME_W, fit(c, NAME_W, cli_esc(a)),
+			cli_esc(srcline(b, sizeof(b), &fr->sym)));
 		if (fr->flags & BTRACE_CALL_INLINE)
 			fprintf(f, " [inlined]");
 		if (fr->flags & BTRACE_CALL_TAILCALL)
@@ -246,13 +246,13 @@ static void print_calls(FILE *f, const struct btrace_thread *t, uint64_t want)
 		int d = cl->depth - mind;
 		if (d > 24)
 			d = 24;
-		fprintf(f, "  %*s%s", 2 * d, "", where(a, sizeof(a), cl->ip, cl->sym));
+		fprintf(f, "  %*s%s", 2 * d, "", cli_esc(where(a, sizeof(a), cl->ip, cl->sym)));
 		const char *via = call_via(t, cl);
 		if (via)
-			fprintf(f, " (via %s)", via);
+			fprintf(f, " (via %s)", cli_esc(via));
 		srcline(b, sizeof(b), cl->sym);
 		if (b[0])
-			fprintf(f, "  %s", b);
+			fprintf(f, "  %s", cli_esc(b));
 		if (cl->flags & BTRACE_CALL_TAILCALL)
 			fprintf(f, " [tail call]");
 		if (cl->flags & BTRACE_CALL_SIGNAL)
@@ -263,9 +263,9 @@ static void print_calls(FILE *f, const struct btrace_thread *t, uint64_t want)
 	}
 	if (t->fault.found && t->nstack) {
 		fprintf(f, "  => fault in %s",
-			where(a, sizeof(a), t->fault.ip, &t->stack[0].sym));
+			cli_esc(where(a, sizeof(a), t->fault.ip, &t->stack[0].sym)));
 		srcline(b, sizeof(b), &t->stack[0].sym);
-		fprintf(f, "%s%s\n", b[0] ? "  " : "", b);
+		fprintf(f, "%s%s\n", b[0] ? "  " : "", cli_esc(b));
 	}
 }
 
@@ -318,8 +318,8 @@ static void print_blocks(FILE *f, const struct btrace_thread *t, uint64_t want)
 			rep++;
 		fprintf(f, "  0x%012llx %3u  %-*s %s", (unsigned long long)bl->ip,
 			bl->ninsn, NAME_W,
-			fit(c, NAME_W, where(a, sizeof(a), bl->ip, bl->sym)),
-			srcline(b, sizeof(b), bl->sym));
+			fit(c, NAME_W, cli_esc(where(a, sizeof(a), bl->ip, bl->sym))),
+			cli_esc(srcline(b, sizeof(b), bl->sym)));
 		if (rep > 1)
 			fprintf(f, "  (x%zu)", rep);
 		fputc('\n', f);
@@ -328,7 +328,7 @@ static void print_blocks(FILE *f, const struct btrace_thread *t, uint64_t want)
 	if (t->fault.found)
 		fprintf(f, "  0x%012llx  => fault: %s\n",
 			(unsigned long long)t->fault.ip,
-			t->fault.insn[0] ? t->fault.insn : "(no code)");
+			t->fault.insn[0] ? cli_esc(t->fault.insn) : "(no code)");
 	size_t after = 0;
 	for (size_t i = end + 1; i < t->nblocks; i++)
 		after += t->blocks[i].kind == BTRACE_ITEM_BLOCK;
@@ -371,7 +371,7 @@ static void print_history(FILE *f, const struct btrace_thread *t)
 	fprintf(f, "          incomplete: %zu gap%s\n", t->ngaps, t->ngaps > 1 ? "s" : "");
 	for (size_t i = 0; i < t->ngaps && i < 8; i++)
 		fprintf(f, "          - %s: %s\n", btrace_gap_kind_name(t->gaps[i].kind),
-			t->gaps[i].reason ? t->gaps[i].reason : "");
+			t->gaps[i].reason ? cli_esc(t->gaps[i].reason) : "");
 	if (t->ngaps > 8)
 		fprintf(f, "          - ... %zu more\n", t->ngaps - 8);
 }
@@ -387,16 +387,16 @@ static void print_thread(FILE *f, const struct btrace_decode_result *r,
 		fprintf(f, "\n== cpu %d (per-cpu buffer) ==\n", t->cpu);
 	if (t->fault.found) {
 		const struct btrace_fault *ft = &t->fault;
-		fprintf(f, "fault     %s", where(a, sizeof(a), ft->ip, &ft->sym));
+		fprintf(f, "fault     %s", cli_esc(where(a, sizeof(a), ft->ip, &ft->sym)));
 		srcline(b, sizeof(b), &ft->sym);
 		if (b[0])
-			fprintf(f, " at %s", b);
+			fprintf(f, " at %s", cli_esc(b));
 		fprintf(f, "\n          0x%llx  %s\n", (unsigned long long)ft->ip,
-			ft->insn[0] ? ft->insn : "(no code for this address)");
+			ft->insn[0] ? cli_esc(ft->insn) : "(no code for this address)");
 		if (ft->sym.module)
-			fprintf(f, "          in %s\n", ft->sym.module);
+			fprintf(f, "          in %s\n", cli_esc(ft->sym.module));
 		fprintf(f, "          %s: %s\n", ft->exact ? "exact" : "approximate",
-			ft->how ? ft->how : "");
+			ft->how ? cli_esc(ft->how) : "");
 	}
 	print_stack(f, t);
 	print_calls(f, t, o->calls);
@@ -411,8 +411,8 @@ static void report_text(FILE *f, const char *path,
 {
 	const struct btrace_signal *s = r->signal;
 
-	fprintf(f, "btrace report: %s\n", path);
-	fprintf(f, "process   %d (%s)", r->pid, r->command ? r->command : "?");
+	fprintf(f, "btrace report: %s\n", cli_esc(path));
+	fprintf(f, "process   %d (%s)", r->pid, r->command ? cli_esc(r->command) : "?");
 	if (backend_name(r->backend))
 		fprintf(f, ", backend %s", backend_name(r->backend));
 	fprintf(f, ", %s trace\n", r->kind == BTRACE_TRACE_BTS ? "BTS" : "Intel PT");
@@ -436,14 +436,14 @@ static void report_text(FILE *f, const char *path,
 	char cause[256];
 	const char *kind;
 	if (fault_cause(o->snap, cause, sizeof(cause), &kind))
-		fprintf(f, "cause     %s\n", cause);
+		fprintf(f, "cause     %s\n", cli_esc(cause));
 	const char *nexec = btrace_snapshot_meta(o->snap, "qemu.exec");
 	if (nexec)
 		fprintf(f, "exec      %s ran natively, untraced (set-ID, "
 			"capabilities, or not x86-64): the trace ends at its "
-			"execve()\n", nexec);
+			"execve()\n", cli_esc(nexec));
 	for (size_t i = 0; i < r->nimage_notes; i++)
-		fprintf(f, "image     %s\n", r->image_notes[i]);
+		fprintf(f, "image     %s\n", cli_esc(r->image_notes[i]));
 	if (!r->nthreads)
 		fprintf(f, "\n(no trace buffers in this snapshot)\n");
 	for (size_t i = 0; i < r->nthreads; i++) {
@@ -515,6 +515,7 @@ static void j_thread(struct json *j, const struct btrace_thread *t,
 		j_sym(j, &fr->sym, fr->flags);
 		json_hex(j, "ip", fr->ip);
 		json_bool(j, "inline", fr->flags & BTRACE_CALL_INLINE);
+		json_bool(j, "inlined", fr->flags & BTRACE_CALL_INLINE);
 		json_bool(j, "tail_call", fr->flags & BTRACE_CALL_TAILCALL);
 		json_bool(j, "signal", fr->flags & BTRACE_CALL_SIGNAL);
 		json_bool(j, "partial", fr->flags & BTRACE_CALL_PARTIAL);

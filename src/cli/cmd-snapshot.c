@@ -55,6 +55,9 @@ int cmd_snapshot(int argc, char **argv)
 			 (unsigned long long)pid);
 		out = def;
 	}
+	c = cli_check_output("snapshot", out);
+	if (c)
+		return c;
 	if (btrace_snapshot_request((int)pid, out, &err) < 0)
 		return cli_fail("snapshot", &err);
 	fprintf(stderr, "btrace snapshot: written to %s\n", out);

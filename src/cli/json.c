@@ -19,22 +19,63 @@ static void indent(struct json *j)
 		fputs("  ", j->f);
 }
 
+/* Length of the valid UTF-8 sequence at @p (1-4), or 0 when the bytes there
+ * are not one (overlong, surrogate, past U+10FFFF, cut short). */
+size_t cli_utf8_len(const unsigned char *p)
+{
+	unsigned c = p[0], n, cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, cp = c & 0x07;
+	else
+		return 0;
+	for (unsigned i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return n;
+}
+
+/*
+ * A JSON string for any byte string: valid UTF-8 passes through; control
+ * characters are escaped; a byte that is not part of valid UTF-8 is written
+ * as the character of the same value (its Latin-1 reading), \u00XX, so
+ * the output is always valid JSON (docs/report.md).
+ */
 static void put_string(FILE *f, const char *s)
 {
 	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		size_t n;
+
 		switch (*p) {
-		case '"': fputs("\\\"", f); break;
-		case '\\': fputs("\\\\", f); break;
-		case '\n': fputs("\\n", f); break;
-		case '\r': fputs("\\r", f); break;
-		case '\t': fputs("\\t", f); break;
-		default:
-			if (*p < 0x20 || *p == 0x7f)
-				fprintf(f, "\\u%04x", *p);
-			else
-				fputc(*p, f);
+		case '"': fputs("\\\"", f); p++; continue;
+		case '\\': fputs("\\\\", f); p++; continue;
+		case '\n': fputs("\\n", f); p++; continue;
+		case '\r': fputs("\\r", f); p++; continue;
+		case '\t': fputs("\\t", f); p++; continue;
 		}
+		if (*p < 0x20 || *p == 0x7f) {
+			fprintf(f, "\\u%04x", *p++);
+			continue;
+		}
+		n = cli_utf8_len(p);
+		if (!n) {
+			fprintf(f, "\\u%04x", *p++);
+			continue;
+		}
+		fwrite(p, 1, n, f);
+		p += n;
 	}
 	fputc('"', f);
 }

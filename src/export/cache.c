@@ -26,6 +26,8 @@
 
 struct bt_cache {
 	char dir[PATH_MAX];
+	char **made;            /* what this export created, in order */
+	size_t nmade, cap;
 };
 
 /* snprintf that reports truncation as -ENAMETOOLONG. */
@@ -42,20 +44,64 @@ static int pathf(char *buf, size_t len, const char *fmt, ...)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-static int mkdir_p(char *path)
+/* Remember @path as created by this export (removed by bt_cache_abort). */
+static void made(struct bt_cache *c, const char *path)
 {
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(path, 0755) && errno != EEXIST) {
-			*p = '/';
-			return -errno;
-		}
-		*p = '/';
-	}
-	if (mkdir(path, 0755) && errno != EEXIST)
+	char *d;
+
+	if (!c || bt_grow((void **)&c->made, &c->cap, c->nmade + 1,
+			  sizeof(*c->made)))
+		return;
+	d = strdup(path);
+	if (d)
+		c->made[c->nmade++] = d;
+}
+
+/* A directory of ours that no one else may write: not a link, owned by our
+ * effective uid, not group/other writable. */
+static int own_dir(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st))
 		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return S_ISLNK(st.st_mode) ? -ELOOP : -ENOTDIR;
+	if (st.st_uid != geteuid() || (st.st_mode & 022))
+		return -EPERM;
+	return 0;
+}
+
+/*
+ * mkdir -p @path (0700: the cache holds the program's code, the owner's
+ * alone).  Every component that ends after offset @strict
+ * must be a directory of ours (own_dir): a link or a directory another
+ * user planted there is refused, never followed.  Directories created are
+ * recorded in @c.
+ */
+static int mkdir_p(struct bt_cache *c, char *path, size_t strict)
+{
+	size_t len = strlen(path);
+
+	for (size_t i = 1; i <= len; i++) {
+		char save = path[i];
+		int rc = 0;
+
+		if (save != '/' && save != 0)
+			continue;
+		if (path[i - 1] == '/')
+			continue;
+		path[i] = 0;
+		if (mkdir(path, 0700) == 0)
+			made(c, path);
+		else if (errno != EEXIST)
+			rc = -errno;
+		if (!rc && i > strict)
+			rc = own_dir(path);
+		path[i] = save;
+		if (rc)
+			return rc;
+	}
 	return 0;
 }
 
@@ -70,17 +116,37 @@ int bt_cache_open(const char *dir, struct bt_cache **out,
 	if (strlen(dir) + 1 > sizeof(tmp))
 		return bt_error(err, -ENAMETOOLONG,
 				"%s: create build-id cache failed: path too long", dir);
-	rc = pathf(tmp, sizeof(tmp), "%s", dir);
-	if (!rc)
-		rc = mkdir_p(tmp);
-	if (rc)
-		return bt_error(err, rc,
-				"%s: create build-id cache failed: %s", dir,
-				btrace_strerror(rc));
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return bt_error(err, -ENOMEM, "%s: create build-id cache failed: %s",
 				dir, btrace_strerror(-ENOMEM));
+	rc = pathf(tmp, sizeof(tmp), "%s", dir);
+	if (!rc) {
+		/* The cache directory (and its parent, "<out>.symfs", in the
+		 * default layout "<out>.symfs/.debug") must be ours: in a
+		 * shared directory another user may have planted them. */
+		char *last = strrchr(tmp, '/');
+		size_t strict = last && last != tmp ? (size_t)(last - tmp) : 0;
+
+		if (last && !strcmp(last, "/.debug")) {
+			char *up;
+
+			*last = 0;
+			up = strrchr(tmp, '/');
+			strict = up && up != tmp ? (size_t)(up - tmp) : 0;
+			*last = '/';
+		}
+		rc = mkdir_p(c, tmp, strict);
+	}
+	if (rc) {
+		bt_cache_abort(c);
+		bt_error(err, rc, "%s: create build-id cache failed: %s", dir,
+			 rc == -EPERM || rc == -ELOOP || rc == -ENOTDIR ?
+			 "a link, or a directory another user owns or may write, is in the way" :
+			 btrace_strerror(rc));
+		return rc == -EPERM || rc == -ELOOP || rc == -ENOTDIR ?
+		       bt_hint(err, "remove it, or export to a directory of your own") : rc;
+	}
 	if (!realpath(dir, c->dir))
 		pathf(c->dir, sizeof(c->dir), "%s", dir);
 	*out = c;
@@ -89,7 +155,23 @@ int bt_cache_open(const char *dir, struct bt_cache **out,
 
 void bt_cache_close(struct bt_cache *c)
 {
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nmade; i++)
+		free(c->made[i]);
+	free(c->made);
 	free(c);
+}
+
+void bt_cache_abort(struct bt_cache *c)
+{
+	if (!c)
+		return;
+	/* in reverse: files and links before their directories */
+	for (size_t i = c->nmade; i-- > 0;)
+		if (unlink(c->made[i]) && errno == EISDIR)
+			rmdir(c->made[i]);
+	bt_cache_close(c);
 }
 
 const char *bt_cache_dir(const struct bt_cache *c)
@@ -106,18 +188,17 @@ static int all_zero(const uint8_t *p, size_t n)
 }
 
 /* Write @data to @path through a temporary file, leaving holes for zeros. */
-static int write_sparse(const char *path, const uint8_t *data, uint64_t n,
-			mode_t mode)
+static int write_sparse(struct bt_cache *c, const char *path,
+			const uint8_t *data, uint64_t n, mode_t mode)
 {
 	char tmp[PATH_MAX + 16];
 	uint64_t off = 0;
 	int fd, rc = 0;
 
-	if (pathf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid()))
-		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	/* an unpredictable name, created O_EXCL: nothing planted is followed */
+	fd = bt_tmp_create(path, tmp, sizeof(tmp), mode);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	while (off < n && !rc) {
 		size_t blk = n - off < 4096 ? (size_t)(n - off) : 4096;
 
@@ -146,6 +227,8 @@ static int write_sparse(const char *path, const uint8_t *data, uint64_t n,
 		rc = -errno;
 	if (rc)
 		unlink(tmp);
+	else
+		made(c, path);
 	return rc;
 }
 
@@ -244,9 +327,9 @@ int bt_cache_add(struct bt_cache *c, const struct btrace_snapshot *snap,
 				"%s: add to build-id cache failed: path too long",
 				path);
 	}
-	rc = mkdir_p(dir);
+	rc = mkdir_p(c, dir, strlen(c->dir));
 	if (!rc)
-		rc = write_sparse(file, data, n, 0755);
+		rc = write_sparse(c, file, data, n, 0600);
 	free(data);
 	if (rc)
 		return bt_error(err, rc,
@@ -264,7 +347,7 @@ int bt_cache_link(struct bt_cache *c, const char *sbid, const char *rel,
 
 	rc = pathf(link, sizeof(link), "%s/.build-id/%.2s", c->dir, sbid);
 	if (!rc)
-		rc = mkdir_p(link);
+		rc = mkdir_p(c, link, strlen(c->dir));
 	if (!rc)
 		rc = pathf(link, sizeof(link), "%s/.build-id/%.2s/%s", c->dir,
 			   sbid, sbid + 2);
@@ -275,6 +358,8 @@ int bt_cache_link(struct bt_cache *c, const char *sbid, const char *rel,
 			rc = -errno;
 		else if (symlink(target, link))
 			rc = -errno;
+		else
+			made(c, link);
 	}
 	if (rc)
 		return bt_error(err, rc,
@@ -297,9 +382,9 @@ int bt_cache_add_raw(struct bt_cache *c, const char *name, const uint8_t *data,
 	slash = strrchr(dir, '/');
 	if (slash)
 		*slash = 0;
-	rc = mkdir_p(dir);
+	rc = mkdir_p(c, dir, strlen(c->dir));
 	if (!rc)
-		rc = write_sparse(abs, data, n, 0644);
+		rc = write_sparse(c, abs, data, n, 0600);
 	if (rc)
 		return bt_error(err, rc, "%s: write code file failed: %s", abs,
 				btrace_strerror(rc));

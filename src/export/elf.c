@@ -60,9 +60,16 @@ int bt_export_build_elf(const struct btrace_snapshot *snap, const uint8_t *bid,
 		return 1;
 	}
 	qsort(seg, nseg, sizeof(*seg), code_cmp);
-	for (i = 0; i < nseg; i++)
+	for (i = 0; i < nseg; i++) {
+		/* the reader bounds these; never trust a wrap here either */
+		if (seg[i]->file_offset > (1ull << 40) ||
+		    seg[i]->size > (1ull << 40) - seg[i]->file_offset) {
+			free(seg);
+			return -BTRACE_ERR_FORMAT;
+		}
 		if (seg[i]->file_offset + seg[i]->size > end)
 			end = seg[i]->file_offset + seg[i]->size;
+	}
 
 	hdr_end = sizeof(Elf64_Ehdr) + (nseg + 1) * sizeof(Elf64_Phdr);
 	note_size = (uint32_t)(sizeof(Elf64_Nhdr) + 4 + ((bid_size + 3) & ~3u));

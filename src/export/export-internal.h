@@ -34,6 +34,8 @@ struct bt_cache;
 int bt_cache_open(const char *dir, struct bt_cache **out,
 		  struct btrace_error *err);
 void bt_cache_close(struct bt_cache *c);
+/* Remove what this export created (files, links, directories), then close. */
+void bt_cache_abort(struct bt_cache *c);
 const char *bt_cache_dir(const struct bt_cache *c);
 /* Put a file for @path/@bid in the cache: the on-disk file when @use_disk
  * and its build ID matches, else an ELF rebuilt from the snapshot's

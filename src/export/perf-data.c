@@ -716,7 +716,7 @@ int btrace_export_perf_data(const struct btrace_snapshot *snap,
 	}
 
 	snprintf(tmp, sizeof(tmp), "%s.tmpXXXXXX", out);
-	fd = mkstemp(tmp);
+	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		rc = bt_error(err, -errno, "%s: create perf.data failed: %s", tmp,
 			      btrace_strerror(-errno));
@@ -907,6 +907,10 @@ out_close:
 out_free:
 	free(w.index);
 	free(plan);
-	bt_cache_close(cache);
+	/* a failed export leaves nothing behind */
+	if (rc)
+		bt_cache_abort(cache);
+	else
+		bt_cache_close(cache);
 	return rc;
 }

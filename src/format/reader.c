@@ -23,6 +23,37 @@
 /* No section may claim to hold more than this once decompressed. */
 #define BT_MAX_RAW_SIZE (16ull << 30)
 
+/*
+ * What a compressed section may inflate to (docs/format.md, "Limits"): at
+ * most its type's limit, and all sections of a file together at most
+ * BT_INFLATE_FLOOR + BT_INFLATE_RATIO times the file's size.  A small file
+ * that claims gigabytes is a decompression bomb, not a snapshot.
+ */
+#define BT_INFLATE_FLOOR (256ull << 20)
+#define BT_INFLATE_RATIO 1024ull
+
+/* Code sections: the bytes must end within the first 4 GiB of the file
+ * they were copied from, and within the address space. */
+#define BT_MAX_CODE_END (4ull << 30)
+
+static uint64_t type_limit(uint32_t type)
+{
+	switch (type) {
+	case BT_SEC_CONFIG:
+	case BT_SEC_SIGNAL:
+	case BT_SEC_END:
+		return 1u << 20;
+	case BT_SEC_TASKS:
+	case BT_SEC_MAPPINGS:
+	case BT_SEC_META:
+		return 64u << 20;
+	case BT_SEC_CODE:
+		return BT_MAX_CODE_END;
+	default:
+		return BT_MAX_RAW_SIZE;   /* trace buffers */
+	}
+}
+
 struct snap_priv {
 	struct btrace_snapshot pub;    /* first: the public pointer */
 	void *map;
@@ -46,6 +77,7 @@ struct rd {
 	uint64_t sec_off;
 	uint64_t payload_off;          /* file offset of the payload */
 	int compressed;
+	uint64_t inflated;             /* bytes decompressed so far */
 };
 
 static const char *const sec_names[] = {
@@ -436,6 +468,14 @@ static int parse_code(struct rd *r, struct fit *it)
 	if (!have_data)
 		return sec_error(r, -BTRACE_ERR_FORMAT, 0,
 				 "code section without bytes");
+	if (c.vaddr + c.size < c.vaddr)
+		return sec_error(r, -BTRACE_ERR_FORMAT, 0,
+				 "code bytes run past the end of the address space");
+	if (c.kind == BTRACE_CODE_FILE &&
+	    (c.file_offset > BT_MAX_CODE_END ||
+	     c.size > BT_MAX_CODE_END - c.file_offset))
+		return sec_error(r, -BTRACE_ERR_FORMAT, 0,
+				 "code file offset and size end past 4 GiB");
 	return append((void **)&sp->pub.code, &sp->ccode, &sp->pub.ncode,
 		      &c, sizeof(c));
 }
@@ -516,9 +556,30 @@ static int decompress(struct rd *r, const uint8_t *src, uint64_t n,
 	ZSTD_outBuffer o = { NULL, 0, 0 };
 	int ret = 0;
 
+	unsigned long long fcs = ZSTD_getFrameContentSize(src, (size_t)n);
+	uint64_t budget = BT_INFLATE_FLOOR + BT_INFLATE_RATIO * r->size;
+	char msg[200];
+
 	if (raw > BT_MAX_RAW_SIZE)
 		return sec_error(r, -BTRACE_ERR_FORMAT, 0,
 				 "decompressed size over 16 GiB");
+	if (raw > type_limit(r->sec_type)) {
+		snprintf(msg, sizeof(msg), "declares %llu bytes once decompressed, over the %llu a section of this type may hold",
+			 (unsigned long long)raw,
+			 (unsigned long long)type_limit(r->sec_type));
+		return sec_error(r, -BTRACE_ERR_FORMAT, 0, msg);
+	}
+	if (raw > budget - (r->inflated < budget ? r->inflated : budget)) {
+		snprintf(msg, sizeof(msg), "declares %llu bytes once decompressed: with the sections before it, over %llu for a %llu-byte file (a decompression bomb?)",
+			 (unsigned long long)raw, (unsigned long long)budget,
+			 (unsigned long long)r->size);
+		return sec_error(r, -BTRACE_ERR_FORMAT, 0, msg);
+	}
+	if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != ZSTD_CONTENTSIZE_ERROR &&
+	    fcs > raw)
+		return sec_error(r, -BTRACE_ERR_FORMAT, 0, "payload "
+				 "decompresses to more than declared");
+	r->inflated += raw;
 	ds = ZSTD_createDStream();
 	if (!ds)
 		return -ENOMEM;

@@ -158,6 +158,20 @@ static void bt_core_note(void *ctx, uint32_t type, const char *name,
 {
 	struct bt_qemu_core *c = ctx;
 
+	if (type == NT_AUXV && strcmp(name, "CORE") == 0) {
+		for (uint32_t off = 0; off + 16 <= dsz; off += 16) {
+			uint64_t key = bt_le64(desc + off);
+			uint64_t val = bt_le64(desc + off + 8);
+
+			if (key == AT_NULL)
+				break;
+			if (key == AT_RANDOM && val)
+				c->initial_stack = val;
+			if (key == AT_EXECFN && val && !c->initial_stack)
+				c->initial_stack = val;
+		}
+		return;
+	}
 	if (type != NT_PRSTATUS || dsz < BT_PRSTATUS_MIN)
 		return;
 	c->nthreads++;

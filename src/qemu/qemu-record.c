@@ -151,6 +151,32 @@ int bt_qemu_find_plugin(char *out, size_t len, struct btrace_error *err)
 		       "plugin's path");
 }
 
+int bt_qemu_find_preload(const char *plugin, char *out, size_t len,
+			 struct btrace_error *err)
+{
+	const char *env = getenv("BTRACE_QEMU_PRELOAD");
+	const char *slash = strrchr(plugin, '/');
+
+	if (env && *env) {
+		snprintf(out, len, "%s", env);
+		if (env[0] == '/' && access(out, R_OK) == 0)
+			return 0;
+		bt_error(err, -ENOENT, "%s: find preload library failed: %s", env,
+			 env[0] == '/' ? strerror(errno) : "not an absolute path");
+		return bt_hint(err, "BTRACE_QEMU_PRELOAD must be the absolute "
+			       "path of libbtrace-qemu-preload.so");
+	}
+	/* Built and installed next to the plugin. */
+	snprintf(out, len, "%.*s/libbtrace-qemu-preload.so",
+		 slash ? (int)(slash - plugin) : 1, slash ? plugin : ".");
+	if (out[0] == '/' && access(out, R_OK) == 0)
+		return 0;
+	bt_error(err, -ENOENT, "%s: find preload library failed: not next to "
+		 "the plugin %s", out, plugin);
+	return bt_hint(err, "reinstall btrace (the library keeps QEMU's guest "
+		       "core private) or set BTRACE_QEMU_PRELOAD to its path");
+}
+
 int bt_qemu_check_program(const char *prog, char *out, size_t len,
 			  struct btrace_error *err)
 {
@@ -345,27 +371,80 @@ struct bt_job {
 	struct btrace_error *err;
 };
 
-static void bt_core_path(const struct bt_job *j, const char *cwd, int pid,
-			 char *out, size_t len)
+/*
+ * The guest core of process @pid: "core.<pid>" in the private ring
+ * directory, where libbtrace-qemu-preload.so makes QEMU write it (never in
+ * the guest's working directory).  @out is "" when there is none.
+ */
+static void bt_core_path(const struct bt_job *j, int pid, char *out,
+			 size_t len)
 {
-	char suffix[32];
-	DIR *d = opendir(cwd);
-	struct dirent *de;
+	struct stat st;
 
-	out[0] = 0;
-	if (!d)
-		return;
-	snprintf(suffix, sizeof(suffix), "_%d.core", pid);
-	while ((de = readdir(d))) {
-		size_t nl = strlen(de->d_name), sl = strlen(suffix);
+	snprintf(out, len, "%s/core.%d", j->dir, pid);
+	if (lstat(out, &st) || !S_ISREG(st.st_mode))
+		out[0] = 0;
+}
 
-		if (!strncmp(de->d_name, "qemu_", 5) && nl > sl &&
-		    !strcmp(de->d_name + nl - sl, suffix)) {
-			snprintf(out, len, "%s/%s", cwd, de->d_name);
-			break;
-		}
+/*
+ * --keep-core: the guest core becomes <snapshot>.core, mode 0600 like the
+ * file the preload library created.  A rename when the snapshot is on the
+ * ring directory's file system; else a copy into a new file of a random
+ * name next to the snapshot (O_EXCL), renamed over the final name: no
+ * predictable name is opened, and a planted link is replaced, not
+ * followed.  Returns 0 or a negative errno; the core is gone either way.
+ */
+static int bt_keep_core(const char *core, const char *kp)
+{
+	char tmp[PATH_MAX + 16];
+	int in, out, rc = 0;
+	struct stat st;
+
+	if (!rename(core, kp))
+		return 0;
+	if (errno != EXDEV) {
+		rc = -errno;
+		unlink(core);
+		return rc;
 	}
-	closedir(d);
+	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", kp);
+	in = open(core, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	out = in < 0 ? -1 : mkostemp(tmp, O_CLOEXEC);
+	if (in < 0 || out < 0 || fstat(in, &st)) {
+		rc = -errno;
+	} else {
+		off_t left = st.st_size;
+
+		while (left > 0 && !rc) {
+			ssize_t n = copy_file_range(in, NULL, out, NULL,
+						    (size_t)left, 0);
+
+			if (n <= 0) {
+				char buf[65536];
+
+				n = read(in, buf, sizeof(buf));
+				if (n > 0 && write(out, buf, (size_t)n) != n)
+					n = -1;
+			}
+			if (n < 0 && errno != EINTR)
+				rc = -errno;
+			else if (n == 0)
+				rc = -EIO;
+			else if (n > 0)
+				left -= n;
+		}
+		if (!rc && (fchmod(out, 0600) || rename(tmp, kp)))
+			rc = -errno;
+	}
+	if (out >= 0) {
+		close(out);
+		if (rc)
+			unlink(tmp);
+	}
+	if (in >= 0)
+		close(in);
+	unlink(core);
+	return rc;
 }
 
 static const char *bt_basename(const char *p)
@@ -688,6 +767,55 @@ static void bt_infer_code(const struct bt_qemu_ring *r,
 	}
 }
 
+/*
+ * Whether @addr is in QEMU's guard page of the initial stack: the
+ * inaccessible anonymous mapping right below the anonymous mappings that
+ * hold @sp (an address on that stack).  QEMU 7.2 maps the main thread's
+ * stack at a fixed size with a PROT_NONE page below it, so an overflow
+ * faults there with SEGV_ACCERR; a native process has no mapping there (the
+ * kernel's stack guard gap), and gets SEGV_MAPERR at the same address.
+ * Thread stacks are not concerned: their guard pages are mappings natively
+ * too.
+ */
+static int bt_in_stack_guard(const char *maps, uint64_t sp, uint64_t addr)
+{
+	uint64_t low = 0;
+	int found = 0, steps = 0;
+
+	if (!sp || !maps)
+		return 0;
+	for (;;) {
+		const char *l;
+		char line[512], perms[8] = "", *path = NULL;
+		unsigned long long s = 0, e = 0, ino = 0;
+		int n = 0, hit = 0;
+
+		for (l = maps; l && *l && !hit; l = strchr(l, '\n'),
+		     l = l ? l + 1 : NULL) {
+			size_t len = strcspn(l, "\n");
+
+			if (len >= sizeof(line))
+				continue;
+			memcpy(line, l, len);
+			line[len] = 0;
+			if (sscanf(line, "%llx-%llx %7s %*x %*x:%*x %llu %n", &s,
+				   &e, perms, &ino, &n) < 4 || !n)
+				continue;
+			path = line + n;
+			hit = !found ? sp >= s && sp < e : e == low;
+		}
+		if (!hit || ino || ++steps > 64)
+			return 0;
+		/* Anonymous only: no path, or a [bracketed] name. */
+		if (*path && *path != '[')
+			return 0;
+		if (found && !strncmp(perms, "---", 3))
+			return addr >= s && addr < e;
+		found = 1;
+		low = s;
+	}
+}
+
 static int bt_snapshot(struct bt_job *j, const char *ring_path,
 		       struct btrace_record_result *res)
 {
@@ -718,14 +846,10 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 			      "(its message is above)", j->pid);
 	}
 	if (rc) {
-		/* No snapshot: the guest core our RLIMIT_CORE let QEMU write
-		 * is of no use either. */
-		if (signo && !(o->flags & BTRACE_RECORD_KEEP_CORE)) {
-			bt_core_path(j, j->start_cwd, j->pid, core_path,
-				     sizeof(core_path));
-			if (core_path[0])
-				unlink(core_path);
-		}
+		/* No snapshot: the guest core is of no use either. */
+		bt_core_path(j, j->pid, core_path, sizeof(core_path));
+		if (core_path[0])
+			unlink(core_path);
 		return rc;
 	}
 
@@ -733,11 +857,7 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 	memset(&core, 0, sizeof(core));
 	core_path[0] = 0;
 	if (signo) {
-		bt_core_path(j, r.hdr->cwd[0] ? r.hdr->cwd : j->start_cwd, j->pid,
-			     core_path, sizeof(core_path));
-		if (!core_path[0] && strcmp(r.hdr->cwd, j->start_cwd))
-			bt_core_path(j, j->start_cwd, j->pid, core_path,
-				     sizeof(core_path));
+		bt_core_path(j, j->pid, core_path, sizeof(core_path));
 		if (core_path[0] && !bt_qemu_core_read(core_path, &core)) {
 			j->core = &core;
 			snprintf(j->core_path, sizeof(j->core_path), "%s",
@@ -852,6 +972,9 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 	}
 	if (!noted && signo)
 		bt_infer_code(&r, &core, j->pid, &sig);
+	if (sig.signo == SIGSEGV && sig.code == SEGV_ACCERR &&
+	    bt_in_stack_guard(r.maps, core.initial_stack, sig.addr))
+		sig.code = SEGV_MAPERR;
 	if (!reraise && core.found) {
 		sig.fault_source = BTRACE_FAULT_CORE;
 		sig.fault_ip = core.regs[BTRACE_REG_RIP];
@@ -984,12 +1107,15 @@ done:
 	btrace_writer_free(j->w);
 	j->w = NULL;
 	if (core_path[0]) {
-		if (o->flags & BTRACE_RECORD_KEEP_CORE) {
+		if (!rc && (o->flags & BTRACE_RECORD_KEEP_CORE)) {
 			char kp[PATH_MAX + 8];
+			int rc2;
 
 			snprintf(kp, sizeof(kp), "%s.core", out);
-			if (rename(core_path, kp))
-				unlink(core_path);
+			rc2 = bt_keep_core(core_path, kp);
+			if (rc2 && !(o->flags & BTRACE_RECORD_QUIET))
+				fprintf(stderr, "btrace record: %s: keep guest "
+					"core failed: %s\n", kp, strerror(-rc2));
 		} else {
 			unlink(core_path);
 		}
@@ -1153,8 +1279,7 @@ static void bt_child_died(struct bt_tree *t, struct bt_proc *p)
 
 		if (bt_qemu_ring_open(ring_path, &r, NULL))
 			return;
-		bt_core_path(&cj, r.hdr->cwd, p->pid, core_path,
-			     sizeof(core_path));
+		bt_core_path(&cj, p->pid, core_path, sizeof(core_path));
 		bt_qemu_ring_close(&r);
 		if (!core_path[0] || bt_qemu_core_read(core_path, &core))
 			return;
@@ -1167,10 +1292,17 @@ static void bt_child_died(struct bt_tree *t, struct bt_proc *p)
 	cj.w = NULL;
 	memset(&e, 0, sizeof(e));
 	cj.err = &e;
-	if (bt_wants(&cj, ring_path) &&
-	    bt_snapshot_timed(&cj, ring_path, t->res))
+	if (!bt_wants(&cj, ring_path)) {
+		/* No snapshot: its guest core goes now, not at the end. */
+		char core_path[PATH_MAX];
+
+		bt_core_path(&cj, p->pid, core_path, sizeof(core_path));
+		if (core_path[0])
+			unlink(core_path);
+	} else if (bt_snapshot_timed(&cj, ring_path, t->res)) {
 		fprintf(stderr, "btrace record: forked child %d: %s\n", (int)p->pid,
 			e.msg[0] ? e.msg : "snapshot failed");
+	}
 }
 
 /* New ring files in the directory: forked children to watch. */
@@ -1331,6 +1463,7 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 		   struct btrace_record_result *res, struct btrace_error *err)
 {
 	char qemu[PATH_MAX], plugin[PATH_MAX], prog[PATH_MAX];
+	char preload[PATH_MAX], *pre_env = NULL, dir_env[PATH_MAX + 32];
 	char dir[PATH_MAX], cwd[PATH_MAX], plugarg[PATH_MAX * 2 + 128];
 	char ring_path[PATH_MAX + 32];
 	const char *tmp = getenv("TMPDIR");
@@ -1352,6 +1485,8 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	rc = bt_qemu_find_emulator(qemu, sizeof(qemu), err);
 	if (!rc)
 		rc = bt_qemu_find_plugin(plugin, sizeof(plugin), err);
+	if (!rc)
+		rc = bt_qemu_find_preload(plugin, preload, sizeof(preload), err);
 	if (!rc)
 		rc = bt_qemu_check_program(opts->argv[0], prog, sizeof(prog), err);
 	if (rc)
@@ -1410,10 +1545,17 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	}
 	argv = calloc((size_t)n + 10 + 2 * nld +
 		      (extra ? strlen(extra) / 2 + 1 : 0), sizeof(*argv));
-	envp = calloc(nenv + 1, sizeof(*envp));
-	if (!argv || !envp) {
+	envp = calloc(nenv + 3, sizeof(*envp));
+	/* The emulator (not the guest: the library takes itself out of the
+	 * environment QEMU hands on) preloads libbtrace-qemu-preload.so, which
+	 * sends QEMU's guest core to the ring directory. */
+	if (asprintf(&pre_env, "LD_PRELOAD=%s", preload) < 0)
+		pre_env = NULL;
+	snprintf(dir_env, sizeof(dir_env), "BTRACE_QEMU_CORE_DIR=%s", dir);
+	if (!argv || !envp || !pre_env) {
 		free(argv);
 		free(envp);
+		free(pre_env);
 		free(extra);
 		bt_drop_rings(dir, &ringfd);
 		return bt_error(err, -ENOMEM, "qemu backend: out of memory");
@@ -1432,10 +1574,21 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 		if (bt_env_guest_only(*e)) {
 			argv[k++] = (char *)"-E";
 			argv[k++] = *e;
-		} else {
+		} else if (!strncmp(*e, "LD_PRELOAD=", 11)) {
+			/* One with a comma stays the emulator's (see
+			 * bt_env_guest_only); ours goes first. */
+			char *m = NULL;
+
+			if (asprintf(&m, "%s:%s", pre_env, *e + 11) >= 0) {
+				free(pre_env);
+				pre_env = m;
+			}
+		} else if (strncmp(*e, "BTRACE_QEMU_CORE_DIR=", 21)) {
 			envp[nenv++] = *e;
 		}
 	}
+	envp[nenv++] = pre_env;
+	envp[nenv++] = dir_env;
 	argv[k++] = (char *)"-plugin";
 	argv[k++] = plugarg;
 	argv[k++] = prog;
@@ -1453,6 +1606,7 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 			      0, 0, 0);
 		free(argv);
 		free(envp);
+		free(pre_env);
 		free(extra);
 		bt_drop_rings(dir, &ringfd);
 		return bt_error(err, -errno, "pipe failed: %s", strerror(errno));
@@ -1465,6 +1619,7 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 			      0, 0, 0);
 		free(argv);
 		free(envp);
+		free(pre_env);
 		free(extra);
 		close(pipefd[0]);
 		close(pipefd[1]);
@@ -1472,14 +1627,8 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 		return bt_error(err, rc, "fork failed: %s", strerror(-rc));
 	}
 	if (pid == 0) {
-		struct rlimit rl;
 		int e;
 
-		/* A guest core gives the exact fault registers. */
-		if (!getrlimit(RLIMIT_CORE, &rl)) {
-			rl.rlim_cur = rl.rlim_max;
-			setrlimit(RLIMIT_CORE, &rl);
-		}
 		/* The ring memfd is the emulator's to inherit (the plugin
 		 * closes it before the guest starts). */
 		if (ringfd >= 0)
@@ -1496,6 +1645,7 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	close(pipefd[0]);
 	free(argv);
 	free(envp);
+	free(pre_env);
 	free(extra);
 
 	if (cerr) {

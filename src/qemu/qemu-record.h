@@ -24,6 +24,10 @@ int bt_qemu_find_emulator(char *out, size_t len, struct btrace_error *err);
 /* Locate the plugin (env BTRACE_QEMU_PLUGIN, the build tree next to the
  * running executable, the install directory). */
 int bt_qemu_find_plugin(char *out, size_t len, struct btrace_error *err);
+/* Locate libbtrace-qemu-preload.so (env BTRACE_QEMU_PRELOAD, else next to
+ * @plugin); @out gets its absolute path. */
+int bt_qemu_find_preload(const char *plugin, char *out, size_t len,
+			 struct btrace_error *err);
 /* Resolve @prog through PATH and check it is an x86-64 ELF executable. */
 int bt_qemu_check_program(const char *prog, char *out, size_t len,
 			  struct btrace_error *err);
@@ -129,6 +133,9 @@ struct bt_qemu_core {
 	int tid;
 	uint64_t regs[BTRACE_NREGS];
 	int nthreads;
+	/* An address on the initial (main thread's) stack: the NT_AUXV
+	 * note's AT_RANDOM, else AT_EXECFN; 0 if neither. */
+	uint64_t initial_stack;
 	struct bt_qemu_core_load *loads;
 	size_t nloads;
 };
