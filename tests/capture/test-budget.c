@@ -221,6 +221,35 @@ static void test_plan_prefers_pad_in_slack(struct bt_test *t)
 	BT_CONTAINS(t, err.msg, "locking 292.0 KiB");
 }
 
+/* Sideband rings: one per CPU, each its data pages plus the header
+ * (user) page the kernel also charges to locked memory. */
+static void test_plan_sideband(struct bt_test *t)
+{
+	struct btrace_error err = { 0 };
+	struct bt_budget_env e;
+	struct bt_plan p;
+	struct bt_plan_req r = {
+		.nthreads = 2, .ncpus = 4, .history = 60 << 10, .pad = 4096,
+		.data_pages = 8, .sideband_pages = 16, .has_aux = true,
+	};
+
+	env_default(&e);
+	BT_EQ_INT(t, 0, bt_budget_plan(&e, &r, &p, &err));
+	/* 4 CPUs x (1 header page + 16 data pages) */
+	BT_EQ_U64(t, 4 * (1 + 16), p.sideband_cost);
+	/* 2 x (1 + 8 + 16) per-task pages on top */
+	BT_EQ_U64(t, 68 + 2 * 25, p.total);
+	/* 258 pages, no RLIMIT_MEMLOCK: 68 + 7 x 25 = 243 fits, 68 + 8 x 25
+	 * = 268 does not, so of 8 threads the plan puts some on the
+	 * catch-all rings (4 x 25 = 100): (258 - 68 - 100) / 25 = 3 */
+	e.rlimit_memlock = 0;
+	r.nthreads = 8;
+	BT_EQ_INT(t, 0, bt_budget_plan(&e, &r, &p, &err));
+	BT_CHECK(t, p.catch_all_rings);
+	BT_EQ_INT(t, 3, p.per_task);
+	BT_EQ_U64(t, 68 + 100 + 3 * 25, p.total);
+}
+
 BT_TESTS(test_plan_prefers_pad_in_slack, test_user_limit, test_charge_sequence, test_split_charge,
 	 test_ring_choose, test_plan_fits, test_plan_catch_all,
-	 test_plan_refused)
+	 test_plan_refused, test_plan_sideband)

@@ -451,30 +451,31 @@ static void test_two_btrace_join_and_snapshots(struct bt_test *t)
 
 static void test_two_btrace_handover(struct bt_test *t)
 {
-	char *targv[] = { child_path, "sleep", "20", NULL };
+	char *targv[] = { child_path, "sleep", "120", NULL };
 	const char *a_out = out_path("owner2.btrace"), *b_out = out_path("heir.btrace");
 	struct btrace_snapshot *b;
 	pid_t target, ea, eb;
 	int st;
 
+	/* Time limits catch hangs: generous, the machine may be busy. */
 	target = spawn(targv);
 	usleep(50000);
 	ea = spawn_engine(target, a_out, 0);
-	BT_REQUIRE(t, wait_for(owner_is, target, ea, 5000));
+	BT_REQUIRE(t, wait_for(owner_is, target, ea, 30000));
 	eb = spawn_engine(target, b_out, 0);
 	usleep(300000);
 	BT_CHECK(t, owner_is(target, ea));
 	kill(ea, SIGTERM);                  /* the owner leaves */
-	st = wait_exit(ea, 10000);
+	st = wait_exit(ea, 60000);
 	BT_CHECK(t, st >= 0 && WIFEXITED(st));
-	BT_CHECK(t, wait_for(owner_is, target, eb, 10000));
+	BT_CHECK(t, wait_for(owner_is, target, eb, 60000));
 	BT_EQ_INT(t, 0, kill(target, 0));   /* the target survived the hand-over */
 	/* The heir owns the target before it has re-seized it; a crash in
 	 * between would be caught passively.  Crash once precise mode is armed. */
-	BT_CHECK(t, wait_for(tracer_is, target, eb, 10000));
+	BT_CHECK(t, wait_for(tracer_is, target, eb, 60000));
 	usleep(100000);
 	kill(target, SIGUSR1);
-	st = wait_exit(eb, 20000);
+	st = wait_exit(eb, 60000);
 	BT_CHECK(t, st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	waitpid(target, NULL, 0);
 	BT_CHECK(t, !file_exists(a_out));   /* the old owner wrote nothing */
@@ -574,13 +575,14 @@ static void test_join_foreign_owner(struct bt_test *t)
 static void test_join_owner_leaves_no_hardware(struct bt_test *t)
 {
 	char *targv[] = { child_path, "sleep", "20", NULL };
-	struct btrace_error err = { 0 }, why = { 0 };
+	struct btrace_error err = { 0 };
 	struct bt_registry_owner *o = NULL;
 	pid_t target, j, other = 0;
 	int st;
 
-	if (bt_perf_probe(BTRACE_BACKEND_PT, NULL, &why) == 0 ||
-	    bt_perf_probe(BTRACE_BACKEND_BTS, NULL, &why) == 0)
+	/* decided from the machine (the kernel's PMUs), not btrace's probe */
+	if (access("/sys/bus/event_source/devices/intel_pt", F_OK) == 0 ||
+	    access("/sys/bus/event_source/devices/intel_bts", F_OK) == 0)
 		BT_SKIP(t, "trace hardware present: the joiner would take over");
 	target = spawn(targv);
 	usleep(50000);

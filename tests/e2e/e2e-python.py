@@ -30,14 +30,14 @@ def main():
     py = os.path.realpath(sys.argv[2] if len(sys.argv) > 2
                           else sys.executable)
     argv = [py, '-c', 'import ctypes; ctypes.string_at(0)']
+    why = L.qemu_skip_reason()
+    if why:
+        return L.skip_all(why)
     work = tempfile.mkdtemp(prefix='btrace-e2e-py.')
     t = L.Tap()
     try:
         snap = os.path.join(work, 'py.btrace')
         rec = L.record(btrace, snap, argv)
-        if rec is None:
-            print('1..0 # SKIP qemu-x86_64 is not available')
-            return 77
         if not t.ok(os.path.exists(snap), 'snapshot of %s written' % py):
             t.diag(rec.stderr)
             return t.done()
@@ -64,12 +64,14 @@ def main():
                  for c in calls if c.get('module')),
              'ctypes/libffi frames in the stack and the calls')
         if shutil.which('gdb'):
+            # All of gdb's frames: btrace's stack must reach main as gdb's
+            # does, not only agree on as many frames as it happens to have.
             g = L.gdb_native(argv)
-            ok, msg = L.stack_compare(stack, g['frames'][:len(stack)], [])
+            ok, msg = L.stack_compare(stack, g['frames'], [])
             t.ok(ok, 'stack matches gdb (IFUNC suffix ignored; gdb %s): %s'
                  % (g['frames'][0]['function'] if g['frames'] else None, msg))
         else:
-            t.diag('gdb is not installed: no comparison with gdb')
+            t.ok(True, 'stack matches gdb # SKIP gdb is not installed')
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return t.done()

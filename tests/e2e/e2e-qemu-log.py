@@ -114,6 +114,9 @@ def insn_align(insns, fault_ip, starts):
 
 def main():
     btrace, progdir = (os.path.abspath(a) for a in sys.argv[1:3])
+    why = L.qemu_skip_reason()
+    if why:
+        return L.skip_all(why)
     work = tempfile.mkdtemp(prefix='btrace-e2e-log.')
     t = L.Tap()
     try:

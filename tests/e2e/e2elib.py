@@ -46,6 +46,32 @@ def qemu_available():
     return bool(q)
 
 
+def qemu_skip_reason():
+    """Why the QEMU backend cannot run on this machine, or None.
+
+    Decided from the machine (the emulator's file and its own -h), never
+    from btrace's discovery or its messages: a regression there must fail
+    the tests, not skip them."""
+    q = os.environ.get('BTRACE_QEMU') or shutil.which('qemu-x86_64')
+    if not q:
+        return 'qemu-x86_64 is not installed (package qemu-user)'
+    try:
+        h = subprocess.run([q, '-h'], capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL, timeout=60)
+    except OSError as e:
+        return '%s cannot run: %s' % (q, e)
+    if '-plugin' not in h.stdout + h.stderr:
+        return '%s has no TCG plugin support (-plugin)' % q
+    return None
+
+
+def skip_all(reason):
+    """Skip a whole TAP test: the plan "1..0 # SKIP" and exit status 0
+    (meson 1.0 counts exit 77 under protocol tap as an error)."""
+    print('1..0 # SKIP ' + reason, flush=True)
+    return 0
+
+
 def record(btrace, snap, argv, cwd=None, size=None, env=None):
     """btrace record -b qemu; None when QEMU is not installed."""
     if not qemu_available():

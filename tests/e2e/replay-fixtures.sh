@@ -30,16 +30,27 @@ for s in $list; do
 	PROG= REPORT_OPTS=
 	. "$dir/fixture.env"
 	snap="$dir/$PROG.btrace"
+	# btrace's exit status is checked, not lost in a pipe.
 	# shellcheck disable=SC2086
-	"$btrace" report --json $REPORT_OPTS "$snap" >"$work/$s.raw.json" 2>&1
-	"$btrace" report $REPORT_OPTS "$snap" 2>&1 |
-		FIXTURE_DIR="$dir" "$py" "$mask" text "$PROG" "$work/$s.raw.json" \
-		>"$work/$s.txt"
+	"$btrace" report --json $REPORT_OPTS "$snap" >"$work/$s.raw.json" 2>"$work/$s.json.err"
+	rc_json=$?
+	# shellcheck disable=SC2086
+	"$btrace" report $REPORT_OPTS "$snap" >"$work/$s.raw.txt" 2>&1
+	rc_txt=$?
+	FIXTURE_DIR="$dir" "$py" "$mask" text "$PROG" "$work/$s.raw.json" \
+		<"$work/$s.raw.txt" >"$work/$s.txt" 2>&1
 	FIXTURE_DIR="$dir" "$py" "$mask" json "$PROG" - <"$work/$s.raw.json" \
 		>"$work/$s.json" 2>&1
 	for g in txt json; do
 		n=$((n + 1))
-		if [ -n "$update" ]; then
+		eval "rc=\$rc_$g"
+		if [ "$rc" -ne 0 ]; then
+			opt=; [ $g = json ] && opt=" --json"
+			echo "not ok $n - $s: btrace report$opt exit $rc"
+			[ $g = json ] && sed 's/^/# /' "$work/$s.json.err" | head -10
+			[ $g = txt ] && sed 's/^/# /' "$work/$s.raw.txt" | head -10
+			fail=1
+		elif [ -n "$update" ]; then
 			cp "$work/$s.$g" "$dir/report.$g"
 			echo "ok $n - $s: report.$g (updated)"
 		elif diff -u "$dir/report.$g" "$work/$s.$g" >"$work/diff"; then

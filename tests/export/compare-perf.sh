@@ -8,7 +8,9 @@
 # `perf script --itrace=i0nse` over the snapshot's embedded code only
 # (--symfs), decodes it with `BTRACE decode --insn SNAPSHOT`, takes the
 # instruction addresses of both, and diffs the two sequences.
-# Exit 0 equal, 1 different or a decode error, 77 when perf is missing.
+# Exit 0 equal (and not empty), 1 different, empty or a decode error, 77 when
+# perf is missing (a helper, not a test: replay-fixtures.sh turns 77 into a
+# TAP SKIP).
 set -u
 SNAP=$1
 BTRACE=$2
@@ -42,6 +44,12 @@ awk '$1 == "thread" { tid = $2; sub(/[^0-9].*/, "", tid); next }
 np=$(wc -l <"$T/perf.ips")
 nb=$(wc -l <"$T/btrace.ips")
 nt=$(cut -d' ' -f1 "$T/perf.ips" | uniq | wc -l)
+# Two empty decodes are not "equal": the snapshot has a trace.
+if [ "$np" -eq 0 ] || [ "$nb" -eq 0 ]; then
+	echo "compare-perf: perf decoded $np instructions, btrace $nb: nothing to compare"
+	head -5 "$T/perf.err" "$T/btrace.err" 2>/dev/null
+	exit 1
+fi
 if diff "$T/perf.ips" "$T/btrace.ips" >"$T/diff"; then
 	echo "compare-perf: equal, $np instructions in $nt threads"
 	exit 0

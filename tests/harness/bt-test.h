@@ -103,10 +103,11 @@ struct bt_test_case {
 int bt_test_run(const struct bt_test_case *cases, int n);
 
 /*
- * Skip the whole program: prints "1..0 # SKIP reason" and exits 77, e.g.
- * without Intel PT.  meson (1.0) counts exit status 77 as a skip only with
- * protocol 'exitcode' (with 'tap' it is an error), so a test program that
- * can skip as a whole is declared with protocol: 'exitcode'.
+ * Skip the whole program: prints the TAP plan "1..0 # SKIP reason" and
+ * exits 0, e.g. without Intel PT.  (meson 1.0 counts exit status 77 under
+ * protocol 'tap' as an error, so 77 is never used.)  Decide a skip from the
+ * machine (a file in /sys, a tool on the PATH), never from the code under
+ * test: a regression in that code must fail, not skip.
  */
 _Noreturn void bt_test_skip_all(const char *reason);
 

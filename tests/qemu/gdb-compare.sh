@@ -17,7 +17,11 @@ name=$(basename "$prog")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-command -v gdb >/dev/null || { echo "1..0 # SKIP gdb not installed"; exit 77; }
+command -v gdb >/dev/null || { echo "1..0 # SKIP gdb not installed"; exit 0; }
+q=${BTRACE_QEMU:-$(command -v qemu-x86_64 || true)}
+[ -n "$q" ] || { echo "1..0 # SKIP qemu-x86_64 not installed"; exit 0; }
+"$q" -h 2>&1 | grep -q -- '-plugin' ||
+	{ echo "1..0 # SKIP $q has no TCG plugin support"; exit 0; }
 
 # Native: gdb's pc, signal and the program's load address.
 gdb -nx -batch -ex run -ex 'p/x $pc' -ex 'info proc mappings' \

@@ -19,6 +19,7 @@
 
 #include <intel-pt.h>
 
+#include <btrace/decode.h>
 #include <btrace/snapshot.h>
 
 #include "bt-test.h"
@@ -528,16 +529,56 @@ static void test_errors(struct bt_test *t)
 	unlink(fake);
 }
 
+/* Why this machine cannot run the QEMU backend, or NULL.  Decided from the
+ * machine (the emulator on the PATH or in $BTRACE_QEMU, and its own -h),
+ * not from bt_qemu_find_emulator(), the code under test. */
+static const char *machine_lacks_qemu(void)
+{
+	static char why[600];
+	const char *q = getenv("BTRACE_QEMU");
+	char cmd[700], line[256];
+	int plugin = 0;
+	FILE *f;
+
+	if (!q || !*q)
+		q = "qemu-x86_64";
+	if (strchr(q, '\'') || strlen(q) > 500)
+		return "BTRACE_QEMU: not a usable path";
+	snprintf(cmd, sizeof(cmd), "command -v '%s' >/dev/null 2>&1 && '%s' -h 2>&1",
+		 q, q);
+	f = popen(cmd, "r");
+	if (!f)
+		return "popen failed";
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "-plugin"))
+			plugin = 1;
+	if (pclose(f) != 0 && !plugin) {
+		snprintf(why, sizeof(why), "%s is not installed (package qemu-user)", q);
+		return why;
+	}
+	if (!plugin) {
+		snprintf(why, sizeof(why), "%s has no TCG plugin support", q);
+		return why;
+	}
+	return NULL;
+}
+
+/* Before main prints the plan: the skip is the whole plan ("1..0"). */
+__attribute__((constructor)) static void skip_without_qemu(void)
+{
+	const char *why = machine_lacks_qemu();
+
+	if (why)
+		bt_test_skip_all(why);
+}
+
 static void test_setup(struct bt_test *t)
 {
 	const char *p = getenv("BT_PROGS");
-	char q[4096];
 
 	BT_REQUIRE(t, p != NULL);
 	snprintf(progs, sizeof(progs), "%s", p);
 	BT_REQUIRE(t, mkdtemp(workdir) != NULL);
-	if (bt_qemu_find_emulator(q, sizeof(q), NULL))
-		bt_test_skip_all("qemu-x86_64 with plugin support not found");
 }
 
 static void test_cleanup(struct bt_test *t)
@@ -590,7 +631,38 @@ static void test_fork_child(struct bt_test *t)
 }
 
 /* SIGSEGV handlers that never return to the fault: the snapshot still
- * names the original fault (signal, address, block of crash_here). */
+ * names the original fault (signal, address, block of crash_here), and so
+ * does the report: by docs/report.md ("Finding the fault", rule 2: the
+ * trace did not stop at the fault, a handler ran) the fault is the
+ * asynchronous event that entered the handler, in crash_here, exact, and
+ * the stack at the fault is crash_here <- main; never the handler's
+ * _exit, abort or longjmp. */
+static void check_handler_report(struct bt_test *t,
+				 const struct btrace_snapshot *s, uint64_t fn)
+{
+	struct btrace_decode_result *res = NULL;
+	const struct btrace_thread *th;
+	struct btrace_error err;
+
+	BT_REQUIRE(t, btrace_decode(s, NULL, &res, &err) == 0);
+	BT_REQUIRE(t, res->crashed_thread >= 0 &&
+		      (size_t)res->crashed_thread < res->nthreads);
+	th = &res->threads[res->crashed_thread];
+	BT_CHECK(t, th->fault.found);
+	BT_EQ_U64(t, fn, th->fault.ip);
+	BT_EQ_STR(t, "crash_here", th->fault.sym.function);
+	BT_CHECK(t, th->fault.exact);
+	if (BT_CHECK(t, th->nstack >= 2)) {
+		BT_EQ_STR(t, "crash_here", th->stack[0].sym.function);
+		BT_EQ_STR(t, "main", th->stack[1].sym.function);
+	}
+	bt_test_diag("report: fault %s+0x%" PRIx64 " (%s, %s)",
+		     th->fault.sym.function ? th->fault.sym.function : "?",
+		     th->fault.sym.offset, th->fault.exact ? "exact" : "not exact",
+		     th->fault.how ? th->fault.how : "?");
+	btrace_decode_result_free(res);
+}
+
 static void handler_case(struct bt_test *t, const char *mode, int shell,
 			 const char *final)
 {
@@ -631,6 +703,7 @@ static void handler_case(struct bt_test *t, const char *mode, int shell,
 	BT_CHECK(t, seen);
 	BT_CHECK(t, tl.nasync >= 2);   /* the fault, and the end */
 	free(tl.ip);
+	check_handler_report(t, s, fn);
 	btrace_snapshot_free(s);
 }
 

@@ -629,9 +629,56 @@ static void test_crc32c_long(struct bt_test *t)
 	free(buf);
 }
 
+/* The lenient reader, after a damaged section header, resumes at the next
+ * header whose checksum holds, not at the first "BSEC" it finds: a
+ * lookalike planted in the damaged section's payload (magic only, or magic
+ * with a wrong header checksum) is skipped. */
+static void test_resync_skips_lookalike(struct bt_test *t)
+{
+	const char *p = tmp_path("resync.btrace");
+	struct btrace_snapshot *s;
+	struct btrace_error err;
+	size_t len, next;
+	uint64_t stored;
+	uint8_t *buf;
+
+	BT_REQUIRE(t, write_sample(p, BTRACE_WRITE_NO_COMPRESS) == 0);
+	buf = load(p, &len);
+	BT_REQUIRE(t, buf != NULL);
+	memcpy(&stored, buf + 64 + 16, 8);
+	next = 64 + 40 + (size_t)((stored + 7) & ~7ull);
+	BT_REQUIRE(t, stored >= 96 && next + 40 <= len);
+	/* lookalikes at payload offsets 0 and 48: "BSEC", a header checksum
+	 * that does not match (the real one, off by one) */
+	for (size_t at = 64 + 40; at <= 64 + 40 + 48; at += 48) {
+		uint32_t crc;
+
+		memcpy(buf + at, buf + next, 40);
+		memcpy(&crc, buf + at + 36, 4);
+		crc++;
+		memcpy(buf + at + 36, &crc, 4);
+	}
+	buf[64 + 4] ^= 0x40;   /* section 0's type: its header checksum fails */
+	BT_CHECK(t, btrace_snapshot_read_mem(buf, len, 0, &s, &err) ==
+		 -BTRACE_ERR_FORMAT);
+	BT_REQUIRE(t, btrace_snapshot_read_mem(buf, len, BTRACE_READ_LENIENT,
+					       &s, &err) == 0);
+	BT_EQ_INT(t, 1, s->nwarnings);
+	BT_REQUIRE(t, s->nsections >= 2);
+	BT_CHECK(t, s->sections[0].status != 0);
+	BT_EQ_U64(t, 64, s->sections[0].offset);
+	BT_EQ_U64(t, next, s->sections[1].offset);
+	BT_EQ_INT(t, 0, s->sections[1].status);
+	for (size_t i = 1; i < s->nsections; i++)
+		BT_EQ_INT(t, 0, s->sections[i].status);
+	BT_CHECK(t, s->complete);
+	btrace_snapshot_free(s);
+	free(buf);
+}
+
 BT_TESTS(test_roundtrip_compressed, test_roundtrip_compressed_trace,
 	 test_roundtrip_raw, test_unwrapped_ring,
 	 test_abandoned_writer_leaves_nothing, test_unwritable_directory,
 	 test_full_disk, test_truncated_everywhere, test_bitflip_everywhere,
 	 test_lying_lengths, test_not_a_snapshot, test_future_version,
-	 test_crc32c_vectors, test_crc32c_long)
+	 test_crc32c_vectors, test_crc32c_long, test_resync_skips_lookalike)
