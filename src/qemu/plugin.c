@@ -743,6 +743,8 @@ static uint8_t bt_classify(const uint8_t *p, size_t n, uint64_t addr,
 	case 0xcd:
 		return BT_TB_SYSCALL;
 	case 0xcc:
+	case 0xf1:
+		return BT_TB_SWINT;
 	case 0xce:
 	case 0xf4:
 		return BT_TB_TRAP;

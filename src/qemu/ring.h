@@ -65,7 +65,9 @@ enum bt_tb_kind {
 	BT_TB_SYSCALL = 7,   /* syscall, int n, sysenter: comes back */
 	BT_TB_FAR = 8,       /* far call/jmp/ret, iret */
 	BT_TB_REP = 9,       /* rep-string: repeats itself, then falls through */
-	BT_TB_TRAP = 10,     /* ud2, int3, hlt: raises a signal */
+	BT_TB_TRAP = 10,     /* ud2, into, hlt: faults (does not complete) */
+	BT_TB_SWINT = 11,    /* int3, int1: a trap that completes; a far
+			      * transfer, as libipt and hardware treat it */
 };
 
 /* One translated block.  32 bytes. */
