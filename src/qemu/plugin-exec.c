@@ -163,36 +163,6 @@ static enum bt_kind bt_classify_file(const char *path, char *head,
 	return BT_NATIVE;
 }
 
-/* The "#!" line as the kernel splits it: the interpreter, and the rest
- * (trimmed) as one optional argument. */
-static int bt_parse_shebang(char *head, char **interp, char **arg)
-{
-	char *p = head + 2, *e;
-
-	e = memchr(p, '\n', strlen(p));
-	if (e)
-		*e = 0;
-	while (*p == ' ' || *p == '\t')
-		p++;
-	if (!*p)
-		return -1;
-	*interp = p;
-	while (*p && *p != ' ' && *p != '\t')
-		p++;
-	*arg = NULL;
-	if (*p) {
-		*p++ = 0;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		e = p + strlen(p);
-		while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
-			*--e = 0;
-		if (*p)
-			*arg = p;
-	}
-	return 0;
-}
-
 /*
  * The emulator's own command line up to and including the plugin's
  * argument, from /proc/self/cmdline, without "-0 NAME" and with the fd=
@@ -288,7 +258,7 @@ void bt_exec_reenter(uint64_t path_addr, uint64_t argv_addr,
 		return;
 	kind = bt_classify_file(path, head, sizeof(head));
 	if (kind == BT_SCRIPT &&
-	    (bt_parse_shebang(head, &interp, &iarg) ||
+	    (bt_shebang_parse(head, &interp, &iarg) ||
 	     bt_classify_file(interp, ihead, sizeof(ihead)) != BT_ELF))
 		kind = BT_NATIVE;
 	l = readlink("/proc/self/exe", exe, sizeof(exe) - 1);

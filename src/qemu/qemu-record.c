@@ -34,6 +34,7 @@
 
 #include "qemu/qemu-config.h"
 #include "plugin-exec.h"
+#include "qemu-launch.h"
 #include "qemu-record.h"
 #include "util.h"
 
@@ -151,9 +152,11 @@ int bt_qemu_find_plugin(char *out, size_t len, struct btrace_error *err)
 		       "plugin's path");
 }
 
-int bt_qemu_check_program(const char *prog, char *out, size_t len,
+int bt_qemu_check_program(char *const *argv, char *out, size_t len,
+			  struct bt_qemu_launch *launch,
 			  struct btrace_error *err)
 {
+	const char *prog = argv[0];
 	struct bt_qemu_elf e;
 	int rc;
 
@@ -164,12 +167,18 @@ int bt_qemu_check_program(const char *prog, char *out, size_t len,
 		return bt_hint(err, "check the program name and that it is "
 			       "executable");
 	}
+	/* A "#!" script runs through its interpreter, as the kernel runs
+	 * it (qemu-launch.c); @out becomes the program QEMU loads. */
+	rc = bt_qemu_launch_resolve(argv, out, launch, err);
+	if (rc)
+		return rc;
+	snprintf(out, len, "%s", launch->prog);
 	rc = bt_qemu_elf_read(out, &e);
 	if (rc == -ENOEXEC) {
 		bt_error(err, -ENOEXEC, "%s: load program failed: not an ELF "
-			 "executable (a script?)", out);
-		return bt_hint(err, "record the interpreter instead, e.g. "
-			       "btrace record -- /bin/sh script");
+			 "executable or a #! script", out);
+		return bt_hint(err, "record the program that runs it, e.g. "
+			       "btrace record -- /bin/sh FILE");
 	}
 	if (rc)
 		return bt_error(err, rc, "%s: read program failed: %s", out,
@@ -1327,8 +1336,10 @@ static int bt_check_address_space(uint64_t entries, struct btrace_error *err)
 		       "history with --size");
 }
 
-int bt_qemu_record(const struct btrace_record_opts *opts,
-		   struct btrace_record_result *res, struct btrace_error *err)
+static int bt_qemu_run(const struct btrace_record_opts *opts,
+		       struct btrace_record_result *res,
+		       struct bt_qemu_launch *launch,
+		       struct btrace_error *err)
 {
 	char qemu[PATH_MAX], plugin[PATH_MAX], prog[PATH_MAX];
 	char dir[PATH_MAX], cwd[PATH_MAX], plugarg[PATH_MAX * 2 + 128];
@@ -1353,7 +1364,8 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	if (!rc)
 		rc = bt_qemu_find_plugin(plugin, sizeof(plugin), err);
 	if (!rc)
-		rc = bt_qemu_check_program(opts->argv[0], prog, sizeof(prog), err);
+		rc = bt_qemu_check_program(opts->argv, prog, sizeof(prog),
+					   launch, err);
 	if (rc)
 		return rc;
 	if (!getcwd(cwd, sizeof(cwd)))
@@ -1397,8 +1409,8 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 		 "%s,dir=%s,entries=%llu,dumpable=0,exec=1,watch=%d%s", plugin, dir,
 		 (unsigned long long)entries, k >= 0, fdarg);
 
-	while (opts->argv[n])
-		n++;
+	/* The guest's argv: a script's has its interpreter first. */
+	n = (int)launch->argc;
 	/* BTRACE_QEMU_ARGS: extra emulator options (e.g. "-d exec,nochain
 	 * -D log"), split at spaces. */
 	extra = getenv("BTRACE_QEMU_ARGS");
@@ -1422,7 +1434,7 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	argv[1] = (char *)"-cpu";
 	argv[2] = (char *)"max";
 	argv[3] = (char *)"-0";
-	argv[4] = opts->argv[0];
+	argv[4] = launch->argv[0];
 	k = 5;
 	for (char *tok = extra ? strtok_r(extra, " ", &save) : NULL; tok;
 	     tok = strtok_r(NULL, " ", &save))
@@ -1440,7 +1452,7 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	argv[k++] = plugarg;
 	argv[k++] = prog;
 	for (int i = 1; i < n; i++)
-		argv[k++] = opts->argv[i];
+		argv[k++] = launch->argv[i];
 
 	/* Orphaned emulator processes (forked children whose parent died)
 	 * become our children, so their status is ours to read. */
@@ -1550,5 +1562,17 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 		fprintf(stderr, "btrace: ring files kept in %s\n", dir);
 	else
 		bt_drop_rings(dir, &ringfd);
+	return rc;
+}
+
+int bt_qemu_record(const struct btrace_record_opts *opts,
+		   struct btrace_record_result *res, struct btrace_error *err)
+{
+	struct bt_qemu_launch launch;
+	int rc;
+
+	memset(&launch, 0, sizeof(launch));
+	rc = bt_qemu_run(opts, res, &launch, err);
+	bt_qemu_launch_free(&launch);
 	return rc;
 }
