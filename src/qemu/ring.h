@@ -205,4 +205,33 @@ static inline uint64_t bt_ring_file_size(uint64_t nslots, uint64_t entries,
 	return (size + 4095) & ~4095ull;
 }
 
+/*
+ * What the emulator could not do as the kernel does, noted by the plugin
+ * (plugin-limits.c) in the header page's last 128 bytes, apart from struct
+ * bt_ring_hdr (which must stay below BT_RING_LIMITS_OFFSET).  btrace turns
+ * each flag into a warning and a snapshot metadata key limit.<name>.
+ */
+#define BT_RING_LIMITS_OFFSET (BT_RING_HDR_SIZE - 128)
+#define BT_LIMIT_FPE_TRAPS 0x1u  /* FP exceptions unmasked: no SIGFPE here */
+#define BT_LIMIT_SECCOMP   0x2u  /* a seccomp filter was refused */
+#define BT_LIMIT_VDSO      0x4u  /* a vDSO call got EFAULT, not SIGSEGV */
+struct bt_ring_limits {
+	uint32_t flags;      /* BT_LIMIT_*, set atomically */
+	uint32_t fpe_bits;   /* exceptions unmasked: IE DE ZE OE UE PE as
+			      * bits 0..5 (x87 control word order) */
+	uint64_t fpe_ip;     /* the first unmasking instruction */
+	uint32_t fpe_insn;   /* 1 ldmxcsr, 2 fldcw */
+	int32_t seccomp_nr;  /* the syscall: seccomp (317) or prctl (157) */
+	int64_t seccomp_ret; /* what QEMU returned (-errno) */
+	int32_t vdso_nr;     /* the syscall that got EFAULT */
+	uint32_t reserved0;
+	uint8_t reserved[80];
+};
+
+static inline struct bt_ring_limits *bt_ring_limits_of(const void *hdr)
+{
+	return (struct bt_ring_limits *)((uintptr_t)hdr +
+					 BT_RING_LIMITS_OFFSET);
+}
+
 #endif /* BT_QEMU_RING_H */
