@@ -53,14 +53,14 @@ static struct bt_ring_hdr *volatile g_lhdr;
 
 void bt_limits_set_hdr(struct bt_ring_hdr *h)
 {
-	struct bt_ring_hdr *old = g_lhdr;
-
-	/* A forked child's new file: it inherited the FP control state and
-	 * the (absent) seccomp filter of its parent. */
-	if (old && h && old != h)
-		memcpy(bt_ring_limits_of(h), bt_ring_limits_of(old),
-		       sizeof(struct bt_ring_limits));
 	g_lhdr = h;
+}
+
+void bt_limits_inherit(struct bt_ring_hdr *child,
+		       const struct bt_ring_hdr *parent)
+{
+	memcpy(bt_ring_limits_of(child), bt_ring_limits_of(parent),
+	       sizeof(struct bt_ring_limits));
 }
 
 static struct bt_ring_limits *bt_lim(void)
@@ -162,8 +162,10 @@ void bt_limits_tb_trans(struct qemu_plugin_tb *tb)
 		kind = bt_fp_ctl_load(p, len);
 		if (!kind)
 			continue;
+		/* QEMU_PLUGIN_MEM_R alone never fired in 7.2 (tested):
+		 * ask for both; these instructions only read. */
 		qemu_plugin_register_vcpu_mem_cb(insn, bt_fp_loaded,
-			QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_R,
+			QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW,
 			(void *)(uintptr_t)((uint64_t)kind << 56 |
 					    (qemu_plugin_insn_vaddr(insn) &
 					     ((1ull << 56) - 1))));

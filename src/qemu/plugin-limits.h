@@ -18,6 +18,10 @@
 void bt_limits_tb_trans(struct qemu_plugin_tb *tb);
 /* Where notes go (the current process's file; changes at fork). */
 void bt_limits_set_hdr(struct bt_ring_hdr *h);
+/* A forked child's new file: it inherited its parent's FP control state
+ * and (absent) seccomp filter. */
+void bt_limits_inherit(struct bt_ring_hdr *child,
+		       const struct bt_ring_hdr *parent);
 void bt_limits_syscall(int64_t num, uint64_t a1, uint64_t a2);
 void bt_limits_syscall_ret(int64_t num, int64_t ret);
 

@@ -1066,6 +1066,7 @@ static void bt_child_init(void)
 	snprintf(h->exe, sizeof(h->exe), "%s", g.hdr->exe);
 	memcpy(h->handlers, g.hdr->handlers, sizeof(h->handlers));
 	h->nhandlers = g.hdr->nhandlers;
+	bt_limits_inherit(h, g.hdr);
 	/* Keep the parent's mapping if it holds the TB table. */
 	if (g.hdr != g.tbhdr)
 		munmap(g.hdr, g.map_size);

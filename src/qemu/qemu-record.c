@@ -35,6 +35,7 @@
 #include "qemu/qemu-config.h"
 #include "plugin-exec.h"
 #include "qemu-launch.h"
+#include "qemu-limits.h"
 #include "qemu-record.h"
 #include "util.h"
 
@@ -972,6 +973,19 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 		rc = btrace_writer_add_meta(j->w, "qemu.exec",
 					    r.hdr->exec_path, j->err);
 	if (!rc) {
+		/* Where this run differed from a native one (the plugin's
+		 * notes): limit.<name> = one sentence. */
+		struct bt_qemu_limit lim[BT_QEMU_MAX_LIMITS];
+		size_t nlim = bt_qemu_limits_get(r.hdr, lim);
+		char key[64];
+
+		for (size_t i = 0; i < nlim && !rc; i++) {
+			snprintf(key, sizeof(key), "limit.%s", lim[i].name);
+			rc = btrace_writer_add_meta(j->w, key, lim[i].text,
+						    j->err);
+		}
+	}
+	if (!rc) {
 		rc = btrace_writer_commit(j->w, j->err);
 		j->w = NULL;
 	}
@@ -1176,6 +1190,7 @@ static void bt_child_died(struct bt_tree *t, struct bt_proc *p)
 	cj.w = NULL;
 	memset(&e, 0, sizeof(e));
 	cj.err = &e;
+	bt_qemu_limits_warn(ring_path, p->pid);
 	if (bt_wants(&cj, ring_path) &&
 	    bt_snapshot_timed(&cj, ring_path, t->res))
 		fprintf(stderr, "btrace record: forked child %d: %s\n", (int)p->pid,
@@ -1336,6 +1351,31 @@ static int bt_check_address_space(uint64_t entries, struct btrace_error *err)
 		       "history with --size");
 }
 
+/* A launched process killed by SIGKILL that btrace did not send: say
+ * whether the kernel's OOM killer did it (its count went up meanwhile). */
+static void bt_say_killed(const struct bt_job *j, long oom0)
+{
+	long oom1;
+
+	if (!WIFSIGNALED(j->status) || WTERMSIG(j->status) != SIGKILL)
+		return;
+	oom1 = bt_qemu_oom_kills();
+	if (oom0 >= 0 && oom1 > oom0)
+		fprintf(stderr, "btrace: process %d (%s under qemu-x86_64) was "
+			"killed by the kernel's OOM killer (SIGKILL; %ld OOM "
+			"kill%s on this system during the run): the program "
+			"and the emulator ran out of memory; try a smaller "
+			"--size, more memory, or a hardware backend\n", j->pid,
+			bt_basename(j->prog), oom1 - oom0,
+			oom1 - oom0 == 1 ? "" : "s");
+	else
+		fprintf(stderr, "btrace: process %d (%s under qemu-x86_64) was "
+			"killed by SIGKILL from outside btrace%s\n", j->pid,
+			bt_basename(j->prog), oom0 < 0 || oom1 < 0 ?
+			" (whether by the OOM killer is unknown)" :
+			" (not the OOM killer)");
+}
+
 static int bt_qemu_run(const struct btrace_record_opts *opts,
 		       struct btrace_record_result *res,
 		       struct bt_qemu_launch *launch,
@@ -1347,6 +1387,7 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	const char *tmp = getenv("TMPDIR");
 	struct sigaction sa, old_int, old_term, old_hup;
 	struct bt_job j;
+	long oom0;
 	uint64_t on, entries;
 	int pipefd[2], rc, n = 0, k, cerr = 0, subreaper = -1, ringfd;
 	char **argv, **envp, *extra, *save = NULL, fdarg[32] = "";
@@ -1366,8 +1407,12 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	if (!rc)
 		rc = bt_qemu_check_program(opts->argv, prog, sizeof(prog),
 					   launch, err);
+	/* A program QEMU cannot run as the kernel would is refused. */
+	if (!rc)
+		rc = bt_qemu_check_sanitizers(prog, err);
 	if (rc)
 		return rc;
+	oom0 = bt_qemu_oom_kills();
 	if (!getcwd(cwd, sizeof(cwd)))
 		return bt_error(err, -errno, "getcwd failed: %s", strerror(errno));
 
@@ -1556,6 +1601,8 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 		return bt_hint(err, "run 'btrace doctor'; the plugin must match "
 			       "QEMU 7.2's plugin API version 1");
 	}
+	bt_qemu_limits_warn(ring_path, pid);
+	bt_say_killed(&j, oom0);
 	if (!rc && bt_wants(&j, ring_path))
 		rc = bt_snapshot_timed(&j, ring_path, res);
 	if (getenv("BTRACE_QEMU_KEEP_RINGS"))
