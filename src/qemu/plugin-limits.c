@@ -88,10 +88,9 @@ static void bt_fp_loaded(unsigned int vcpu, qemu_plugin_meminfo_t info,
 	if (!unmasked)
 		return;
 	if (!(__atomic_fetch_or(&l->flags, BT_LIMIT_FPE_TRAPS,
-				__ATOMIC_RELAXED) & BT_LIMIT_FPE_TRAPS)) {
+				__ATOMIC_RELAXED) & BT_LIMIT_FPE_TRAPS))
 		l->fpe_ip = d & ((1ull << 56) - 1);
-		l->fpe_insn = kind;
-	}
+	__atomic_fetch_or(&l->fpe_insn, kind, __ATOMIC_RELAXED);
 	__atomic_fetch_or(&l->fpe_bits, unmasked, __ATOMIC_RELAXED);
 }
 

@@ -223,12 +223,13 @@ size_t bt_qemu_limits_get(const struct bt_ring_hdr *h,
 		out[n].name = "fpe-traps";
 		snprintf(out[n].text, sizeof(out[n].text),
 			 "The program unmasked floating-point exceptions (%s; "
-			 "%s at %#llx), but QEMU 7.2 never raises SIGFPE for "
+			 "%s, first at %#llx), but QEMU 7.2 never raises SIGFPE for "
 			 "them: an operation that traps natively gave an "
 			 "inf/NaN result here and the program went on; record "
 			 "with a hardware backend (pt or bts) to see that "
 			 "fault.", list[0] ? list : "some",
-			 l->fpe_insn == 2 ? "fldcw" : "ldmxcsr",
+			 l->fpe_insn == 3 ? "x87 by fldcw and SSE by ldmxcsr" :
+			 l->fpe_insn == 2 ? "x87 by fldcw" : "SSE by ldmxcsr",
 			 (unsigned long long)l->fpe_ip);
 		n++;
 	}

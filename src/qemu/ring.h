@@ -220,7 +220,7 @@ struct bt_ring_limits {
 	uint32_t fpe_bits;   /* exceptions unmasked: IE DE ZE OE UE PE as
 			      * bits 0..5 (x87 control word order) */
 	uint64_t fpe_ip;     /* the first unmasking instruction */
-	uint32_t fpe_insn;   /* 1 ldmxcsr, 2 fldcw */
+	uint32_t fpe_insn;   /* which unmasked: 1 ldmxcsr (SSE), 2 fldcw (x87) */
 	int32_t seccomp_nr;  /* the syscall: seccomp (317) or prctl (157) */
 	int64_t seccomp_ret; /* what QEMU returned (-errno) */
 	int32_t vdso_nr;     /* the syscall that got EFAULT */
