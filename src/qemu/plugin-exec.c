@@ -18,7 +18,8 @@
  * replaces the old one (btrace reads the file when the process dies).
  *
  * What stays native (the guest's own execve() then runs): anything but a
- * regular x86-64 ELF file or a "#!" script whose interpreter is one,
+ * regular x86-64 ELF file or a "#!" script whose interpreter is one, a
+ * program built with a sanitizer runtime (san-elf.c),
  * set-user-ID and set-group-ID files and files with capabilities (under
  * QEMU they would run without their privileges), execveat() with a
  * directory descriptor or flags, and any failure here (for example a
@@ -36,6 +37,7 @@
 #include <unistd.h>
 
 #include "plugin-exec.h"
+#include "san-elf.h"
 
 #define BT_ARG_MAX_STRLEN (128u * 1024)  /* the kernel's MAX_ARG_STRLEN */
 #define BT_ARG_MAX_COUNT 0x7fffffffu
@@ -248,7 +250,7 @@ void bt_exec_reenter(uint64_t path_addr, uint64_t argv_addr,
 		     uint64_t envp_addr)
 {
 	struct bt_strv gargv = { 0 }, genv = { 0 }, nargv = { 0 }, henv = { 0 };
-	char head[BT_SHEBANG_MAX + 1], ihead[64], exe[PATH_MAX];
+	char head[BT_SHEBANG_MAX + 1], ihead[64], exe[PATH_MAX], san_what[256];
 	char *path = bt_read_guest_str(path_addr), *interp = NULL, *iarg = NULL;
 	enum bt_kind kind;
 	ssize_t l;
@@ -260,6 +262,13 @@ void bt_exec_reenter(uint64_t path_addr, uint64_t argv_addr,
 	if (kind == BT_SCRIPT &&
 	    (bt_shebang_parse(head, &interp, &iarg) ||
 	     bt_classify_file(interp, ihead, sizeof(ihead)) != BT_ELF))
+		kind = BT_NATIVE;
+	/* A sanitizer runtime's shadow memory does not run under QEMU 7.2
+	 * (it grows without finishing): such a program runs natively, and
+	 * the report's exec line says it ran untraced. */
+	if (kind != BT_NATIVE &&
+	    bt_elf_sanitizer(kind == BT_SCRIPT ? interp : path, san_what,
+			     sizeof(san_what)))
 		kind = BT_NATIVE;
 	l = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (kind == BT_NATIVE || l <= 0 || bt_read_guest_vec(argv_addr, &gargv) ||

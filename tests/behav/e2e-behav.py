@@ -14,7 +14,8 @@ emulated run must either match or name:
                  QEMU limit.seccomp (prctl and seccomp(2))
   vdso-fault     clock_gettime(bad pointer): natively SIGSEGV; under QEMU
                  limit.vdso
-  asan-overflow  built with -fsanitize=address: refused, exit 1, at once
+  asan-overflow  built with -fsanitize=address: refused, exit 1, at once;
+                 exec'd by a traced shell it runs natively, untraced
 and scripts: one #! level with an argument, two levels, a missing
 interpreter (exit 1 naming it), six levels (the kernel's ELOOP).
 """
@@ -30,7 +31,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 import e2elib  # noqa: E402
 
 T = e2elib.Tap()
-ok = T.ok
+
+
+def ok(cond, desc):
+    """A TAP line: messages quoted in @desc are kept on one line."""
+    return T.ok(cond, desc.replace('\n', ' | '))
+
 
 
 def run(argv, **kw):
@@ -146,6 +152,22 @@ def main():
                'asan: the message names the sanitizer and the fix (%s)' %
                p.stderr.strip()[-300:])
             ok(dt < 30, 'asan: refused before running (%.1f s)' % dt)
+            # exec'd by a traced shell: it runs natively (untraced), as
+            # fast as natively, and the snapshot says so.
+            nat = run([asan])
+            snap = os.path.join(d, 'asan-exec.btrace')
+            t0 = time.monotonic()
+            p = record(btrace, snap, ['/bin/sh', '-c', 'exec %s' % asan],
+                       on='exit')
+            dt = time.monotonic() - t0
+            ok(p.returncode == nat.returncode and nat.returncode != 0 and
+               'heap-buffer-overflow' in p.stderr,
+               'asan exec\'d: ASan\'s report and status %d as natively '
+               '(%d)' % (nat.returncode, p.returncode))
+            ok(dt < 60, 'asan exec\'d: finished (%.1f s)' % dt)
+            text = info(btrace, snap) if os.path.exists(snap) else ''
+            ok('qemu.exec' in text and 'asan-overflow' in text,
+               'asan exec\'d: the snapshot names the native exec')
         else:
             ok(True, 'asan: no -fsanitize=address toolchain # SKIP')
 

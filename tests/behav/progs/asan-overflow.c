@@ -5,7 +5,7 @@
 
 int main(void)
 {
-	int *p = malloc(4 * sizeof(*p));
+	int *volatile p = malloc(4 * sizeof(int));
 
 	p[4] = 1;
 	printf("%d\n", p[4]);
