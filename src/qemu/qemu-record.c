@@ -1370,7 +1370,7 @@ static void bt_say_killed(const struct bt_job *j, long oom0)
 			oom1 - oom0 == 1 ? "" : "s");
 	else
 		fprintf(stderr, "btrace: process %d (%s under qemu-x86_64) was "
-			"killed by SIGKILL from outside btrace%s\n", j->pid,
+			"killed by SIGKILL, which btrace did not send%s\n", j->pid,
 			bt_basename(j->prog), oom0 < 0 || oom1 < 0 ?
 			" (whether by the OOM killer is unknown)" :
 			" (not the OOM killer)");

@@ -16,7 +16,7 @@ emulated run must either match or name:
                  limit.vdso
   asan-overflow  built with -fsanitize=address: refused, exit 1, at once;
                  exec'd by a traced shell it runs natively, untraced
-and scripts: one #! level with an argument, two levels, a missing
+a SIGKILL (said, with whether the OOM killer sent it), and scripts: one #! level with an argument, two levels, a missing
 interpreter (exit 1 naming it), six levels (the kernel's ELOOP).
 """
 import errno
@@ -170,6 +170,16 @@ def main():
                'asan exec\'d: the snapshot names the native exec')
         else:
             ok(True, 'asan: no -fsanitize=address toolchain # SKIP')
+
+        # A SIGKILL is named, with whether the OOM killer sent it (the
+        # kernel's oom_kill count did not move here).
+        p = record(btrace, os.path.join(d, 'kill.btrace'),
+                   ['/bin/sh', '-c', 'kill -KILL $$'])
+        ok(p.returncode == 128 + 9 and 'killed by SIGKILL' in p.stderr and
+           ('not the OOM killer' in p.stderr or
+            'whether by the OOM killer is unknown' in p.stderr),
+           'SIGKILL: status 137 and said, OOM killer or not (%d: %s)' %
+           (p.returncode, p.stderr.strip()[-200:]))
 
         test_scripts(btrace, progs, d)
     return T.done()
