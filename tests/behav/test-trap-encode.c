@@ -48,7 +48,7 @@ struct result {
 	int nips;
 	enum pt_insn_class cls_at_trap;
 	uint64_t async_at;   /* the last async_disabled event's IP */
-	int naync;
+	int nasync;
 	int error;           /* the first error other than end of trace */
 };
 
@@ -80,7 +80,7 @@ static void decode(const uint8_t *buf, uint64_t size, uint64_t trap,
 			st = pt_insn_event(d, &ev, sizeof(ev));
 			if (st >= 0 && ev.type == ptev_async_disabled) {
 				res->async_at = ev.variant.async_disabled.at;
-				res->naync++;
+				res->nasync++;
 			}
 		}
 		if (st < 0 || (st & pts_eos))
@@ -227,7 +227,7 @@ static void check_fault(struct bt_test *t, const uint8_t *op, uint8_t len)
 	BT_EQ_INT(t, 0, r.error);
 	BT_EQ_INT(t, 6, r.nips);
 	BT_EQ_U64(t, HANDLER, r.ips[4]);
-	BT_EQ_INT(t, 2, r.naync);
+	BT_EQ_INT(t, 2, r.nasync);
 	BT_EQ_U64(t, HANDLER + 2, r.async_at);
 }
 
