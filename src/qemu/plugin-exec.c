@@ -18,7 +18,8 @@
  * replaces the old one (btrace reads the file when the process dies).
  *
  * What stays native (the guest's own execve() then runs): anything but a
- * regular x86-64 ELF file or a "#!" script whose interpreter is one,
+ * regular x86-64 ELF file or a "#!" script whose interpreter is one, a
+ * program built with a sanitizer runtime (san-elf.c),
  * set-user-ID and set-group-ID files and files with capabilities (under
  * QEMU they would run without their privileges), execveat() with a
  * directory descriptor or flags, and any failure here (for example a
@@ -36,6 +37,7 @@
 #include <unistd.h>
 
 #include "plugin-exec.h"
+#include "san-elf.h"
 
 #define BT_ARG_MAX_STRLEN (128u * 1024)  /* the kernel's MAX_ARG_STRLEN */
 #define BT_ARG_MAX_COUNT 0x7fffffffu
@@ -163,36 +165,6 @@ static enum bt_kind bt_classify_file(const char *path, char *head,
 	return BT_NATIVE;
 }
 
-/* The "#!" line as the kernel splits it: the interpreter, and the rest
- * (trimmed) as one optional argument. */
-static int bt_parse_shebang(char *head, char **interp, char **arg)
-{
-	char *p = head + 2, *e;
-
-	e = memchr(p, '\n', strlen(p));
-	if (e)
-		*e = 0;
-	while (*p == ' ' || *p == '\t')
-		p++;
-	if (!*p)
-		return -1;
-	*interp = p;
-	while (*p && *p != ' ' && *p != '\t')
-		p++;
-	*arg = NULL;
-	if (*p) {
-		*p++ = 0;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		e = p + strlen(p);
-		while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
-			*--e = 0;
-		if (*p)
-			*arg = p;
-	}
-	return 0;
-}
-
 /*
  * The emulator's own command line up to and including the plugin's
  * argument, from /proc/self/cmdline, without "-0 NAME" and with the fd=
@@ -278,7 +250,7 @@ void bt_exec_reenter(uint64_t path_addr, uint64_t argv_addr,
 		     uint64_t envp_addr)
 {
 	struct bt_strv gargv = { 0 }, genv = { 0 }, nargv = { 0 }, henv = { 0 };
-	char head[BT_SHEBANG_MAX + 1], ihead[64], exe[PATH_MAX];
+	char head[BT_SHEBANG_MAX + 1], ihead[64], exe[PATH_MAX], san_what[256];
 	char *path = bt_read_guest_str(path_addr), *interp = NULL, *iarg = NULL;
 	enum bt_kind kind;
 	ssize_t l;
@@ -288,8 +260,15 @@ void bt_exec_reenter(uint64_t path_addr, uint64_t argv_addr,
 		return;
 	kind = bt_classify_file(path, head, sizeof(head));
 	if (kind == BT_SCRIPT &&
-	    (bt_parse_shebang(head, &interp, &iarg) ||
+	    (bt_shebang_parse(head, &interp, &iarg) ||
 	     bt_classify_file(interp, ihead, sizeof(ihead)) != BT_ELF))
+		kind = BT_NATIVE;
+	/* A sanitizer runtime's shadow memory does not run under QEMU 7.2
+	 * (it grows without finishing): such a program runs natively, and
+	 * the report's exec line says it ran untraced. */
+	if (kind != BT_NATIVE &&
+	    bt_elf_sanitizer(kind == BT_SCRIPT ? interp : path, san_what,
+			     sizeof(san_what)))
 		kind = BT_NATIVE;
 	l = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (kind == BT_NATIVE || l <= 0 || bt_read_guest_vec(argv_addr, &gargv) ||

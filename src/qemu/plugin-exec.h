@@ -31,6 +31,38 @@ static inline int bt_env_guest_only(const char *e)
 	return !strncmp(e, "LD_", 3) && strchr(e, '=') && !strchr(e, ',');
 }
 
+/* The "#!" line in @head (NUL-terminated) as the kernel splits it: the
+ * interpreter, and the rest (trimmed) as one optional argument.  Used by
+ * the plugin at an execve() and by btrace at launch (qemu-launch.c). */
+static inline int bt_shebang_parse(char *head, char **interp,
+				   char **arg)
+{
+	char *p = head + 2, *e;
+
+	e = memchr(p, '\n', strlen(p));
+	if (e)
+		*e = 0;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (!*p)
+		return -1;
+	*interp = p;
+	while (*p && *p != ' ' && *p != '\t')
+		p++;
+	*arg = NULL;
+	if (*p) {
+		*p++ = 0;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		e = p + strlen(p);
+		while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
+			*--e = 0;
+		if (*p)
+			*arg = p;
+	}
+	return 0;
+}
+
 /*
  * At the guest's execve(@path, @argv, @envp) (guest addresses): execve()
  * the emulator again, with this plugin, on the new program.  Returns only

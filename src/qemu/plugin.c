@@ -46,6 +46,7 @@
 #include <emmintrin.h>
 
 #include "plugin-exec.h"
+#include "plugin-limits.h"
 #include "qemu-plugin-abi.h"
 #include "ring.h"
 
@@ -224,6 +225,7 @@ static int bt_map_root(void)
 	madvise(p, g.map_size, MADV_RANDOM);
 	munmap(g.hdr, BT_RING_HDR_SIZE);
 	g.hdr = p;
+	bt_limits_set_hdr(g.hdr);
 	g.tbhdr = p;
 	g.tb_map_size = g.map_size;
 	g.tbs = (struct bt_tb_info *)((uint8_t *)p + g.hdr->tb_offset);
@@ -743,6 +745,8 @@ static uint8_t bt_classify(const uint8_t *p, size_t n, uint64_t addr,
 	case 0xcd:
 		return BT_TB_SYSCALL;
 	case 0xcc:
+	case 0xf1:
+		return BT_TB_SWINT;
 	case 0xce:
 	case 0xf4:
 		return BT_TB_TRAP;
@@ -871,6 +875,7 @@ static void bt_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	}
 	if (g.off)
 		return;
+	bt_limits_tb_trans(tb);
 
 	memset(&info, 0, sizeof(info));
 	info.start = qemu_plugin_tb_vaddr(tb);
@@ -967,6 +972,7 @@ static void bt_syscall(qemu_plugin_id_t id, unsigned int vcpu, int64_t num,
 	struct bt_ring_hdr *h = g.hdr;
 	unsigned int v = vcpu & (BT_MAX_VCPUS - 1);
 
+	bt_limits_syscall(num, a1, a2);
 	switch (num) {
 	case BT_NR_MMAP:
 	case BT_NR_MPROTECT:
@@ -1060,10 +1066,12 @@ static void bt_child_init(void)
 	snprintf(h->exe, sizeof(h->exe), "%s", g.hdr->exe);
 	memcpy(h->handlers, g.hdr->handlers, sizeof(h->handlers));
 	h->nhandlers = g.hdr->nhandlers;
+	bt_limits_inherit(h, g.hdr);
 	/* Keep the parent's mapping if it holds the TB table. */
 	if (g.hdr != g.tbhdr)
 		munmap(g.hdr, g.map_size);
 	g.hdr = h;
+	bt_limits_set_hdr(g.hdr);
 	g.map_size = size;
 	pthread_mutex_init(&g.lock, NULL);
 	bt_refresh_maps();
@@ -1123,6 +1131,7 @@ static void bt_syscall_ret(qemu_plugin_id_t id, unsigned int vcpu,
 	const uint64_t *a = g_sysargs[v];
 	uint64_t len = (a[1] + BT_PAGE - 1) & ~(BT_PAGE - 1);
 
+	bt_limits_syscall_ret(num, ret);
 	switch (num) {
 	case BT_NR_MMAP:
 		/* Anonymous executable memory: JIT code.  File mappings get
@@ -1260,6 +1269,7 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 	 * first translation (bt_map_root), which also closes the descriptor
 	 * before any guest code runs. */
 	g.hdr = bt_file_create(getpid(), 1, fd, &size, &g.ring_fd);
+	bt_limits_set_hdr(g.hdr);
 	if (!g.hdr)
 		return -1;
 	if (fd < 0)

@@ -71,6 +71,23 @@ void qemu_plugin_register_vcpu_syscall_cb(qemu_plugin_id_t id,
 void qemu_plugin_register_vcpu_syscall_ret_cb(qemu_plugin_id_t id,
 	qemu_plugin_vcpu_syscall_ret_cb_t cb);
 
+/* Memory callbacks (plugin-limits.c): called after each guest access of an
+ * instrumented instruction, with the guest address. */
+typedef uint32_t qemu_plugin_meminfo_t;
+enum qemu_plugin_mem_rw {
+	QEMU_PLUGIN_MEM_R = 1,
+	QEMU_PLUGIN_MEM_W = 2,
+	QEMU_PLUGIN_MEM_RW = 3,
+};
+typedef void (*qemu_plugin_vcpu_mem_cb_t)(unsigned int vcpu_index,
+					  qemu_plugin_meminfo_t info,
+					  uint64_t vaddr, void *userdata);
+void qemu_plugin_register_vcpu_mem_cb(struct qemu_plugin_insn *insn,
+				      qemu_plugin_vcpu_mem_cb_t cb,
+				      enum qemu_plugin_cb_flags flags,
+				      enum qemu_plugin_mem_rw rw,
+				      void *userdata);
+
 size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
 uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
 struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb,

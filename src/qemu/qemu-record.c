@@ -34,6 +34,8 @@
 
 #include "qemu/qemu-config.h"
 #include "plugin-exec.h"
+#include "qemu-launch.h"
+#include "qemu-limits.h"
 #include "qemu-record.h"
 #include "util.h"
 
@@ -177,9 +179,11 @@ int bt_qemu_find_preload(const char *plugin, char *out, size_t len,
 		       "core private) or set BTRACE_QEMU_PRELOAD to its path");
 }
 
-int bt_qemu_check_program(const char *prog, char *out, size_t len,
+int bt_qemu_check_program(char *const *argv, char *out, size_t len,
+			  struct bt_qemu_launch *launch,
 			  struct btrace_error *err)
 {
+	const char *prog = argv[0];
 	struct bt_qemu_elf e;
 	int rc;
 
@@ -190,12 +194,18 @@ int bt_qemu_check_program(const char *prog, char *out, size_t len,
 		return bt_hint(err, "check the program name and that it is "
 			       "executable");
 	}
+	/* A "#!" script runs through its interpreter, as the kernel runs
+	 * it (qemu-launch.c); @out becomes the program QEMU loads. */
+	rc = bt_qemu_launch_resolve(argv, out, launch, err);
+	if (rc)
+		return rc;
+	snprintf(out, len, "%s", launch->prog);
 	rc = bt_qemu_elf_read(out, &e);
 	if (rc == -ENOEXEC) {
 		bt_error(err, -ENOEXEC, "%s: load program failed: not an ELF "
-			 "executable (a script?)", out);
-		return bt_hint(err, "record the interpreter instead, e.g. "
-			       "btrace record -- /bin/sh script");
+			 "executable or a #! script", out);
+		return bt_hint(err, "record the program that runs it, e.g. "
+			       "btrace record -- /bin/sh FILE");
 	}
 	if (rc)
 		return bt_error(err, rc, "%s: read program failed: %s", out,
@@ -1086,6 +1096,19 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 		rc = btrace_writer_add_meta(j->w, "qemu.exec",
 					    r.hdr->exec_path, j->err);
 	if (!rc) {
+		/* Where this run differed from a native one (the plugin's
+		 * notes): limit.<name> = one sentence. */
+		struct bt_qemu_limit lim[BT_QEMU_MAX_LIMITS];
+		size_t nlim = bt_qemu_limits_get(r.hdr, lim);
+		char key[64];
+
+		for (size_t i = 0; i < nlim && !rc; i++) {
+			snprintf(key, sizeof(key), "limit.%s", lim[i].name);
+			rc = btrace_writer_add_meta(j->w, key, lim[i].text,
+						    j->err);
+		}
+	}
+	if (!rc) {
 		rc = btrace_writer_commit(j->w, j->err);
 		j->w = NULL;
 	}
@@ -1292,6 +1315,7 @@ static void bt_child_died(struct bt_tree *t, struct bt_proc *p)
 	cj.w = NULL;
 	memset(&e, 0, sizeof(e));
 	cj.err = &e;
+	bt_qemu_limits_warn(ring_path, p->pid);
 	if (!bt_wants(&cj, ring_path)) {
 		/* No snapshot: its guest core goes now, not at the end. */
 		char core_path[PATH_MAX];
@@ -1459,8 +1483,35 @@ static int bt_check_address_space(uint64_t entries, struct btrace_error *err)
 		       "history with --size");
 }
 
-int bt_qemu_record(const struct btrace_record_opts *opts,
-		   struct btrace_record_result *res, struct btrace_error *err)
+/* A launched process killed by SIGKILL that btrace did not send: say
+ * whether the kernel's OOM killer did it (its count went up meanwhile). */
+static void bt_say_killed(const struct bt_job *j, long oom0)
+{
+	long oom1;
+
+	if (!WIFSIGNALED(j->status) || WTERMSIG(j->status) != SIGKILL)
+		return;
+	oom1 = bt_qemu_oom_kills();
+	if (oom0 >= 0 && oom1 > oom0)
+		fprintf(stderr, "btrace: process %d (%s under qemu-x86_64) was "
+			"killed by the kernel's OOM killer (SIGKILL; %ld OOM "
+			"kill%s on this system during the run): the program "
+			"and the emulator ran out of memory; try a smaller "
+			"--size, more memory, or a hardware backend\n", j->pid,
+			bt_basename(j->prog), oom1 - oom0,
+			oom1 - oom0 == 1 ? "" : "s");
+	else
+		fprintf(stderr, "btrace: process %d (%s under qemu-x86_64) was "
+			"killed by SIGKILL, which btrace did not send%s\n", j->pid,
+			bt_basename(j->prog), oom0 < 0 || oom1 < 0 ?
+			" (whether by the OOM killer is unknown)" :
+			" (not the OOM killer)");
+}
+
+static int bt_qemu_run(const struct btrace_record_opts *opts,
+		       struct btrace_record_result *res,
+		       struct bt_qemu_launch *launch,
+		       struct btrace_error *err)
 {
 	char qemu[PATH_MAX], plugin[PATH_MAX], prog[PATH_MAX];
 	char preload[PATH_MAX], *pre_env = NULL, dir_env[PATH_MAX + 32];
@@ -1469,6 +1520,7 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	const char *tmp = getenv("TMPDIR");
 	struct sigaction sa, old_int, old_term, old_hup;
 	struct bt_job j;
+	long oom0;
 	uint64_t on, entries;
 	int pipefd[2], rc, n = 0, k, cerr = 0, subreaper = -1, ringfd;
 	char **argv, **envp, *extra, *save = NULL, fdarg[32] = "";
@@ -1488,9 +1540,14 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	if (!rc)
 		rc = bt_qemu_find_preload(plugin, preload, sizeof(preload), err);
 	if (!rc)
-		rc = bt_qemu_check_program(opts->argv[0], prog, sizeof(prog), err);
+		rc = bt_qemu_check_program(opts->argv, prog, sizeof(prog),
+					   launch, err);
+	/* A program QEMU cannot run as the kernel would is refused. */
+	if (!rc)
+		rc = bt_qemu_check_sanitizers(prog, err);
 	if (rc)
 		return rc;
+	oom0 = bt_qemu_oom_kills();
 	if (!getcwd(cwd, sizeof(cwd)))
 		return bt_error(err, -errno, "getcwd failed: %s", strerror(errno));
 
@@ -1532,8 +1589,8 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 		 "%s,dir=%s,entries=%llu,dumpable=0,exec=1,watch=%d%s", plugin, dir,
 		 (unsigned long long)entries, k >= 0, fdarg);
 
-	while (opts->argv[n])
-		n++;
+	/* The guest's argv: a script's has its interpreter first. */
+	n = (int)launch->argc;
 	/* BTRACE_QEMU_ARGS: extra emulator options (e.g. "-d exec,nochain
 	 * -D log"), split at spaces. */
 	extra = getenv("BTRACE_QEMU_ARGS");
@@ -1564,7 +1621,7 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	argv[1] = (char *)"-cpu";
 	argv[2] = (char *)"max";
 	argv[3] = (char *)"-0";
-	argv[4] = opts->argv[0];
+	argv[4] = launch->argv[0];
 	k = 5;
 	for (char *tok = extra ? strtok_r(extra, " ", &save) : NULL; tok;
 	     tok = strtok_r(NULL, " ", &save))
@@ -1593,7 +1650,7 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 	argv[k++] = plugarg;
 	argv[k++] = prog;
 	for (int i = 1; i < n; i++)
-		argv[k++] = opts->argv[i];
+		argv[k++] = launch->argv[i];
 
 	/* Orphaned emulator processes (forked children whose parent died)
 	 * become our children, so their status is ours to read. */
@@ -1694,11 +1751,25 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 		return bt_hint(err, "run 'btrace doctor'; the plugin must match "
 			       "QEMU 7.2's plugin API version 1");
 	}
+	bt_qemu_limits_warn(ring_path, pid);
+	bt_say_killed(&j, oom0);
 	if (!rc && bt_wants(&j, ring_path))
 		rc = bt_snapshot_timed(&j, ring_path, res);
 	if (getenv("BTRACE_QEMU_KEEP_RINGS"))
 		fprintf(stderr, "btrace: ring files kept in %s\n", dir);
 	else
 		bt_drop_rings(dir, &ringfd);
+	return rc;
+}
+
+int bt_qemu_record(const struct btrace_record_opts *opts,
+		   struct btrace_record_result *res, struct btrace_error *err)
+{
+	struct bt_qemu_launch launch;
+	int rc;
+
+	memset(&launch, 0, sizeof(launch));
+	rc = bt_qemu_run(opts, res, &launch, err);
+	bt_qemu_launch_free(&launch);
 	return rc;
 }

@@ -29,7 +29,12 @@ int bt_qemu_find_plugin(char *out, size_t len, struct btrace_error *err);
 int bt_qemu_find_preload(const char *plugin, char *out, size_t len,
 			 struct btrace_error *err);
 /* Resolve @prog through PATH and check it is an x86-64 ELF executable. */
-int bt_qemu_check_program(const char *prog, char *out, size_t len,
+struct bt_qemu_launch;
+/* @argv[0] found and checked, "#!" scripts resolved into *@launch (free it
+ * with bt_qemu_launch_free() whatever the result); @out: the program QEMU
+ * loads. */
+int bt_qemu_check_program(char *const *argv, char *out, size_t len,
+			  struct bt_qemu_launch *launch,
 			  struct btrace_error *err);
 
 /* ---- ring files ---- */

@@ -312,6 +312,11 @@ static int bt_transition(const struct bt_qemu_ring *r,
 		break;
 	case BT_TB_SYSCALL:
 	case BT_TB_FAR:
+	case BT_TB_SWINT:
+		/* int3 and int1 complete before their exception is taken: a far
+		 * transfer, whatever runs next (the next instruction, a SIGTRAP
+		 * handler), as for int n.  libipt decodes them as far calls and
+		 * wants a TIP.PGD there, not a FUP. */
 		if (fault_here)
 			async = 1;
 		else

@@ -65,7 +65,9 @@ enum bt_tb_kind {
 	BT_TB_SYSCALL = 7,   /* syscall, int n, sysenter: comes back */
 	BT_TB_FAR = 8,       /* far call/jmp/ret, iret */
 	BT_TB_REP = 9,       /* rep-string: repeats itself, then falls through */
-	BT_TB_TRAP = 10,     /* ud2, int3, hlt: raises a signal */
+	BT_TB_TRAP = 10,     /* ud2, into, hlt: faults (does not complete) */
+	BT_TB_SWINT = 11,    /* int3, int1: a trap that completes; a far
+			      * transfer, as libipt and hardware treat it */
 };
 
 /* One translated block.  32 bytes. */
@@ -201,6 +203,35 @@ static inline uint64_t bt_ring_file_size(uint64_t nslots, uint64_t entries,
 			tb_max * sizeof(struct bt_tb_info);
 
 	return (size + 4095) & ~4095ull;
+}
+
+/*
+ * What the emulator could not do as the kernel does, noted by the plugin
+ * (plugin-limits.c) in the header page's last 128 bytes, apart from struct
+ * bt_ring_hdr (which must stay below BT_RING_LIMITS_OFFSET).  btrace turns
+ * each flag into a warning and a snapshot metadata key limit.<name>.
+ */
+#define BT_RING_LIMITS_OFFSET (BT_RING_HDR_SIZE - 128)
+#define BT_LIMIT_FPE_TRAPS 0x1u  /* FP exceptions unmasked: no SIGFPE here */
+#define BT_LIMIT_SECCOMP   0x2u  /* a seccomp filter was refused */
+#define BT_LIMIT_VDSO      0x4u  /* a vDSO call got EFAULT, not SIGSEGV */
+struct bt_ring_limits {
+	uint32_t flags;      /* BT_LIMIT_*, set atomically */
+	uint32_t fpe_bits;   /* exceptions unmasked: IE DE ZE OE UE PE as
+			      * bits 0..5 (x87 control word order) */
+	uint64_t fpe_ip;     /* the first unmasking instruction */
+	uint32_t fpe_insn;   /* which unmasked: 1 ldmxcsr (SSE), 2 fldcw (x87) */
+	int32_t seccomp_nr;  /* the syscall: seccomp (317) or prctl (157) */
+	int64_t seccomp_ret; /* what QEMU returned (-errno) */
+	int32_t vdso_nr;     /* the syscall that got EFAULT */
+	uint32_t reserved0;
+	uint8_t reserved[80];
+};
+
+static inline struct bt_ring_limits *bt_ring_limits_of(const void *hdr)
+{
+	return (struct bt_ring_limits *)((uintptr_t)hdr +
+					 BT_RING_LIMITS_OFFSET);
 }
 
 #endif /* BT_QEMU_RING_H */

@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Behaviour QEMU 7.2's user-mode emulator does not reproduce, detected
+ * while the program runs so that btrace can say so instead of passing off
+ * a different run as the program's:
+ *
+ *  - Floating-point exception traps.  QEMU never raises SIGFPE for an
+ *    unmasked x87 or SSE exception (a division by zero after
+ *    feenableexcept(FE_DIVBYZERO) gives inf and goes on).  The unmasking is
+ *    an ldmxcsr (SSE: MXCSR bits 7-12 are the masks) or an fldcw (x87:
+ *    control word bits 0-5) that loads a value with a mask bit clear.
+ *    Every such instruction (also vldmxcsr) gets a memory callback at
+ *    translation; after it loads, the callback reads the loaded value from
+ *    guest memory (guest_base is 0: the guest address is ours) and notes
+ *    the first unmasking.  fldenv, frstor, fxrstor and xrstor, which load a
+ *    whole FP environment through QEMU helpers, are not checked.
+ *  - seccomp.  QEMU refuses to install a filter (prctl(PR_SET_SECCOMP)
+ *    gives EINVAL, seccomp(2) ENOSYS): it would apply to the emulator's own
+ *    system calls.  A program that installs one runs unfiltered: what would
+ *    die of SIGSYS natively goes on.
+ *  - The vDSO.  QEMU 7.2 gives the guest none: clock_gettime,
+ *    gettimeofday, time and getcpu are real system calls, so a bad pointer
+ *    gives EFAULT where natively the vDSO's code dies of SIGSEGV.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "plugin-exec.h"
+#include "plugin-limits.h"
+
+_Static_assert(sizeof(struct bt_ring_hdr) <= BT_RING_LIMITS_OFFSET,
+	       "the header overlaps the limits area");
+_Static_assert(BT_RING_LIMITS_OFFSET + sizeof(struct bt_ring_limits) <=
+	       BT_RING_HDR_SIZE, "limits area size");
+
+#define BT_NR_GETTIMEOFDAY 96
+#define BT_NR_PRCTL 157
+#define BT_NR_TIME 201
+#define BT_NR_CLOCK_GETTIME 228
+#define BT_NR_CLOCK_GETRES 229
+#define BT_NR_GETCPU 309
+#define BT_NR_SECCOMP 317
+#define BT_PR_SET_SECCOMP 22
+#define BT_SECCOMP_SET_MODE_STRICT 0
+#define BT_SECCOMP_SET_MODE_FILTER 1
+
+#define BT_FP_LDMXCSR 1u
+#define BT_FP_FLDCW 2u
+
+static struct bt_ring_hdr *volatile g_lhdr;
+
+void bt_limits_set_hdr(struct bt_ring_hdr *h)
+{
+	g_lhdr = h;
+}
+
+void bt_limits_inherit(struct bt_ring_hdr *child,
+		       const struct bt_ring_hdr *parent)
+{
+	memcpy(bt_ring_limits_of(child), bt_ring_limits_of(parent),
+	       sizeof(struct bt_ring_limits));
+}
+
+static struct bt_ring_limits *bt_lim(void)
+{
+	struct bt_ring_hdr *h = g_lhdr;
+
+	return h ? bt_ring_limits_of(h) : NULL;
+}
+
+/* ---- floating-point exception masks ---- */
+
+static void bt_fp_loaded(unsigned int vcpu, qemu_plugin_meminfo_t info,
+			 uint64_t vaddr, void *udata)
+{
+	uint64_t d = (uint64_t)(uintptr_t)udata;
+	uint32_t kind = (uint32_t)(d >> 56), v = 0, unmasked;
+	struct bt_ring_limits *l = bt_lim();
+
+	(void)vcpu;
+	(void)info;
+	if (!l || bt_peek(vaddr, &v, kind == BT_FP_LDMXCSR ? 4 : 2) <= 0)
+		return;
+	/* Mask bits set = exception masked (the power-on state). */
+	unmasked = kind == BT_FP_LDMXCSR ? (~v >> 7) & 0x3f : ~v & 0x3f;
+	if (!unmasked)
+		return;
+	if (!(__atomic_fetch_or(&l->flags, BT_LIMIT_FPE_TRAPS,
+				__ATOMIC_RELAXED) & BT_LIMIT_FPE_TRAPS))
+		l->fpe_ip = d & ((1ull << 56) - 1);
+	__atomic_fetch_or(&l->fpe_insn, kind, __ATOMIC_RELAXED);
+	__atomic_fetch_or(&l->fpe_bits, unmasked, __ATOMIC_RELAXED);
+}
+
+/* ldmxcsr m32 (0f ae /2, or VEX vldmxcsr), fldcw m16 (d9 /5): which one,
+ * or 0. */
+static uint32_t bt_fp_ctl_load(const uint8_t *p, size_t n)
+{
+	size_t i = 0;
+	uint8_t modrm;
+
+	while (i < n && (p[i] == 0x66 || p[i] == 0x67 || p[i] == 0x2e ||
+			 p[i] == 0x3e || p[i] == 0x26 || p[i] == 0x36 ||
+			 p[i] == 0x64 || p[i] == 0x65 || p[i] == 0xf0))
+		i++;
+	if (i < n && (p[i] & 0xf0) == 0x40)
+		i++;
+	if (i + 1 >= n)
+		return 0;
+	if (p[i] == 0xd9) {
+		modrm = p[i + 1];
+		return (modrm >> 6) != 3 && ((modrm >> 3) & 7) == 5 ?
+		       BT_FP_FLDCW : 0;
+	}
+	if (p[i] == 0xc5 && i + 2 < n) {          /* VEX, map 0f */
+		if ((p[i + 1] & 0x3) != 0)       /* pp: no prefix */
+			return 0;
+		i += 2;
+	} else if (p[i] == 0xc4 && i + 3 < n) {
+		if ((p[i + 1] & 0x1f) != 1 || (p[i + 2] & 0x3) != 0)
+			return 0;
+		i += 3;
+	} else if (p[i] == 0x0f) {
+		i += 1;
+	} else {
+		return 0;
+	}
+	if (i + 1 >= n || p[i] != 0xae)
+		return 0;
+	modrm = p[i + 1];
+	return (modrm >> 6) != 3 && ((modrm >> 3) & 7) == 2 ? BT_FP_LDMXCSR :
+							     0;
+}
+
+void bt_limits_tb_trans(struct qemu_plugin_tb *tb)
+{
+	size_t n = qemu_plugin_tb_n_insns(tb);
+
+	for (size_t i = 0; i < n; i++) {
+		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+		const uint8_t *p = qemu_plugin_insn_data(insn);
+		size_t len = qemu_plugin_insn_size(insn);
+		uint32_t kind;
+		uint8_t b;
+		size_t k = 0;
+
+		if (!p || !len)
+			continue;
+		/* Cheap test first: the opcode byte after prefixes. */
+		while (k + 1 < len && ((p[k] & 0xf0) == 0x40 || p[k] == 0x66 ||
+				       p[k] == 0x67 || p[k] == 0x2e ||
+				       p[k] == 0x3e || p[k] == 0x26 ||
+				       p[k] == 0x36 || p[k] == 0x64 ||
+				       p[k] == 0x65 || p[k] == 0xf0))
+			k++;
+		b = p[k];
+		if (b != 0x0f && b != 0xd9 && b != 0xc5 && b != 0xc4)
+			continue;
+		kind = bt_fp_ctl_load(p, len);
+		if (!kind)
+			continue;
+		/* QEMU_PLUGIN_MEM_R alone never fired in 7.2 (tested):
+		 * ask for both; these instructions only read. */
+		qemu_plugin_register_vcpu_mem_cb(insn, bt_fp_loaded,
+			QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW,
+			(void *)(uintptr_t)((uint64_t)kind << 56 |
+					    (qemu_plugin_insn_vaddr(insn) &
+					     ((1ull << 56) - 1))));
+	}
+}
+
+/* ---- system calls ---- */
+
+void bt_limits_syscall(int64_t num, uint64_t a1, uint64_t a2)
+{
+	struct bt_ring_limits *l = bt_lim();
+
+	(void)a2;
+	if (!l)
+		return;
+	if ((num == BT_NR_PRCTL && a1 == BT_PR_SET_SECCOMP) ||
+	    (num == BT_NR_SECCOMP && (a1 == BT_SECCOMP_SET_MODE_STRICT ||
+				      a1 == BT_SECCOMP_SET_MODE_FILTER)))
+		l->seccomp_nr = (int32_t)num;
+}
+
+void bt_limits_syscall_ret(int64_t num, int64_t ret)
+{
+	struct bt_ring_limits *l = bt_lim();
+
+	if (!l)
+		return;
+	switch (num) {
+	case BT_NR_PRCTL:
+	case BT_NR_SECCOMP:
+		/* Only a filter QEMU refused; a later successful prctl
+		 * (another option) leaves no note. */
+		if (l->seccomp_nr == num && ret < 0 &&
+		    !(l->flags & BT_LIMIT_SECCOMP)) {
+			l->seccomp_ret = ret;
+			__atomic_fetch_or(&l->flags, BT_LIMIT_SECCOMP,
+					  __ATOMIC_RELAXED);
+		} else if (l->seccomp_nr == num &&
+			   !(l->flags & BT_LIMIT_SECCOMP)) {
+			l->seccomp_nr = 0;
+		}
+		break;
+	case BT_NR_GETTIMEOFDAY:
+	case BT_NR_TIME:
+	case BT_NR_CLOCK_GETTIME:
+	case BT_NR_CLOCK_GETRES:
+	case BT_NR_GETCPU:
+		if (ret == -EFAULT &&
+		    !(__atomic_fetch_or(&l->flags, BT_LIMIT_VDSO,
+					__ATOMIC_RELAXED) & BT_LIMIT_VDSO))
+			l->vdso_nr = (int32_t)num;
+		break;
+	}
+}

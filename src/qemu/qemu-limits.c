@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Where QEMU 7.2 cannot behave as the kernel and the CPU do, btrace says so
+ * instead of silently recording a different program:
+ *
+ *  - Sanitizer runtimes (ASan, TSan, MSan, HWASan) map terabytes of shadow
+ *    memory at fixed addresses; under qemu-x86_64 7.2 an ASan program grew
+ *    the emulator to about 24 GB in a minute, without finishing, until the
+ *    OOM killer ended it.  Such a program is refused before it runs: its
+ *    DT_NEEDED names the runtime (gcc: libasan.so.N), or it defines the
+ *    runtime's init symbol (clang links the runtime statically), or
+ *    LD_PRELOAD loads one.
+ *  - What the plugin notes while the program runs (plugin-limits.c):
+ *    unmasked FP exceptions, a refused seccomp filter, EFAULT from a call
+ *    the vDSO would have served.  Each becomes a warning on stderr at
+ *    record time and snapshot metadata "limit.<name>" (one sentence), which
+ *    the report prints as a "limits" line.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "qemu-limits.h"
+#include "san-elf.h"
+#include "util.h"
+
+int bt_qemu_check_sanitizers(const char *prog, struct btrace_error *err)
+{
+	const char *pre = getenv("LD_PRELOAD"), *san;
+	char what[PATH_MAX + 64] = "";
+
+	san = bt_elf_sanitizer(prog, what, sizeof(what));
+	if (!san && pre) {
+		char *copy = strdup(pre), *save = NULL;
+
+		for (char *t = copy ? strtok_r(copy, " :", &save) : NULL;
+		     t && !san; t = strtok_r(NULL, " :", &save))
+			if ((san = bt_san_of_lib(t)))
+				snprintf(what, sizeof(what),
+					 "LD_PRELOAD loads %s", t);
+		free(copy);
+	}
+	if (!san)
+		return 0;
+	bt_error(err, -ENOTSUP, "%s: record failed: the program is built "
+		 "with %s (%s), whose shadow memory QEMU 7.2 cannot emulate "
+		 "(it grows to tens of GB without finishing)", prog, san, what);
+	return bt_hint(err, "record it with a hardware backend (--backend pt "
+		       "or bts, on an Intel CPU), or build it without "
+		       "-fsanitize for the QEMU backend");
+}
+
+static const char *bt_sysname(int nr)
+{
+	switch (nr) {
+	case 96:
+		return "gettimeofday";
+	case 201:
+		return "time";
+	case 228:
+		return "clock_gettime";
+	case 229:
+		return "clock_getres";
+	case 309:
+		return "getcpu";
+	case 157:
+		return "prctl(PR_SET_SECCOMP)";
+	case 317:
+		return "seccomp";
+	}
+	return "a system call";
+}
+
+size_t bt_qemu_limits_get(const struct bt_ring_hdr *h,
+			  struct bt_qemu_limit *out)
+{
+	const struct bt_ring_limits *l = bt_ring_limits_of(h);
+	uint32_t f = __atomic_load_n(&l->flags, __ATOMIC_ACQUIRE);
+	size_t n = 0;
+
+	if (f & BT_LIMIT_FPE_TRAPS) {
+		static const char *const nm[6] = {
+			"invalid", "denormal", "divide-by-zero", "overflow",
+			"underflow", "inexact",
+		};
+		char list[128] = "";
+		size_t o = 0;
+
+		for (int i = 0; i < 6; i++)
+			if (l->fpe_bits & (1u << i))
+				o += (size_t)snprintf(list + o, sizeof(list) - o,
+						      "%s%s", o ? ", " : "",
+						      nm[i]);
+		out[n].name = "fpe-traps";
+		snprintf(out[n].text, sizeof(out[n].text),
+			 "The program unmasked floating-point exceptions (%s; "
+			 "%s, first at %#llx), but QEMU 7.2 never raises SIGFPE for "
+			 "them: an operation that traps natively gave an "
+			 "inf/NaN result here and the program went on; record "
+			 "with a hardware backend (pt or bts) to see that "
+			 "fault.", list[0] ? list : "some",
+			 l->fpe_insn == 3 ? "x87 by fldcw and SSE by ldmxcsr" :
+			 l->fpe_insn == 2 ? "x87 by fldcw" : "SSE by ldmxcsr",
+			 (unsigned long long)l->fpe_ip);
+		n++;
+	}
+	if (f & BT_LIMIT_SECCOMP) {
+		long e = (long)-l->seccomp_ret;
+
+		out[n].name = "seccomp";
+		snprintf(out[n].text, sizeof(out[n].text),
+			 "The program installed a seccomp filter with %s, "
+			 "which QEMU 7.2 refuses (%s): it ran unfiltered, so "
+			 "a system call the filter forbids (natively SIGSYS "
+			 "or an error) went through here; record with a "
+			 "hardware backend (pt or bts).",
+			 bt_sysname(l->seccomp_nr),
+			 e > 0 && e < 4096 ? strerror((int)e) : "an error");
+		n++;
+	}
+	if (f & BT_LIMIT_VDSO) {
+		out[n].name = "vdso";
+		snprintf(out[n].text, sizeof(out[n].text),
+			 "%s() got EFAULT from the system call because QEMU "
+			 "7.2 gives the program no vDSO; natively the vDSO's "
+			 "code reads that bad pointer and the program dies of "
+			 "SIGSEGV inside the vDSO (for clocks it serves); "
+			 "record with a hardware backend (pt or bts) to see "
+			 "that crash.", bt_sysname(l->vdso_nr));
+		n++;
+	}
+	return n;
+}
+
+void bt_qemu_limits_warn(const char *ring_path, int pid)
+{
+	struct bt_qemu_limit lim[BT_QEMU_MAX_LIMITS];
+	struct bt_ring_hdr h;
+	struct bt_ring_limits l;
+	size_t n;
+	int fd = open(ring_path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	memset(&h, 0, sizeof(h));
+	if (pread(fd, &l, sizeof(l), BT_RING_LIMITS_OFFSET) != sizeof(l) ||
+	    pread(fd, &h, sizeof(h), 0) != sizeof(h) ||
+	    memcmp(h.magic, BT_RING_MAGIC, 8)) {
+		close(fd);
+		return;
+	}
+	close(fd);
+	{
+		/* A header page image with the limits in place. */
+		static _Thread_local uint8_t page[BT_RING_HDR_SIZE];
+
+		memcpy(page, &h, sizeof(h));
+		memcpy(page + BT_RING_LIMITS_OFFSET, &l, sizeof(l));
+		n = bt_qemu_limits_get((const struct bt_ring_hdr *)page, lim);
+	}
+	for (size_t i = 0; i < n; i++)
+		fprintf(stderr, "btrace: warning: process %d ran differently "
+			"under QEMU (limit.%s): %s\n", pid, lim[i].name,
+			lim[i].text);
+}
+
+long bt_qemu_oom_kills(void)
+{
+	char line[256];
+	long kills = -1;
+	FILE *f = fopen("/proc/vmstat", "re");
+
+	/* The kernel's count of OOM kills (Linux 4.13+), system-wide: a
+	 * SIGKILL while it went up was, in all likelihood, the OOM killer. */
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "oom_kill %ld", &kills) == 1)
+			break;
+	fclose(f);
+	return kills;
+}

@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""What QEMU cannot do as the kernel does is said, #! scripts launch as the
+kernel runs them, and a death on int3 decodes (TAP).
+
+    e2e-behav.py BTRACE PROGDIR
+
+Each program is run natively first, to show the native behaviour the
+emulated run must either match or name:
+  trap-int3      dies on int3: SIGTRAP, a stack check <- walk <- main
+  fpe-unmask     feenableexcept + 1/0: natively SIGFPE; under QEMU a
+                 warning and limit.fpe-traps (SSE: ldmxcsr, x87: fldcw)
+  seccomp-kill   a filter that kills at getppid: natively SIGSYS; under
+                 QEMU limit.seccomp (prctl and seccomp(2))
+  vdso-fault     clock_gettime(bad pointer): natively SIGSEGV; under QEMU
+                 limit.vdso
+  asan-overflow  built with -fsanitize=address: refused, exit 1, at once;
+                 exec'd by a traced shell it runs natively, untraced
+a SIGKILL (said, with whether the OOM killer sent it), and scripts: one #! level with an argument, two levels, a missing
+interpreter (exit 1 naming it), six levels (the kernel's ELOOP).
+"""
+import errno
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', 'e2e'))
+import e2elib  # noqa: E402
+
+T = e2elib.Tap()
+
+
+def ok(cond, desc):
+    """A TAP line: messages quoted in @desc are kept on one line."""
+    return T.ok(cond, desc.replace('\n', ' | '))
+
+
+
+def run(argv, **kw):
+    return subprocess.run(argv, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=300, **kw)
+
+
+def record(btrace, snap, argv, on=None, cwd=None):
+    cmd = [btrace, 'record', '-b', 'qemu', '-q', '-o', snap]
+    if on:
+        cmd += ['--on', on]
+    return run(cmd + ['--'] + argv, cwd=cwd)
+
+
+def info(btrace, snap):
+    return run([btrace, 'info', snap]).stdout
+
+
+def test_int3(btrace, progs, d):
+    prog = os.path.join(progs, 'trap-int3')
+    nat = run([prog])
+    ok(nat.returncode == -5, 'int3 natively: SIGTRAP (%d)' % nat.returncode)
+    snap = os.path.join(d, 'int3.btrace')
+    p = record(btrace, snap, [prog])
+    ok(p.returncode == 128 + 5, 'int3: status 133 (%d)' % p.returncode)
+    try:
+        r = e2elib.report_json(btrace, snap)
+    except (RuntimeError, ValueError) as e:
+        ok(False, 'int3: report: %s' % e)
+        return
+    ok(r['signal']['name'] == 'SIGTRAP', 'int3: SIGTRAP')
+    f = r.get('fault') or {}
+    # int3 is a trap: the signal's ip is after it (gdb's frame 0 too).
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'progs',
+                       'trap-int3.c')
+    line = e2elib.marker_line(src, '/* behav: trap */') + 1
+    ok(f.get('function') == 'check' and f.get('line') == line,
+       'int3: fault in check at line %d, after the int3 (%s:%s)' %
+       (line, f.get('function'), f.get('line')))
+    crashed = [t for t in r['threads'] if t['crashed']]
+    names = [x['function'] for x in crashed[0]['stack']] if crashed else []
+    ok(names[:3] == ['check', 'walk', 'main'],
+       'int3: stack check, walk, main (%s)' % names[:4])
+    g = e2elib.gdb_native([prog])
+    if g['frames']:
+        ok(g['frames'][0].get('line') == line,
+           'int3: gdb natively stops at line %d too (%s)' %
+           (line, g['frames'][0].get('line')))
+        same, msg = e2elib.stack_compare(crashed[0]['stack'] if crashed
+                                         else [], g['frames'],
+                                         {'trap-int3', 'trap-int3.c'})
+        ok(same, 'int3: stack as gdb shows it natively: %s' % msg)
+
+
+def test_limit(btrace, d, name, argv, native_sig, key, want_text):
+    nat = run(argv)
+    ok(nat.returncode == -native_sig,
+       '%s natively: killed by signal %d (%d)' %
+       (name, native_sig, nat.returncode))
+    snap = os.path.join(d, name + '.btrace')
+    p = record(btrace, snap, argv, on='exit')
+    warned = [ln for ln in p.stderr.splitlines()
+              if 'warning' in ln and '(limit.%s)' % key in ln]
+    ok(len(warned) == 1 and want_text in warned[0],
+       '%s: one warning at record time naming limit.%s (%s)' %
+       (name, key, p.stderr.strip()[-300:]))
+    text = info(btrace, snap) if os.path.exists(snap) else ''
+    ok(('limit.%s' % key) in text,
+       '%s: the snapshot has metadata limit.%s' % (name, key))
+    return p
+
+
+def main():
+    btrace, progs = [os.path.abspath(x) for x in sys.argv[1:3]]
+    if not e2elib.qemu_available():
+        print('1..0 # SKIP qemu-x86_64 is not installed')
+        return 0
+    with tempfile.TemporaryDirectory() as d:
+        test_int3(btrace, progs, d)
+
+        fpe = os.path.join(progs, 'fpe-unmask')
+        p = test_limit(btrace, d, 'fpe-sse', [fpe], 8, 'fpe-traps',
+                       'ldmxcsr')
+        ok(p.returncode == 0 and 'sse inf' in p.stdout,
+           'fpe-sse: under QEMU the division went on (status %d)' %
+           p.returncode)
+        test_limit(btrace, d, 'fpe-x87', [fpe, 'x87'], 8, 'fpe-traps',
+                   'fldcw')
+
+        sec = os.path.join(progs, 'seccomp-kill')
+        test_limit(btrace, d, 'seccomp', [sec], 31, 'seccomp', 'seccomp')
+        test_limit(btrace, d, 'seccomp-prctl', [sec, 'prctl'], 31,
+                   'seccomp', 'PR_SET_SECCOMP')
+
+        test_limit(btrace, d, 'vdso', [os.path.join(progs, 'vdso-fault')],
+                   11, 'vdso', 'clock_gettime')
+
+        # A program without any of these gets no warning.
+        p = record(btrace, os.path.join(d, 'plain.btrace'),
+                   [os.path.join(progs, 'trap-int3')])
+        ok('warning' not in p.stderr,
+           'trap-int3: no limit warning (%s)' % p.stderr.strip()[-200:])
+
+        asan = os.path.join(progs, 'asan-overflow')
+        if os.path.exists(asan):
+            t0 = time.monotonic()
+            p = record(btrace, os.path.join(d, 'asan.btrace'), [asan])
+            dt = time.monotonic() - t0
+            ok(p.returncode == 1, 'asan: refused with exit 1 (%d)' %
+               p.returncode)
+            ok('AddressSanitizer' in p.stderr and 'hint:' in p.stderr and
+               'hardware backend' in p.stderr,
+               'asan: the message names the sanitizer and the fix (%s)' %
+               p.stderr.strip()[-300:])
+            ok(dt < 30, 'asan: refused before running (%.1f s)' % dt)
+            # exec'd by a traced shell: it runs natively (untraced), as
+            # fast as natively, and the snapshot says so.
+            nat = run([asan])
+            snap = os.path.join(d, 'asan-exec.btrace')
+            t0 = time.monotonic()
+            p = record(btrace, snap, ['/bin/sh', '-c', 'exec %s' % asan],
+                       on='exit')
+            dt = time.monotonic() - t0
+            ok(p.returncode == nat.returncode and nat.returncode != 0 and
+               'heap-buffer-overflow' in p.stderr,
+               'asan exec\'d: ASan\'s report and status %d as natively '
+               '(%d)' % (nat.returncode, p.returncode))
+            ok(dt < 60, 'asan exec\'d: finished (%.1f s)' % dt)
+            text = info(btrace, snap) if os.path.exists(snap) else ''
+            ok('qemu.exec' in text and 'asan-overflow' in text,
+               'asan exec\'d: the snapshot names the native exec')
+        else:
+            ok(True, 'asan: no -fsanitize=address toolchain # SKIP')
+
+        # A SIGKILL is named, with whether the OOM killer sent it (the
+        # kernel's oom_kill count did not move here).
+        p = record(btrace, os.path.join(d, 'kill.btrace'),
+                   ['/bin/sh', '-c', 'kill -KILL $$'])
+        ok(p.returncode == 128 + 9 and 'killed by SIGKILL' in p.stderr and
+           ('not the OOM killer' in p.stderr or
+            'whether by the OOM killer is unknown' in p.stderr),
+           'SIGKILL: status 137 and said, OOM killer or not (%d: %s)' %
+           (p.returncode, p.stderr.strip()[-200:]))
+
+        test_scripts(btrace, progs, d)
+    return T.done()
+
+
+def test_scripts(btrace, progs, d):
+    prog = os.path.join(progs, 'trap-int3')
+    tool = os.path.join(d, 'tool.sh')
+    with open(tool, 'w') as f:
+        f.write('#!/bin/sh -e\necho "$0 $*"\nexec %s "$@"\n' % prog)
+    nest = os.path.join(d, 'nest')
+    with open(nest, 'w') as f:
+        f.write('#!%s  two words \n' % tool)
+    bad = os.path.join(d, 'bad.sh')
+    with open(bad, 'w') as f:
+        f.write('#!%s/no-such-interpreter\necho hi\n' % d)
+    for x in (tool, nest, bad):
+        os.chmod(x, 0o755)
+    for name, argv in (('script', ['./tool.sh', 'a', 'b c']),
+                       ('nested', ['./nest', 'q'])):
+        nat = run(argv, cwd=d)
+        snap = os.path.join(d, name + '.btrace')
+        p = record(btrace, snap, argv, cwd=d)
+        ok(p.returncode == 128 + 5 and nat.returncode == -5,
+           '%s: status 133 as natively (%d, native %d)' %
+           (name, p.returncode, nat.returncode))
+        ok(p.stdout == nat.stdout and p.stdout,
+           '%s: the script saw the arguments the kernel gives (%r vs '
+           'native %r)' % (name, p.stdout, nat.stdout))
+        try:
+            r = e2elib.report_json(btrace, snap)
+            crashed = [t for t in r['threads'] if t['crashed']]
+            names = [x['function'] for x in crashed[0]['stack']]
+        except (RuntimeError, ValueError, IndexError, KeyError) as e:
+            names = ['report failed: %s' % e]
+        ok(names[:3] == ['check', 'walk', 'main'],
+           '%s: the exec\'d program\'s stack (%s)' % (name, names[:4]))
+    p = record(btrace, os.path.join(d, 'bad.btrace'), ['./bad.sh'], cwd=d)
+    ok(p.returncode == 1 and 'no-such-interpreter' in p.stderr and
+       'bad.sh' in p.stderr and 'does not exist' in p.stderr,
+       'missing interpreter: exit 1 naming the script and the interpreter '
+       '(%d: %s)' % (p.returncode, p.stderr.strip()[-200:]))
+    # Six levels of #!: the kernel says ELOOP, and so does btrace.
+    prev = tool
+    for i in range(5):
+        s = os.path.join(d, 'deep%d' % i)
+        with open(s, 'w') as f:
+            f.write('#!%s\n' % prev)
+        os.chmod(s, 0o755)
+        prev = s
+    try:
+        subprocess.run([prev], capture_output=True, timeout=60)
+        native = 0
+    except OSError as e:
+        native = e.errno
+    p = record(btrace, os.path.join(d, 'deep.btrace'), [prev], cwd=d)
+    ok(native == errno.ELOOP and p.returncode == 1 and
+       'levels of #!' in p.stderr,
+       'six #! levels: ELOOP natively (%s) and refused by btrace (%d: %s)' %
+       (native, p.returncode, p.stderr.strip()[-200:]))
+    # Five levels run, as natively.
+    five = os.path.join(d, 'deep3')
+    nat = run([five])
+    p = record(btrace, os.path.join(d, 'five.btrace'), [five], cwd=d)
+    ok(nat.returncode == -5 and p.returncode == 133,
+       'five #! levels run (%d, native %d)' % (p.returncode,
+                                               nat.returncode))
+
+
+if __name__ == '__main__':
+    sys.exit(main())
