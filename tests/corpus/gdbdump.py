@@ -114,7 +114,23 @@ def snapshot_stop():
             name, off = msym(pc)
             if name:
                 st['function'], st['offset'] = name, off
+    if not stops:
+        st['disassembly'] = disassembly()
     stops.append(st)
+
+
+def disassembly():
+    """The function around $pc at the first stop: [[offset, insn]]."""
+    try:
+        text = gdb.execute('disassemble', to_string=True)
+    except gdb.error:
+        return None
+    out = []
+    for ln in text.splitlines():
+        m = re.match(r'^(?:=>)?\s+0x[0-9a-f]+ <\+(\d+)>:\s*(.*)$', ln)
+        if m:
+            out.append([int(m.group(1)), m.group(2).strip()])
+    return out or None
 
 
 def alive():
