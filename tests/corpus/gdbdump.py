@@ -14,6 +14,7 @@ SIGSEGVs) gdb stops stopping and only lets the program run to its end.
 import json
 import os
 import re
+import signal
 
 import gdb  # noqa: F401 (provided by gdb)
 
@@ -70,6 +71,13 @@ def snapshot_stop():
     try:
         si = gdb.parse_and_eval('$_siginfo')
         st['si_code'] = int(si['si_code'])
+        if st['signal'] is None:
+            # A SIGTRAP of the program's own int3 comes as a plain stop.
+            try:
+                st['signal'] = signal.Signals(int(si['si_signo'])).name
+                last_signal[0] = st['signal']
+            except ValueError:
+                pass
         try:
             st['si_addr'] = int(si['_sifields']['_sigfault']['si_addr'])
         except gdb.error:

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# ctypes reads address 0 (argv[1] "faulthandler": Python's faulthandler
+# ctypes reads address 16 (argv[1] "faulthandler": Python's faulthandler
 # dumps the traceback first, then re-raises).
 import ctypes
 import sys
@@ -14,4 +14,4 @@ def load(addr):
 
 
 print('loading', flush=True)
-load(0)
+load(16)
