@@ -508,14 +508,18 @@ def same_fn(a, b):
 def variant(name):
     """The name before IFUNC normalization (`__strlen_avx2`)."""
     n = strip_cxx(name)
-    return n.lstrip('_') if n else n
+    return n.lstrip('_').replace('memcpy_', 'memmove_') if n else n
 
 
 def fname(name):
     """Names compared modulo glibc's aliases of one function (`__x`,
     `__GI___x`, `x`: e2elib.norm, then the leading underscores)."""
     n = L.norm(strip_cxx(name))
-    return n.lstrip('_') if n else n
+    if n:
+        n = n.lstrip('_')
+        # glibc's memcpy variants are aliases of the memmove ones.
+        n = re.sub(r'^memcpy_\*$', 'memmove_*', n)
+    return n
 
 
 SIGNAMES = {getattr(signal, n): n for n in dir(signal)
