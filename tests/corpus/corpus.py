@@ -284,11 +284,25 @@ class Skip(Exception):
 _build_lock = threading.Lock()
 
 
-def stale(out, srcs):
+def stale(out, srcs, cmd=None):
+    """out is missing, older than a source, or was built by another
+    command (recorded next to it in out.cmd)."""
     if not os.path.exists(out):
         return True
+    if cmd is not None:
+        try:
+            with open(out + '.cmd') as f:
+                if f.read() != repr(cmd):
+                    return True
+        except OSError:
+            return True
     t = os.path.getmtime(out)
     return any(os.path.getmtime(s) > t for s in srcs)
+
+
+def built(out, cmd):
+    with open(out + '.cmd', 'w') as f:
+        f.write(repr(cmd))
 
 
 def sh(cmd, **kw):
@@ -324,26 +338,32 @@ def build(case, bindir):
                 if stale(lib, [lsrc]):
                     sh([cc, '-shared', '-fPIC', '-O1', '-g', '-o', lib,
                         lsrc])
-            if stale(out, srcs + [__file__]):
-                sh([cc] + case['flags'] + ['-o', out] + srcs +
-                   case.get('libs', []) +
-                   (['-pthread'] if '-pthread' in case['flags'] else []))
+            cmd = [cc] + case['flags'] + ['-o', out] + srcs + \
+                case.get('libs', []) + \
+                (['-pthread'] if '-pthread' in case['flags'] else [])
+            if stale(out, srcs, cmd + ['strip'] * bool(case.get('strip'))):
+                sh(cmd)
                 if case.get('strip'):
                     sh(['strip', '-s', out])
+                built(out, cmd + ['strip'] * bool(case.get('strip')))
             return [out], [out]
         if lang == 'rust':
             rustc = need('rustc')
-            if stale(out, srcs + [__file__]):
-                sh([rustc, '-g', '--edition', '2021'] + case['flags'] +
-                   ['-o', out, srcs[0]])
+            cmd = [rustc, '-g', '--edition', '2021'] + case['flags'] + \
+                ['-o', out, srcs[0]]
+            if stale(out, srcs, cmd):
+                sh(cmd)
+                built(out, cmd)
             return [out], [out]
         if lang == 'go':
             go = need('go')
-            if stale(out, srcs + [__file__]):
+            cmd = [go, 'build', '-o', out, srcs[0]]
+            if stale(out, srcs, cmd):
                 env = dict(os.environ, GOCACHE=os.path.join(bindir, 'go-cache'),
                            GOPATH=os.path.join(bindir, 'go-path'),
                            GO111MODULE='off', GOFLAGS='')
-                sh([go, 'build', '-o', out, srcs[0]], env=env)
+                sh(cmd, env=env)
+                built(out, cmd)
             return [out], [out]
         if lang == 'java':
             java = need('java')
@@ -724,6 +744,18 @@ def check_case(case, nat, g, rec, rep, snaps, btrace, snap):
     return {k: v for k, v in res.items() if k in applies and k not in na}
 
 
+def report_json(btrace, snap):
+    """`btrace report --json` as a dict (a limit of RUN_TIMEOUT catches a
+    hang); raises RuntimeError naming how it failed."""
+    cmd = [btrace, 'report', '--json', snap]
+    r = subprocess.run(cmd, capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT)
+    if r.returncode != 0:
+        raise RuntimeError('%s: exit %d: %s' % (' '.join(cmd), r.returncode,
+                                               r.stderr.strip()[-300:]))
+    return json.loads(r.stdout)
+
+
 def btrace_lines_last(err):
     lines = [ln for ln in err.splitlines() if ln.startswith('btrace')]
     return lines[-1] if lines else 'no snapshot'
@@ -776,8 +808,9 @@ def run_case(case, btrace, bindir, workroot):
         rep = None
         if os.path.exists(snap):
             try:
-                rep = L.report_json(btrace, snap)
-            except (RuntimeError, ValueError) as e:
+                rep = report_json(btrace, snap)
+            except (RuntimeError, ValueError,
+                    subprocess.TimeoutExpired) as e:
                 rep = None
                 rec.note = (rec.note or '') + ' report failed: %s' % e
         res = check_case(case, nat, g, rec, rep, snaps, btrace, snap)
@@ -803,15 +836,17 @@ def known_limits():
             text = f.read()
     except OSError:
         return {}
-    m = re.search(r'^(#+)\s*Known limits\s*$(.*?)(?=^#{1,%d}\s|\Z)',
-                  text, re.M | re.S | re.I)
-    if not m:
-        m = re.search(r'^(#+)\s*Known limits.*?$(.*?)(?=^#\s|\Z)', text,
-                      re.M | re.S | re.I)
-    if not m:
-        return {}
+    section, level = [], None
+    for ln in text.splitlines():
+        h = re.match(r'^(#+)\s+(.*)$', ln)
+        if h and level is not None and len(h.group(1)) <= level:
+            break
+        if level is not None:
+            section.append(ln)
+        elif h and h.group(2).strip().lower().startswith('known limits'):
+            level = len(h.group(1))
     out = {}
-    for para in re.split(r'\n(?=[-*] )', m.group(2)):
+    for para in re.split(r'\n(?=[-*] )', '\n'.join(section)):
         for pat in re.findall(r'`([\w.*?\[\]-]+:[\w*?]+)`', para):
             out[pat] = ' '.join(para.split())[:160]
     return out
