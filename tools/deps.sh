@@ -1,11 +1,13 @@
 #!/bin/sh
 # Install what btrace needs to build, test and run, from Debian's packages.
 # Quick when everything is already there (no apt-get call at all).
+# The last line: the toolchains and runtimes of tests/corpus.
 set -eu
 
 PKGS="meson ninja-build pkg-config gcc libc6-dev libipt-dev libelf-dev
 libdw-dev libzstd-dev libcapstone-dev qemu-user linux-perf scdoc elfutils
-gdb python3 g++ libc6-dbg clang libclang-rt-14-dev procps file util-linux hyperfine time"
+gdb python3 g++ libc6-dbg clang libclang-rt-14-dev procps file util-linux hyperfine time
+rustc golang-go nodejs default-jdk-headless luajit perl"
 
 missing=""
 for p in $PKGS; do
