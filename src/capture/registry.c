@@ -188,8 +188,10 @@ int bt_registry_claim(pid_t target, uint32_t backend,
 			free(o);
 			return r;
 		}
+		/* (no link at all: a leaving owner just unlinked it; the
+		 * check after flock() below retries with a fresh file) */
 		if (fstat(o->lock_fd, &a) < 0 || !S_ISREG(a.st_mode) ||
-		    a.st_uid != geteuid() || a.st_nlink != 1) {
+		    a.st_uid != geteuid() || a.st_nlink > 1) {
 			close(o->lock_fd);
 			bt_error(err, -EPERM,
 				 "registry: %s: refused: not a plain file of uid %u (remove it)",
@@ -623,6 +625,7 @@ int bt_registry_sub_recv(struct bt_registry_sub *s, int *fd, char *note,
 			struct cmsghdr align;
 		} u;
 		ssize_t r;
+		int nfd;
 
 		if (nl) {
 			size_t l = (size_t)(nl - s->buf);
@@ -666,11 +669,13 @@ int bt_registry_sub_recv(struct bt_registry_sub *s, int *fd, char *note,
 			return errno == EAGAIN ? -EAGAIN : -errno;
 		if (r == 0)
 			return 0;
-		if (s->pending_fd >= 0) {
-			close(s->pending_fd);
-			s->pending_fd = -1;
+		nfd = -1;
+		take_fds(&mh, &nfd);
+		if (nfd >= 0) {      /* a newer descriptor replaces an unclaimed one */
+			if (s->pending_fd >= 0)
+				close(s->pending_fd);
+			s->pending_fd = nfd;
 		}
-		take_fds(&mh, &s->pending_fd);
 		s->len += (size_t)r;
 	}
 }
