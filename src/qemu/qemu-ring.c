@@ -425,6 +425,12 @@ static int bt_transition(const struct bt_qemu_ring *r,
 	}
 	if (!async)
 		return 1;
+	/* Back inside the same block, with no signal in between: QEMU ran
+	 * it again from @to (it restarts a block after resolving a fault of
+	 * its own, e.g. a write to the block's own page).  The straight line
+	 * up to @to is what ran; no branch. */
+	if (!fault_here && to >= p->start && to <= last)
+		return 0;
 	bt_set(b, BT_BR_ASYNC, bt_async_from(p, fault_here), 0, to, 0);
 	return 2;
 }
