@@ -679,11 +679,29 @@ static void bt_exec_rep(unsigned int vcpu, void *udata)
  * takes its old place, so a loop that spins (`for (;;)`, a busy wait, a
  * short loop of two to four blocks) keeps the history before it instead
  * of filling the ring with itself; the stored path stays a path (a cycle
- * removed), and the turns it had are not counted.  A look-back before the
- * staging area reads the slot's guard words, never a TB index; a loop that
- * spans a commit is stored again once.  Calls are never such blocks, so
- * recursion keeps every level.
+ * removed), and the turns it had are not counted.  A cycle of three or four
+ * blocks is folded only when none of them calls, traps or enters the
+ * kernel (checked on the TB table, only when a cycle is found), so a loop
+ * that calls a function keeps every call, as hardware PT would show them.
+ * A look-back before the staging area reads the slot's guard words, never
+ * a TB index; a loop that spans a commit is stored again once.  Calls are
+ * never such blocks, so recursion keeps every level.
  */
+static int bt_foldable(const uint32_t *r, int n)
+{
+	for (int i = 0; i < n; i++) {
+		uint32_t k;
+
+		if (r[i] >= g.tb_max)
+			return 0;
+		k = g.tbs[r[i]].kind;
+		if (k == BT_TB_CALL || k == BT_TB_CALL_IND || k == BT_TB_SYSCALL ||
+		    k == BT_TB_FAR || k == BT_TB_TRAP)
+			return 0;
+	}
+	return 1;
+}
+
 static void bt_exec_loop(unsigned int vcpu, void *udata)
 {
 	uint32_t *c = t_bt.cur, idx = (uint32_t)(uintptr_t)udata;
@@ -696,7 +714,8 @@ static void bt_exec_loop(unsigned int vcpu, void *udata)
 		return;
 	for (int k = 2; k <= BT_RING_LOOP; k++) {
 		if (c[-k] == idx) {
-			c -= k;
+			if (k == 2 || bt_foldable(c - k + 1, k - 1))
+				c -= k;
 			break;
 		}
 	}
