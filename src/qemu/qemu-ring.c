@@ -31,10 +31,10 @@ static int bt_ring_map(const char *path, uint8_t **base, size_t *size,
 		return bt_error(err, -BTRACE_ERR_FORMAT,
 				"%s: read ring failed: file too small", path);
 	}
-	/* Private and writable: bt_settle() corrects slot headers in our
-	 * copy (the pages it touches are copied, the file is not). */
-	p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE,
-		 fd, 0);
+	/* Private: bt_settle() corrects slot headers in our copy (it makes
+	 * the pages it changes writable: only those are copied and charged
+	 * as private memory; the file is not changed). */
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED) {
 		int e = errno;
@@ -107,12 +107,19 @@ static void bt_settle(const struct bt_qemu_ring *r, struct bt_ring_slot *s,
 	if (s->state == BT_SLOT_FREE || !s->nfaults ||
 	    !(s->fault_flags & BT_FAULT_F_MAYBE_QEMU))
 		return;
-	s->fault_flags = 0;
 	if (s->fault_pos >= v->pos)
-		return;
+		return;   /* nothing ran after it: the guest's */
 	t = bt_tb_at(r, s, v, s->fault_pos);
-	if (t && bt_is_handler(r, t->start))
-		return;
+	if (!t || bt_is_handler(r, t->start))
+		return;   /* unknown (gone from the ring), or the guest's */
+	{
+		uintptr_t a = (uintptr_t)s & ~(uintptr_t)4095;
+		uintptr_t e = ((uintptr_t)(s + 1) + 4095) & ~(uintptr_t)4095;
+
+		if (mprotect((void *)a, e - a, PROT_READ | PROT_WRITE))
+			return;   /* left as noted */
+	}
+	s->fault_flags = 0;
 	s->nfaults = s->prev_nfaults;
 	s->fault_pos = s->prev_fault_pos;
 	s->fault_addr = s->prev_fault_addr;

@@ -254,7 +254,8 @@ def case_gone(t, btrace, progdir, work, mode):
          '%s: the stack decodes: #0 the fault, #1 in %s: %s' %
          (mode, outer, ['0x%x' % i for i in ips[:3]]))
     tail = th.get('tail') or []
-    t.ok(tail and int(tail[-1]['end_ip'], 16) <= fault and
+    t.ok(tail and tail[-1].get('end_ip') and
+         int(tail[-1]['end_ip'], 16) <= fault and
          base is not None and base + lo <= int(tail[-1]['ip'], 16) < base + hi,
          '%s: the tail ends in %s at the fault' % (mode, inner))
 
