@@ -673,8 +673,9 @@ static void bt_exec_rep(unsigned int vcpu, void *udata)
 }
 
 /*
- * TBs ending in a backward direct jump or conditional branch (only those):
- * a loop's closing block.  When it finds itself among the thread's last
+ * TBs ending in a backward direct jump or conditional branch that reaches
+ * back at most BT_LOOP_SPAN bytes (only those): a short loop's closing
+ * block.  When it finds itself among the thread's last
  * BT_RING_LOOP staged records, the records since its previous execution
  * are one more turn of a cycle of the path: they are dropped and this one
  * takes its old place, so a loop that spins (`for (;;)`, a busy wait, a
@@ -688,6 +689,11 @@ static void bt_exec_rep(unsigned int vcpu, void *udata)
  * a TB index; a loop that spans a commit is stored again once.  Calls are
  * never such blocks, so recursion keeps every level.
  */
+/* The farthest a loop's closing branch reaches back to get the loop
+ * callback: a loop of at most four blocks is short; a long backward jump
+ * (an interpreter's dispatch loop) would pay the look-back for nothing. */
+#define BT_LOOP_SPAN 256u
+
 static int bt_foldable(const uint32_t *r, int n)
 {
 	for (int i = 0; i < n; i++) {
@@ -1172,7 +1178,8 @@ static void bt_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	qemu_plugin_register_vcpu_tb_exec_cb(tb,
 		info.kind == BT_TB_REP ? bt_exec_rep :
 		g.loops && (info.kind == BT_TB_COND || info.kind == BT_TB_JMP) &&
-		info.target <= info.start && idx != BT_RING_IDX_GAP ?
+		info.target <= info.start && idx != BT_RING_IDX_GAP &&
+		info.start + info.last_off - info.target <= BT_LOOP_SPAN ?
 		bt_exec_loop : bt_exec,
 		QEMU_PLUGIN_CB_NO_REGS,
 		(void *)(uintptr_t)((uint64_t)BT_RING_SENT << 32 | idx));
