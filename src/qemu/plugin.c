@@ -62,7 +62,7 @@ _Static_assert(sizeof(struct bt_ring_slot) == 192, "slot header size");
 _Static_assert((sizeof(struct bt_ring_slot) + 4 * BT_RING_STAGE_ALLOC) % 64 == 0,
 	       "ring alignment");
 _Static_assert(sizeof(struct bt_tb_info) == 32, "tb info size");
-_Static_assert(BT_RING_LOOP == 4, "the look-back is one 16-byte compare");
+_Static_assert(BT_RING_LOOP == 4, "bt_exec_loop looks back four records");
 _Static_assert(sizeof(struct bt_ring_hdr) <= BT_RING_HDR_SIZE, "header size");
 
 struct bt_range {
@@ -712,24 +712,24 @@ static int bt_foldable(const uint32_t *r, int n)
 static void bt_exec_loop(unsigned int vcpu, void *udata)
 {
 	uint32_t *c = t_bt.cur, idx = (uint32_t)(uintptr_t)udata;
-	int mask;
 
 	if (__builtin_expect(c == t_bt.end, 0)) {
 		bt_exec_slow(vcpu, udata);
 		return;
 	}
-	/* One compare of the last four records: c[-4] .. c[-1] are lanes
-	 * 0 .. 3 (mask bits 0-3 .. 12-15). */
-	mask = _mm_movemask_epi8(_mm_cmpeq_epi32(
-		_mm_loadu_si128((const __m128i *)(c - BT_RING_LOOP)),
-		_mm_set1_epi32((int)idx)));
-	if (__builtin_expect(mask != 0, 0)) {
-		int k = BT_RING_LOOP - (31 - __builtin_clz((unsigned int)mask)) / 4;
-
-		if (k == 1)
-			return;   /* a self loop */
-		if (k == 2 || bt_foldable(c - k + 1, k - 1))
-			c -= k;
+	/* Four scalar loads, each at the start of one of the last 8-byte
+	 * stores, so each is forwarded from the store buffer (a 16-byte load
+	 * across them would stall until they retire). */
+	if (__builtin_expect(c[-1] == idx, 0))
+		return;   /* a self loop */
+	if (__builtin_expect(c[-2] == idx, 0)) {
+		c -= 2;
+	} else if (__builtin_expect(c[-3] == idx, 0)) {
+		if (bt_foldable(c - 2, 2))
+			c -= 3;
+	} else if (__builtin_expect(c[-4] == idx, 0)) {
+		if (bt_foldable(c - 3, 3))
+			c -= 4;
 	}
 	memcpy(c, &udata, 8);
 	t_bt.cur = c + 1;
