@@ -547,6 +547,9 @@ static struct bt_ring_slot *bt_attach(unsigned int vcpu, uint64_t *entries)
 		bt_ring_stage(best)[0] = BT_RING_SENT;
 		__atomic_store_n(&best->state, BT_SLOT_ACTIVE, __ATOMIC_RELEASE);
 		*entries = bt_ring_slot_entries(h, besti);
+		if (besti >= h->nslots && besti - h->nslots >= h->xslots_used)
+			__atomic_store_n(&h->xslots_used, besti - h->nslots + 1,
+					 __ATOMIC_RELEASE);
 	} else {
 		if (!g.detached) {
 			if (h->untraced_ntids < BT_RING_MAX_UNTRACED)

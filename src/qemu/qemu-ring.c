@@ -188,7 +188,10 @@ int bt_qemu_ring_open(const char *path, struct bt_qemu_ring *r,
 				path);
 	}
 	r->maps = malloc((size_t)h->maps_len + 1);
-	r->nslots = h->nslots + h->nxslots;
+	/* Second-class slots no thread took are never read: on a sparse
+	 * file each would cost a page fault (a thousand per forked child). */
+	r->nslots = h->nslots + (h->xslots_used < h->nxslots ? h->xslots_used :
+				 h->nxslots);
 	r->views = calloc(r->nslots ? r->nslots : 1, sizeof(*r->views));
 	if (!r->maps || !r->views) {
 		bt_qemu_ring_close(r);

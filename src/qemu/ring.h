@@ -185,6 +185,9 @@ struct bt_ring_hdr {
 	/* The second class of slots (threads beyond nslots alive at once). */
 	uint32_t nxslots;
 	uint32_t untraced_ntids; /* tids below (<= BT_RING_MAX_UNTRACED) */
+	uint32_t xslots_used;    /* second-class slots ever taken: a reader
+				  * looks at no more (untouched pages) */
+	uint32_t reserved_x;
 	uint64_t xentries;
 	uint64_t xslot_offset;
 	uint64_t xslot_size;
