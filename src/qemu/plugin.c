@@ -16,6 +16,9 @@
  *   slots=N       thread slots per process (default 64)
  *   entries=N     ring entries per thread, rounded up to a power of two
  *                 (default 1M = 4 MiB)
+ *   xslots=N      more slots, with smaller rings, for the threads beyond
+ *                 the first slots= alive at once (default 1024)
+ *   xentries=N    ring entries of those (default 64K), a power of two
  *   tbmax=N       TB table capacity (default 4M)
  *   fixpage=0|1   work around QEMU 7.2's page-crossing instruction bug (1)
  *   watch=0|1     1: a forked child waits (up to 2 s) until btrace marks
@@ -56,8 +59,11 @@
 
 BT_EXPORT int qemu_plugin_version = BT_QEMU_PLUGIN_API_VERSION;
 
-_Static_assert(sizeof(struct bt_ring_slot) == 128, "slot header size");
+_Static_assert(sizeof(struct bt_ring_slot) == 192, "slot header size");
+_Static_assert((sizeof(struct bt_ring_slot) + 4 * BT_RING_STAGE_ALLOC) % 64 == 0,
+	       "ring alignment");
 _Static_assert(sizeof(struct bt_tb_info) == 32, "tb info size");
+_Static_assert(BT_RING_LOOP == 4, "bt_exec_loop looks back four records");
 _Static_assert(sizeof(struct bt_ring_hdr) <= BT_RING_HDR_SIZE, "header size");
 
 struct bt_range {
@@ -66,13 +72,14 @@ struct bt_range {
 
 static struct {
 	char dir[PATH_MAX];
-	uint32_t nslots;
-	uint64_t entries;
+	uint32_t nslots, nxslots;
+	uint64_t entries, xentries;
 	uint64_t tb_max;
 	int ring_fd;                     /* until bt_map_root() */
 	int mapped;                      /* the whole file is mapped */
 	int off;                         /* the ring could not be mapped */
 	int fixpage;
+	int loops;                       /* fold the turns of short loops */
 	int watch;                       /* btrace acknowledges children */
 	int reexec;                      /* exec=1: execve() stays traced */
 	int detached;                    /* a child without a file of its own */
@@ -97,7 +104,6 @@ static struct {
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static struct bt_ring_slot *g_vslot[BT_MAX_VCPUS];
-static uint64_t g_mask;          /* ring entries - 1 */
 static uint64_t g_clone_flags[BT_MAX_VCPUS];
 /* The pending mmap/mprotect/munmap/mremap of each vCPU: {a1, a2, a3, a4}. */
 static uint64_t g_sysargs[BT_MAX_VCPUS][4];
@@ -122,11 +128,14 @@ static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs, int fd,
 {
 	char path[PATH_MAX + 32];
 	uint64_t slot_size = bt_ring_slot_size(g.entries);
+	uint64_t xslot_size = bt_ring_slot_size(g.xentries);
 	uint64_t maps_off = BT_RING_HDR_SIZE;
 	uint64_t slot_off = maps_off + BT_RING_MAPS_CAP;
-	uint64_t tb_off = slot_off + g.nslots * slot_size;
-	uint64_t size = bt_ring_file_size(g.nslots, g.entries,
-					  with_tbs ? g.tb_max : 0);
+	uint64_t xslot_off = slot_off + g.nslots * slot_size;
+	uint64_t tb_off = xslot_off + g.nxslots * xslot_size;
+	uint64_t code_off = tb_off + g.tb_max * sizeof(struct bt_tb_info);
+	uint64_t size = ((with_tbs ? code_off + BT_RING_CODE_CAP : tb_off) +
+			 4095) & ~4095ull;
 	struct bt_ring_hdr *h;
 	void *p;
 
@@ -171,12 +180,18 @@ static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs, int fd,
 	h->entries = g.entries;
 	h->slot_offset = slot_off;
 	h->slot_size = slot_size;
+	h->nxslots = g.nxslots;
+	h->xentries = g.xentries;
+	h->xslot_offset = xslot_off;
+	h->xslot_size = xslot_size;
 	h->maps_offset = maps_off;
 	h->maps_cap = BT_RING_MAPS_CAP;
 	if (with_tbs) {
 		h->tb_offset = tb_off;
 		h->tb_max = g.tb_max;
 		h->tb_pid = pid;
+		h->code_offset = code_off;
+		h->code_cap = BT_RING_CODE_CAP;
 	}
 	if (!getcwd(h->cwd, sizeof(h->cwd)))
 		h->cwd[0] = 0;
@@ -223,6 +238,8 @@ static int bt_map_root(void)
 		return -1;
 	}
 	madvise(p, g.map_size, MADV_RANDOM);
+	for (int k = 0; k < BT_RING_LOOP; k++)
+		g.sink->guard[k] = BT_RING_SENT;
 	munmap(g.hdr, BT_RING_HDR_SIZE);
 	g.hdr = p;
 	bt_limits_set_hdr(g.hdr);
@@ -482,33 +499,67 @@ static void bt_refresh_maps(void)
 
 /* ---- slots ---- */
 
-static struct bt_ring_slot *bt_attach(unsigned int vcpu)
+/*
+ * A slot for the calling thread: a free one of the first class, else a
+ * free one of the second (smaller rings), else the one of the thread that
+ * exited longest ago (first class first).  With none, the thread writes
+ * into the private sink and the header counts it and keeps its tid.
+ * *@entries gets the slot's ring size.
+ */
+static struct bt_ring_slot *bt_attach(unsigned int vcpu, uint64_t *entries)
 {
 	struct bt_ring_hdr *h = g.hdr;
 	struct bt_ring_slot *best = NULL, *s;
+	uint32_t besti = 0, n = h->nslots + h->nxslots;
 	pid_t tid = bt_gettid();
 
 	pthread_mutex_lock(&g.lock);
-	for (uint32_t i = 0; i < h->nslots && !g.detached; i++) {
+	for (uint32_t i = 0; i < n && !g.detached; i++) {
 		s = bt_ring_slot_at(h, h, i);
 		if (s->state == BT_SLOT_FREE) {
 			best = s;
+			besti = i;
 			break;
 		}
-		if (s->state == BT_SLOT_EXITED && (!best || s->seq < best->seq))
+	}
+	for (uint32_t i = 0; i < n && !g.detached && !best; i++) {
+		s = bt_ring_slot_at(h, h, i);
+		if (s->state == BT_SLOT_EXITED) {
 			best = s;
+			besti = i;
+			break;
+		}
+	}
+	for (uint32_t i = besti + 1; best && best->state == BT_SLOT_EXITED &&
+	     i < n; i++) {
+		s = bt_ring_slot_at(h, h, i);
+		if (s->state == BT_SLOT_EXITED && s->seq < best->seq &&
+		    (i < h->nslots) == (besti < h->nslots)) {
+			best = s;
+			besti = i;
+		}
 	}
 	if (best) {
 		memset(best, 0, sizeof(*best));
 		best->tid = tid;
 		best->seq = ++h->slot_seq;
+		for (int k = 0; k < BT_RING_LOOP; k++)
+			best->guard[k] = BT_RING_SENT;
 		/* No staged records (a reused slot holds old ones). */
 		bt_ring_stage(best)[0] = BT_RING_SENT;
 		__atomic_store_n(&best->state, BT_SLOT_ACTIVE, __ATOMIC_RELEASE);
+		*entries = bt_ring_slot_entries(h, besti);
+		if (besti >= h->nslots && besti - h->nslots >= h->xslots_used)
+			__atomic_store_n(&h->xslots_used, besti - h->nslots + 1,
+					 __ATOMIC_RELEASE);
 	} else {
-		if (!g.detached)
+		if (!g.detached) {
+			if (h->untraced_ntids < BT_RING_MAX_UNTRACED)
+				h->untraced_tids[h->untraced_ntids++] = tid;
 			h->untraced++;
+		}
 		best = g.sink;
+		*entries = g.entries;
 	}
 	g_vslot[vcpu] = best;
 	pthread_mutex_unlock(&g.lock);
@@ -535,6 +586,7 @@ static __thread struct bt_tls {
 	uint32_t *cur, *end;         /* staging cursor, staging + STAGE */
 	uint32_t *stage;
 	struct bt_ring_slot *s;
+	uint64_t mask;               /* the slot's ring entries - 1 */
 } t_bt __attribute__((tls_model("initial-exec")));
 
 /* Stage 0 of a fresh staging area: the records so far are in the ring. */
@@ -552,7 +604,10 @@ static __attribute__((noinline)) void bt_exec_slow(unsigned int vcpu,
 	uint32_t *stage;
 
 	if (!s) {
-		s = bt_attach(vcpu & (BT_MAX_VCPUS - 1));
+		uint64_t entries;
+
+		s = bt_attach(vcpu & (BT_MAX_VCPUS - 1), &entries);
+		t_bt.mask = entries - 1;
 		stage = bt_ring_stage(s);
 		t_bt.s = s;
 		t_bt.stage = stage;
@@ -566,7 +621,7 @@ static __attribute__((noinline)) void bt_exec_slow(unsigned int vcpu,
 		 * staging area until the commit and in the ring after it. */
 		const __m128i *from = (const __m128i *)t_bt.stage;
 		__m128i *to = (__m128i *)(bt_ring_entries(s) +
-					  (s->committed & g_mask));
+					  (s->committed & t_bt.mask));
 
 		/* No fence: these stores are not lost if the process dies
 		 * before they drain, and only a reader after its death
@@ -601,7 +656,7 @@ static uint32_t bt_last_record(void)
 	if (t_bt.cur > t_bt.stage)
 		return t_bt.cur[-1];
 	if (s && s->committed)
-		return bt_ring_entries(s)[(s->committed - 1) & g_mask];
+		return bt_ring_entries(s)[(s->committed - 1) & t_bt.mask];
 	return BT_RING_SENT;
 }
 
@@ -622,6 +677,69 @@ static void bt_exec_rep(unsigned int vcpu, void *udata)
 	bt_exec(vcpu, udata);
 }
 
+/*
+ * TBs ending in a backward direct jump or conditional branch that reaches
+ * back at most BT_LOOP_SPAN bytes (only those): a short loop's closing
+ * block.  When it finds itself among the thread's last
+ * BT_RING_LOOP staged records, the records since its previous execution
+ * are one more turn of a cycle of the path: they are dropped and this one
+ * takes its old place, so a loop that spins (`for (;;)`, a busy wait, a
+ * short loop of two to four blocks) keeps the history before it instead
+ * of filling the ring with itself; the stored path stays a path (a cycle
+ * removed), and the turns it had are not counted.  A cycle of three or four
+ * blocks is folded only when none of them calls, traps or enters the
+ * kernel (checked on the TB table, only when a cycle is found), so a loop
+ * that calls a function keeps every call, as hardware PT would show them.
+ * A look-back before the staging area reads the slot's guard words, never
+ * a TB index; a loop that spans a commit is stored again once.  Calls are
+ * never such blocks, so recursion keeps every level.
+ */
+/* The farthest a loop's closing branch reaches back to get the loop
+ * callback: a loop of at most four blocks is short; a long backward jump
+ * (an interpreter's dispatch loop) would pay the look-back for nothing. */
+#define BT_LOOP_SPAN 256u
+
+static int bt_foldable(const uint32_t *r, int n)
+{
+	for (int i = 0; i < n; i++) {
+		uint32_t k;
+
+		if (r[i] >= g.tb_max)
+			return 0;
+		k = g.tbs[r[i]].kind;
+		if (k == BT_TB_CALL || k == BT_TB_CALL_IND || k == BT_TB_SYSCALL ||
+		    k == BT_TB_FAR || k == BT_TB_TRAP)
+			return 0;
+	}
+	return 1;
+}
+
+static void bt_exec_loop(unsigned int vcpu, void *udata)
+{
+	uint32_t *c = t_bt.cur, idx = (uint32_t)(uintptr_t)udata;
+
+	if (__builtin_expect(c == t_bt.end, 0)) {
+		bt_exec_slow(vcpu, udata);
+		return;
+	}
+	/* Four scalar loads, each at the start of one of the last 8-byte
+	 * stores, so each is forwarded from the store buffer (a 16-byte load
+	 * across them would stall until they retire). */
+	if (__builtin_expect(c[-1] == idx, 0))
+		return;   /* a self loop */
+	if (__builtin_expect(c[-2] == idx, 0)) {
+		c -= 2;
+	} else if (__builtin_expect(c[-3] == idx, 0)) {
+		if (bt_foldable(c - 2, 2))
+			c -= 3;
+	} else if (__builtin_expect(c[-4] == idx, 0)) {
+		if (bt_foldable(c - 3, 3))
+			c -= 4;
+	}
+	memcpy(c, &udata, 8);
+	t_bt.cur = c + 1;
+}
+
 static void bt_vcpu_init(qemu_plugin_id_t id, unsigned int vcpu)
 {
 	/* A new thread: it attaches to a slot at its first block. */
@@ -639,15 +757,116 @@ static void bt_vcpu_exit(qemu_plugin_id_t id, unsigned int vcpu)
 
 /* ---- host faults: note them, then let QEMU handle them ---- */
 
+static int bt_is_handler_entry(uint64_t ip)
+{
+	uint32_t n = g.hdr->nhandlers;
+
+	for (uint32_t i = 0; i < n && i < BT_RING_MAX_HANDLERS; i++)
+		if (g.hdr->handlers[i] == ip)
+			return 1;
+	return 0;
+}
+
+/* The calling thread's record @pos, or BT_RING_SENT when it is not (yet,
+ * or any more) there. */
+static uint32_t bt_record_at(uint64_t pos)
+{
+	struct bt_ring_slot *s = t_bt.s;
+	uint64_t count = bt_record_count();
+
+	if (!s || pos >= count)
+		return BT_RING_SENT;
+	if (pos >= s->stage_base)
+		return t_bt.stage[pos - s->stage_base];
+	if (pos < s->committed && s->committed - pos <= t_bt.mask + 1)
+		return bt_ring_entries(s)[pos & t_bt.mask];
+	return BT_RING_SENT;
+}
+
+/*
+ * A note marked BT_FAULT_F_MAYBE_QEMU (below) is settled by what the
+ * thread ran next: a guest signal handler's entry means the guest got the
+ * fault, anything else that QEMU resolved it and restarted the write
+ * (nothing yet: still open; the reader settles it the same way).  QEMU's
+ * own faults are taken back: the note before it is restored.
+ */
+static void bt_settle_note(struct bt_ring_slot *s)
+{
+	uint32_t idx;
+
+	if (!(s->fault_flags & BT_FAULT_F_MAYBE_QEMU))
+		return;
+	idx = bt_record_at(s->fault_pos);
+	if (idx == BT_RING_SENT)
+		return;
+	s->fault_flags = 0;
+	if (idx < g.tbhdr->tb_max && idx < g.tbhdr->tb_count &&
+	    bt_is_handler_entry(g.tbs[idx].start))
+		return;
+	s->nfaults = s->prev_nfaults;
+	s->fault_pos = s->prev_fault_pos;
+	s->fault_addr = s->prev_fault_addr;
+	s->fault_signo = s->prev_fault_signo;
+	s->fault_code = s->prev_fault_code;
+	if (!s->nfaults) {
+		s->first_fault_pos = 0;
+		s->first_fault_addr = 0;
+		s->first_fault_signo = 0;
+		s->first_fault_code = 0;
+	}
+}
+
+/*
+ * Whether a host SIGSEGV may be QEMU's write-protection of translated code
+ * that page_unprotect() resolves by invalidating the block that is
+ * running (QEMU then restarts it without returning to us): a write
+ * (ERR bit 1), an access error, to a page the current block lies on.
+ */
+static int bt_maybe_qemu_fault(int sig, const siginfo_t *si, void *uc)
+{
+	uint64_t page = (uint64_t)(uintptr_t)si->si_addr & ~(BT_PAGE - 1);
+	uint32_t idx = bt_last_record();
+	const struct bt_tb_info *t;
+
+	if (sig != SIGSEGV || si->si_code != SEGV_ACCERR ||
+	    !(((ucontext_t *)uc)->uc_mcontext.gregs[REG_ERR] & 2))
+		return 0;
+	if (idx >= g.tbhdr->tb_max || idx >= g.tbhdr->tb_count)
+		return 0;
+	t = &g.tbs[idx];
+	return t->start < page + BT_PAGE &&
+	       t->start + t->last_off + t->last_len > page;
+}
+
+/*
+ * Host SIGSEGV/SIGBUS: note it in the thread's slot, then let QEMU handle
+ * it.  QEMU's handler returns only when the fault was its own (a write to
+ * a page it protected because it holds translated code, resolved by
+ * unprotecting the page: any program that writes code it ran, a JIT); a
+ * fault it gives the guest leaves by a longjmp to the CPU loop.  So a
+ * return takes the note back.  The one own fault that does not return
+ * (the write hits the page of the running block) is marked and settled by
+ * the next record (bt_settle_note()).
+ */
 static void bt_host_fault(int sig, siginfo_t *si, void *uc)
 {
 	struct sigaction *old = sig == SIGSEGV ? &g.old_segv : &g.old_bus;
 	/* The thread's own slot: the handler runs on the thread that
 	 * faulted. */
-	struct bt_ring_slot *s = t_bt.s;
+	struct bt_ring_slot *s = t_bt.s, saved;
+	int noted = 0;
 
 	if (si->si_code > 0 && s && s != g.sink &&
 	    s->state == BT_SLOT_ACTIVE) {
+		bt_settle_note(s);
+		saved = *s;
+		s->prev_nfaults = s->nfaults;
+		s->prev_fault_pos = s->fault_pos;
+		s->prev_fault_addr = s->fault_addr;
+		s->prev_fault_signo = s->fault_signo;
+		s->prev_fault_code = s->fault_code;
+		s->fault_flags = bt_maybe_qemu_fault(sig, si, uc) ?
+				 BT_FAULT_F_MAYBE_QEMU : 0;
 		s->fault_pos = bt_record_count();
 		s->fault_addr = (uint64_t)(uintptr_t)si->si_addr;
 		s->fault_code = si->si_code;
@@ -659,13 +878,33 @@ static void bt_host_fault(int sig, siginfo_t *si, void *uc)
 			s->first_fault_signo = sig;
 		}
 		s->nfaults++;
+		noted = 1;
 	}
 	if (old->sa_flags & SA_SIGINFO) {
 		old->sa_sigaction(sig, si, uc);
 	} else if (old->sa_handler == SIG_DFL) {
 		signal(sig, SIG_DFL);   /* the fault repeats and kills */
+		return;
 	} else if (old->sa_handler != SIG_IGN) {
 		old->sa_handler(sig);
+	}
+	/* Returned: QEMU's own fault, resolved.  Not the guest's. */
+	if (noted) {
+		s->nfaults = saved.nfaults;
+		s->fault_pos = saved.fault_pos;
+		s->fault_addr = saved.fault_addr;
+		s->fault_code = saved.fault_code;
+		s->fault_signo = saved.fault_signo;
+		s->fault_flags = saved.fault_flags;
+		s->first_fault_pos = saved.first_fault_pos;
+		s->first_fault_addr = saved.first_fault_addr;
+		s->first_fault_code = saved.first_fault_code;
+		s->first_fault_signo = saved.first_fault_signo;
+		s->prev_nfaults = saved.prev_nfaults;
+		s->prev_fault_pos = saved.prev_fault_pos;
+		s->prev_fault_addr = saved.prev_fault_addr;
+		s->prev_fault_signo = saved.prev_fault_signo;
+		s->prev_fault_code = saved.prev_fault_code;
 	}
 }
 
@@ -853,6 +1092,43 @@ static void bt_first_translation(void)
 	__atomic_or_fetch(&g.hdr->flags, BT_RING_F_READY, __ATOMIC_RELEASE);
 }
 
+/*
+ * The TB's bytes as QEMU translated them, into the code log: the code as it
+ * ran, whatever happens to it later (a JIT rewriting it in place, a file
+ * deleted or replaced after it was mapped, a memfd).  Translation already
+ * costs tens of thousands of instructions per block; this adds a copy of
+ * a few dozen bytes.  When the log is full, later blocks have none.
+ */
+static void bt_log_code(const struct qemu_plugin_tb *tb,
+			struct bt_tb_info *info)
+{
+	struct bt_ring_hdr *h = g.tbhdr;
+	uint64_t len = (uint64_t)info->last_off + info->last_len, off;
+	uint8_t *dst;
+
+	if (!h->code_offset || !len)
+		return;
+	off = __atomic_fetch_add(&h->code_len, len, __ATOMIC_RELAXED);
+	if (off + len > h->code_cap || off + len > UINT32_MAX) {
+		__atomic_or_fetch(&h->flags, BT_RING_F_CODE_FULL,
+				  __ATOMIC_RELAXED);
+		return;
+	}
+	dst = (uint8_t *)h + h->code_offset + off;
+	for (size_t i = 0; i < info->ninsn; i++) {
+		const struct qemu_plugin_insn *in = qemu_plugin_tb_get_insn(tb, i);
+		uint64_t at = qemu_plugin_insn_vaddr(in) - info->start;
+		size_t n = qemu_plugin_insn_size(in);
+		const void *data = qemu_plugin_insn_data(in);
+
+		if (!data || at >= len)
+			return;   /* not contiguous: no bytes for this block */
+		memcpy(dst + at, data, at + n > len ? len - at : n);
+	}
+	info->code_off = (uint32_t)off;
+	info->flags |= BT_TB_F_CODE;
+}
+
 static void bt_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	size_t n = qemu_plugin_tb_n_insns(tb);
@@ -904,10 +1180,15 @@ static void bt_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 				  __ATOMIC_RELAXED);
 		idx = BT_RING_IDX_GAP;
 	} else {
+		bt_log_code(tb, &info);
 		g.tbs[idx] = info;
 	}
 	qemu_plugin_register_vcpu_tb_exec_cb(tb,
-		info.kind == BT_TB_REP ? bt_exec_rep : bt_exec,
+		info.kind == BT_TB_REP ? bt_exec_rep :
+		g.loops && (info.kind == BT_TB_COND || info.kind == BT_TB_JMP) &&
+		info.target <= info.start && idx != BT_RING_IDX_GAP &&
+		info.start + info.last_off - info.target <= BT_LOOP_SPAN ?
+		bt_exec_loop : bt_exec,
 		QEMU_PLUGIN_CB_NO_REGS,
 		(void *)(uintptr_t)((uint64_t)BT_RING_SENT << 32 | idx));
 }
@@ -1215,10 +1496,16 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 	size_t size;
 
 	g.nslots = BT_RING_DEF_SLOTS;
+	g.nxslots = BT_RING_DEF_XSLOTS;
 	g.entries = 1u << 20;
+	g.xentries = BT_RING_DEF_XENTRIES;
 	g.tb_max = BT_RING_DEF_TBMAX;
 	g.fixpage = 1;
 	g.ring_fd = -1;
+	/* Debugging aid: BTRACE_QEMU_LOOPS=0 keeps every turn of a loop (a
+	 * test compares the trace with QEMU's own log of every block). */
+	g.loops = !getenv("BTRACE_QEMU_LOOPS") ||
+		  strcmp(getenv("BTRACE_QEMU_LOOPS"), "0") != 0;
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		uint64_t v = 0;
@@ -1229,6 +1516,12 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 		else if (!strncmp(a, "slots=", 6))
 			bad = bt_parse_u64(a + 6, &v) || !v || v > 4096 ||
 			      ((g.nslots = (uint32_t)v), 0);
+		else if (!strncmp(a, "xslots=", 7))
+			bad = bt_parse_u64(a + 7, &v) || v > 65536 ||
+			      ((g.nxslots = (uint32_t)v), 0);
+		else if (!strncmp(a, "xentries=", 9))
+			bad = bt_parse_u64(a + 9, &v) || v < 1024 ||
+			      v > (1ull << 28) || ((g.xentries = bt_pow2(v)), 0);
 		else if (!strncmp(a, "entries=", 8))
 			bad = bt_parse_u64(a + 8, &v) || v < 1024 ||
 			      v > (1ull << 28) || ((g.entries = bt_pow2(v)), 0);
@@ -1263,7 +1556,6 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 		fprintf(stderr, "btrace-qemu: load failed: no dir= argument\n");
 		return -1;
 	}
-	g_mask = g.entries - 1;
 	bt_note_host_maps();
 	/* The header now (btrace sees the plugin started), the rest at the
 	 * first translation (bt_map_root), which also closes the descriptor

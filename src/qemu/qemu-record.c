@@ -27,6 +27,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -468,7 +469,152 @@ struct bt_file_info {
 	char *path;
 	struct bt_qemu_elf elf;
 	int ok;
+	int stale;   /* the path no longer names the mapped file */
 };
+
+struct bt_span {
+	uint64_t s, e;
+	uint8_t *buf;
+};
+
+static int bt_span_cmp(const void *a, const void *b)
+{
+	const struct bt_span *x = a, *y = b;
+
+	return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* The span of sorted, disjoint @v (n) that holds @a, or NULL. */
+static struct bt_span *bt_span_find(struct bt_span *v, size_t n, uint64_t a)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (a < v[mid].s)
+			hi = mid;
+		else if (a >= v[mid].e)
+			lo = mid + 1;
+		else
+			return &v[mid];
+	}
+	return NULL;
+}
+
+/* Whether the file at @path is still the one mapped with @maj:@min @ino
+ * (not deleted, replaced, or a memfd). */
+static int bt_same_file(const char *path, unsigned int maj, unsigned int min,
+			unsigned long long ino)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISREG(st.st_mode) &&
+	       (unsigned long long)st.st_ino == ino &&
+	       major(st.st_dev) == maj && minor(st.st_dev) == min;
+}
+
+/* Whether a logged TB starts in [s, e). */
+static int bt_tb_in(const struct bt_qemu_ring *r, uint64_t s, uint64_t e)
+{
+	for (uint64_t i = 0; i < r->ntbs; i++)
+		if (r->tbs[i].start >= s && r->tbs[i].start < e &&
+		    (r->tbs[i].flags & BT_TB_F_CODE))
+			return 1;
+	return 0;
+}
+
+/*
+ * Code from the plugin's code log: the bytes of every translated block
+ * that is not in a file segment embedded from its (unchanged) file: JIT
+ * code, memfd code, files deleted or replaced since they were mapped.
+ * Blocks are painted in translation order, so where code was rewritten
+ * the newest translation's bytes win (the code that ran last); blocks
+ * whose bytes differ from that image are counted in *@rewritten.  Each
+ * run of contiguous code becomes one BTRACE_CODE_ANON section.
+ */
+static int bt_write_logged_code(struct bt_job *j, const struct bt_qemu_ring *r,
+				struct bt_span *good, size_t ngood,
+				uint64_t *rewritten, uint64_t *nbytes)
+{
+	struct bt_span *iv = NULL, *ext;
+	size_t n = 0, cap = 0, next = 0;
+	int rc = 0;
+
+	*rewritten = 0;
+	*nbytes = 0;
+	if (!r->code)
+		return 0;
+	qsort(good, ngood, sizeof(*good), bt_span_cmp);
+	for (uint64_t i = 0; i < r->ntbs; i++) {
+		const struct bt_tb_info *t = &r->tbs[i];
+		uint64_t len;
+
+		if (!bt_qemu_tb_code(r, t, &len) ||
+		    bt_span_find(good, ngood, t->start))
+			continue;
+		if (bt_grow((void **)&iv, &cap, n, sizeof(*iv))) {
+			free(iv);
+			return bt_error(j->err, -ENOMEM, "snapshot: logged code "
+					"failed: out of memory");
+		}
+		iv[n].s = t->start;
+		iv[n].e = t->start + len;
+		iv[n++].buf = NULL;
+	}
+	if (!n)
+		return 0;
+	qsort(iv, n, sizeof(*iv), bt_span_cmp);
+	/* Merge overlapping and adjacent blocks into extents (in place). */
+	for (size_t i = 1; i < n; i++) {
+		if (iv[i].s <= iv[next].e) {
+			if (iv[i].e > iv[next].e)
+				iv[next].e = iv[i].e;
+		} else {
+			iv[++next] = iv[i];
+		}
+	}
+	next++;
+	for (size_t i = 0; i < next && !rc; i++) {
+		iv[i].buf = calloc(1, iv[i].e - iv[i].s);
+		if (!iv[i].buf)
+			rc = bt_error(j->err, -ENOMEM, "snapshot: logged code "
+				      "failed: out of memory");
+	}
+	/* Paint in translation order, then count what was painted over. */
+	for (int pass = 0; pass < 2 && !rc; pass++) {
+		for (uint64_t i = 0; i < r->ntbs; i++) {
+			const struct bt_tb_info *t = &r->tbs[i];
+			uint64_t len;
+			const uint8_t *code = bt_qemu_tb_code(r, t, &len);
+
+			if (!code || bt_span_find(good, ngood, t->start))
+				continue;
+			ext = bt_span_find(iv, next, t->start);
+			if (!ext || t->start + len > ext->e)
+				continue;
+			if (!pass)
+				memcpy(ext->buf + (t->start - ext->s), code, len);
+			else if (memcmp(ext->buf + (t->start - ext->s), code, len))
+				(*rewritten)++;
+		}
+	}
+	for (size_t i = 0; i < next && !rc; i++) {
+		struct btrace_code c;
+
+		memset(&c, 0, sizeof(c));
+		c.kind = BTRACE_CODE_ANON;
+		c.vaddr = iv[i].s;
+		c.data = iv[i].buf;
+		c.size = iv[i].e - iv[i].s;
+		*nbytes += c.size;
+		rc = btrace_writer_add_code(j->w, &c, j->err);
+	}
+	for (size_t i = 0; i < next; i++)
+		free(iv[i].buf);
+	free(iv);
+	return rc;
+}
 
 /* Add the core's bytes of [s, e) as anonymous code. */
 static int bt_add_anon(struct bt_job *j, int fd, uint64_t s, uint64_t e)
@@ -532,7 +678,9 @@ static int bt_write_anon_code(struct bt_job *j, const struct bt_qemu_ring *r)
 static int bt_write_maps(struct bt_job *j, const struct bt_qemu_ring *r)
 {
 	struct bt_file_info *files = NULL;
-	size_t nfiles = 0, capf = 0;
+	struct bt_span *good = NULL;
+	size_t nfiles = 0, capf = 0, ngood = 0, capgood = 0;
+	uint64_t rewritten = 0, logged = 0;
 	char *text = strdup(r->maps), *line, *save = NULL;
 	int rc = 0;
 
@@ -573,11 +721,17 @@ static int bt_write_maps(struct bt_job *j, const struct bt_qemu_ring *r)
 				fi = &files[nfiles++];
 				memset(fi, 0, sizeof(*fi));
 				fi->path = strdup(path);
-				fi->ok = fi->path &&
+				/* A file deleted or replaced since it was
+				 * mapped (or a memfd) is not read: its code
+				 * comes from the code log. */
+				fi->stale = !bt_same_file(path, maj, min, ino);
+				fi->ok = fi->path && !fi->stale &&
 					 !bt_qemu_elf_read(path, &fi->elf) &&
 					 fi->elf.is_elf64;
 			}
 		}
+		if (fi && fi->stale && !(m.prot & 4) && bt_tb_in(r, s, e))
+			m.prot |= 4;   /* it ran code */
 		if (fi && fi->ok) {
 			/* QEMU maps guest code read-only on the host: take
 			 * the execute bit from the ELF segments. */
@@ -649,10 +803,36 @@ static int bt_write_maps(struct bt_job *j, const struct bt_qemu_ring *r)
 			c.path = fi->path;
 			rc = btrace_writer_add_code(j->w, &c, j->err);
 			munmap(map, sg->offset + sg->filesz);
+			if (!rc && !bt_grow((void **)&good, &capgood, ngood,
+					    sizeof(*good))) {
+				good[ngood].s = vaddr;
+				good[ngood].e = vaddr + sg->filesz;
+				good[ngood++].buf = NULL;
+			}
 		}
 	}
+	/* Everything else that ran: from the code log; from the guest core
+	 * only when there is no log or it overflowed. */
 	if (!rc && !(j->opts->flags & BTRACE_RECORD_NO_CODE))
+		rc = bt_write_logged_code(j, r, good, ngood, &rewritten, &logged);
+	if (!rc && !(j->opts->flags & BTRACE_RECORD_NO_CODE) &&
+	    (!r->code || (r->hdr->flags & BT_RING_F_CODE_FULL)))
 		rc = bt_write_anon_code(j, r);
+	if (!rc && rewritten) {
+		char v[160];
+
+		snprintf(v, sizeof(v), "%llu blocks ran with bytes that were "
+			 "rewritten later; the snapshot holds the newest",
+			 (unsigned long long)rewritten);
+		rc = btrace_writer_add_meta(j->w, "qemu.code_rewritten", v,
+					    j->err);
+	}
+	if (!rc && r->hdr->flags & BT_RING_F_CODE_FULL)
+		rc = btrace_writer_add_meta(j->w, "qemu.code_log",
+					    "full: later blocks' bytes are "
+					    "from the files or the guest core",
+					    j->err);
+	free(good);
 	for (size_t i = 0; i < nfiles; i++)
 		free(files[i].path);
 	free(files);
@@ -826,6 +1006,54 @@ static int bt_in_stack_guard(const char *maps, uint64_t sp, uint64_t addr)
 	}
 }
 
+/*
+ * Threads that found no slot (more alive at once than both classes of
+ * slots): metadata qemu.threads_untraced = "COUNT: TID TID ..." (the
+ * first BT_RING_MAX_UNTRACED tids), and a limits line.
+ */
+static int bt_write_untraced(struct bt_job *j, const struct bt_qemu_ring *r,
+			     int crashed_tid, int crashed_untraced)
+{
+	const struct bt_ring_hdr *h = r->hdr;
+	uint32_t n = h->untraced_ntids < BT_RING_MAX_UNTRACED ?
+		     h->untraced_ntids : BT_RING_MAX_UNTRACED;
+	char v[64 + 12 * BT_RING_MAX_UNTRACED], t[sizeof(v) + 256];
+	size_t len;
+	int rc;
+
+	len = (size_t)snprintf(v, sizeof(v), "%u:", h->untraced);
+	for (uint32_t i = 0; i < n && len < sizeof(v); i++)
+		len += (size_t)snprintf(v + len, sizeof(v) - len, " %d",
+					(int)h->untraced_tids[i]);
+	if (h->untraced > n && len < sizeof(v))
+		snprintf(v + len, sizeof(v) - len, " ...");
+	rc = btrace_writer_add_meta(j->w, "qemu.threads_untraced", v, j->err);
+	if (rc)
+		return rc;
+	snprintf(t, sizeof(t), "%u thread%s had no history (more threads alive "
+		 "at once than the %u trace slots)%s; tids: %s",
+		 h->untraced, h->untraced == 1 ? "" : "s",
+		 h->nslots + h->nxslots,
+		 crashed_untraced && crashed_tid ? ", among them the thread that "
+		 "died: its fault comes from the registers alone" :
+		 !crashed_tid ? ", so the thread that died is not known" : "",
+		 strchr(v, ':') ? strchr(v, ':') + 2 : v);
+	return btrace_writer_add_meta(j->w, "limit.untraced-threads", t, j->err);
+}
+
+/* Whether @tid may be one of the threads that had no slot. */
+static int bt_untraced_tid(const struct bt_qemu_ring *r, int tid)
+{
+	const struct bt_ring_hdr *h = r->hdr;
+	uint32_t n = h->untraced_ntids < BT_RING_MAX_UNTRACED ?
+		     h->untraced_ntids : BT_RING_MAX_UNTRACED;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (h->untraced_tids[i] == tid)
+			return 1;
+	return h->untraced > n;   /* not all tids kept: maybe */
+}
+
 static int bt_snapshot(struct bt_job *j, const char *ring_path,
 		       struct btrace_record_result *res)
 {
@@ -836,7 +1064,7 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 	struct btrace_signal sig;
 	char core_path[PATH_MAX], out[PATH_MAX], exe[PATH_MAX];
 	int rc, signo = WIFSIGNALED(j->status) ? WTERMSIG(j->status) : 0;
-	int crashed_tid = 0, reraise = 0, noted = 0;
+	int crashed_tid = 0, reraise = 0, noted = 0, untraced_died = 0;
 	const struct bt_ring_slot *crashed = NULL;
 	uint64_t kept = 0, nthreads = 0;
 	char kbuf[32], sbuf[32];
@@ -876,7 +1104,7 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 	}
 	if (core.found)
 		crashed_tid = core.tid;
-	for (uint32_t i = 0; i < r.hdr->nslots; i++) {
+	for (uint32_t i = 0; i < bt_qemu_nslots(&r); i++) {
 		const struct bt_ring_slot *s = bt_qemu_ring_slot(&r, i);
 
 		if (s->state == BT_SLOT_FREE || !bt_qemu_slot_pos(&r, s))
@@ -890,8 +1118,14 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 		    (!crashed || s->seq > crashed->seq))
 			crashed = s;
 	}
-	if (!crashed) {
-		for (uint32_t i = 0; i < r.hdr->nslots; i++) {
+	/* The main thread, as a last resort: never when the core names a
+	 * thread that had no slot, nor without a core when some threads
+	 * went untraced (the one that died may be among them).  (The core of
+	 * a forked child names its parent's thread: QEMU keeps that tid.) */
+	if (core.found && !crashed && bt_untraced_tid(&r, core.tid))
+		untraced_died = 1;
+	if (!crashed && !untraced_died && (core.found || !r.hdr->untraced)) {
+		for (uint32_t i = 0; i < bt_qemu_nslots(&r); i++) {
 			const struct bt_ring_slot *s = bt_qemu_ring_slot(&r, i);
 
 			if (s->state != BT_SLOT_FREE && s->tid == j->pid)
@@ -900,6 +1134,8 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 	}
 	if (crashed)
 		crashed_tid = crashed->tid;
+	else if (!untraced_died)
+		crashed_tid = 0;   /* unknown */
 
 	/* Output path; a forked child's gets its pid inserted. */
 	if (o->output && *o->output && j->child) {
@@ -993,7 +1229,7 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 	}
 
 	/* One buffer per thread. */
-	for (uint32_t i = 0; i < r.hdr->nslots && !rc; i++) {
+	for (uint32_t i = 0; i < bt_qemu_nslots(&r) && !rc; i++) {
 		const struct bt_ring_slot *s = bt_qemu_ring_slot(&r, i);
 		struct bt_pt_enc_opts po = { .retcomp = 1,
 					     .psb_period = BT_QEMU_PSB_PERIOD,
@@ -1039,7 +1275,7 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 		b.kind = j->kind;
 		b.data = ec.pt ? bt_pt_enc_data(ec.pt, &b.size, &wrapped) :
 				 bt_bts_enc_data(ec.bts, &b.size, &wrapped);
-		b.flags = wrapped || bt_qemu_slot_pos(&r, s) > r.hdr->entries ?
+		b.flags = wrapped || bt_qemu_slot_pos(&r, s) > bt_qemu_slot_entries(&r, s) ?
 			  BTRACE_BUF_WRAPPED : 0;
 		if (rb.ngaps)
 			b.flags |= BTRACE_BUF_LOST;
@@ -1068,6 +1304,21 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 		if (!rc)
 			rc = btrace_writer_add_task(j->w, &t, j->err);
 	}
+	if (!rc && untraced_died && signo) {
+		/* The thread that died had no slot: a task without a trace. */
+		struct btrace_task t;
+
+		memset(&t, 0, sizeof(t));
+		t.pid = j->pid;
+		t.tid = crashed_tid;
+		t.ppid = r.hdr->ppid;
+		t.flags = BTRACE_TASK_CRASHED;
+		t.comm = (char *)bt_basename(exe);
+		t.exe = exe;
+		rc = btrace_writer_add_task(j->w, &t, j->err);
+	}
+	if (!rc && r.hdr->untraced)
+		rc = bt_write_untraced(j, &r, crashed_tid, untraced_died);
 	if (!rc)
 		rc = bt_write_maps(j, &r);
 	if (!rc && sig.signo)
@@ -1202,7 +1453,7 @@ static int bt_wants(struct bt_job *j, const char *ring_path)
 	if (!WIFEXITED(st) || !WEXITSTATUS(st) ||
 	    bt_qemu_ring_open(ring_path, &r, NULL))
 		return 0;
-	for (uint32_t i = 0; i < r.hdr->nslots && !want; i++) {
+	for (uint32_t i = 0; i < bt_qemu_nslots(&r) && !want; i++) {
 		const struct bt_ring_slot *s = bt_qemu_ring_slot(&r, i);
 
 		want = s->state != BT_SLOT_FREE && s->nfaults &&

@@ -47,6 +47,9 @@ struct bt_qemu_ring {
 	uint64_t ntbs;
 	char *maps;                    /* copy of the guest map text */
 	struct bt_qemu_view *views;    /* per slot, read once at open */
+	uint32_t nslots;               /* both classes of slots */
+	const uint8_t *code;           /* the code log (maybe another file's) */
+	uint64_t code_len;
 };
 
 /* A slot's records: [pos - entries, pos) when it wrapped, else [0, pos);
@@ -54,17 +57,27 @@ struct bt_qemu_ring {
  * ring. */
 struct bt_qemu_view {
 	uint64_t pos, base, n;
+	uint64_t entries;              /* the slot's ring size */
 };
 
 /* The number of records the thread of slot @s wrote. */
 uint64_t bt_qemu_slot_pos(const struct bt_qemu_ring *r,
 			  const struct bt_ring_slot *s);
+/* Its ring's size in records. */
+uint64_t bt_qemu_slot_entries(const struct bt_qemu_ring *r,
+			      const struct bt_ring_slot *s);
 
 int bt_qemu_ring_open(const char *path, struct bt_qemu_ring *r,
 		      struct btrace_error *err);
 void bt_qemu_ring_close(struct bt_qemu_ring *r);
+/* Slot @i < bt_qemu_nslots(): both classes (ring.h). */
 struct bt_ring_slot *bt_qemu_ring_slot(const struct bt_qemu_ring *r,
 				       uint32_t i);
+uint32_t bt_qemu_nslots(const struct bt_qemu_ring *r);
+/* The bytes TB @t had when it was translated (*@len of them, from its
+ * start), or NULL when they were not logged. */
+const uint8_t *bt_qemu_tb_code(const struct bt_qemu_ring *r,
+			       const struct bt_tb_info *t, uint64_t *len);
 
 /* How the thread's history ends. */
 struct bt_qemu_end {

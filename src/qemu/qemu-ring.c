@@ -31,7 +31,10 @@ static int bt_ring_map(const char *path, uint8_t **base, size_t *size,
 		return bt_error(err, -BTRACE_ERR_FORMAT,
 				"%s: read ring failed: file too small", path);
 	}
-	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	/* Private: bt_settle() corrects slot headers in our copy (it makes
+	 * the pages it changes writable: only those are copied and charged
+	 * as private memory; the file is not changed). */
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED) {
 		int e = errno;
@@ -59,12 +62,14 @@ static int bt_ring_map(const char *path, uint8_t **base, size_t *size,
  * before it (then both hold those records).  Anything else (a damaged
  * file) is read as the ring alone.
  */
-static void bt_view_init(const struct bt_ring_slot *s, struct bt_qemu_view *v)
+static void bt_view_init(const struct bt_ring_slot *s, uint64_t entries,
+			 struct bt_qemu_view *v)
 {
 	const uint32_t *stage = bt_ring_stage((struct bt_ring_slot *)s);
 	uint64_t n = 0;
 
 	memset(v, 0, sizeof(*v));
+	v->entries = entries;
 	if (s->state == BT_SLOT_FREE)
 		return;
 	while (n <= BT_RING_STAGE && stage[n] != BT_RING_SENT)
@@ -79,6 +84,70 @@ static void bt_view_init(const struct bt_ring_slot *s, struct bt_qemu_view *v)
 	}
 	v->n = n;
 	v->pos = v->base + n > s->committed ? v->base + n : s->committed;
+}
+
+static const struct bt_tb_info *bt_tb_at(const struct bt_qemu_ring *r,
+					 const struct bt_ring_slot *s,
+					 const struct bt_qemu_view *v,
+					 uint64_t pos);
+static int bt_is_handler(const struct bt_qemu_ring *r, uint64_t ip);
+
+/*
+ * A fault note the plugin left open (BT_FAULT_F_MAYBE_QEMU: a write to the
+ * page of the running block, which QEMU may have resolved itself) is
+ * settled as the plugin would have: the guest got it if nothing ran after
+ * it or a signal handler's entry did; otherwise it was QEMU's, and the
+ * note before it is restored (in our private copy of the header).
+ */
+static void bt_settle(const struct bt_qemu_ring *r, struct bt_ring_slot *s,
+		      const struct bt_qemu_view *v)
+{
+	const struct bt_tb_info *t;
+
+	if (s->state == BT_SLOT_FREE || !s->nfaults ||
+	    !(s->fault_flags & BT_FAULT_F_MAYBE_QEMU))
+		return;
+	if (s->fault_pos >= v->pos)
+		return;   /* nothing ran after it: the guest's */
+	t = bt_tb_at(r, s, v, s->fault_pos);
+	if (!t || bt_is_handler(r, t->start))
+		return;   /* unknown (gone from the ring), or the guest's */
+	{
+		uintptr_t a = (uintptr_t)s & ~(uintptr_t)4095;
+		uintptr_t e = ((uintptr_t)(s + 1) + 4095) & ~(uintptr_t)4095;
+
+		if (mprotect((void *)a, e - a, PROT_READ | PROT_WRITE))
+			return;   /* left as noted */
+	}
+	s->fault_flags = 0;
+	s->nfaults = s->prev_nfaults;
+	s->fault_pos = s->prev_fault_pos;
+	s->fault_addr = s->prev_fault_addr;
+	s->fault_signo = s->prev_fault_signo;
+	s->fault_code = s->prev_fault_code;
+	if (!s->nfaults) {
+		s->first_fault_pos = 0;
+		s->first_fault_addr = 0;
+		s->first_fault_signo = 0;
+		s->first_fault_code = 0;
+	}
+}
+
+uint32_t bt_qemu_nslots(const struct bt_qemu_ring *r)
+{
+	return r->nslots;
+}
+
+const uint8_t *bt_qemu_tb_code(const struct bt_qemu_ring *r,
+			       const struct bt_tb_info *t, uint64_t *len)
+{
+	uint64_t n = (uint64_t)t->last_off + t->last_len;
+
+	if (!r->code || !(t->flags & BT_TB_F_CODE) ||
+	    (uint64_t)t->code_off + n > r->code_len)
+		return NULL;
+	*len = n;
+	return r->code + t->code_off;
 }
 
 int bt_qemu_ring_open(const char *path, struct bt_qemu_ring *r,
@@ -102,6 +171,13 @@ int bt_qemu_ring_open(const char *path, struct bt_qemu_ring *r,
 	if (!h->entries || (h->entries & (h->entries - 1)) ||
 	    h->slot_size != bt_ring_slot_size(h->entries) ||
 	    h->slot_offset + h->nslots * h->slot_size > r->size ||
+	    (h->nxslots && (!h->xentries || (h->xentries & (h->xentries - 1)) ||
+			    h->xentries % BT_RING_STAGE ||
+			    h->xslot_size != bt_ring_slot_size(h->xentries) ||
+			    h->xslot_offset + h->nxslots * h->xslot_size >
+			    r->size)) ||
+	    (h->code_offset && (h->code_offset + h->code_cap > r->size ||
+				!h->tb_offset)) ||
 	    h->maps_offset + h->maps_cap > r->size ||
 	    h->maps_len > h->maps_cap ||
 	    (h->tb_offset && h->tb_offset + h->tb_max *
@@ -112,7 +188,11 @@ int bt_qemu_ring_open(const char *path, struct bt_qemu_ring *r,
 				path);
 	}
 	r->maps = malloc((size_t)h->maps_len + 1);
-	r->views = calloc(h->nslots ? h->nslots : 1, sizeof(*r->views));
+	/* Second-class slots no thread took are never read: on a sparse
+	 * file each would cost a page fault (a thousand per forked child). */
+	r->nslots = h->nslots + (h->xslots_used < h->nxslots ? h->xslots_used :
+				 h->nxslots);
+	r->views = calloc(r->nslots ? r->nslots : 1, sizeof(*r->views));
 	if (!r->maps || !r->views) {
 		bt_qemu_ring_close(r);
 		return bt_error(err, -ENOMEM, "%s: read failed: out of memory",
@@ -120,11 +200,17 @@ int bt_qemu_ring_open(const char *path, struct bt_qemu_ring *r,
 	}
 	memcpy(r->maps, r->base + h->maps_offset, h->maps_len);
 	r->maps[h->maps_len] = 0;
-	for (uint32_t i = 0; i < h->nslots; i++)
-		bt_view_init(bt_ring_slot_at(r->base, h, i), &r->views[i]);
+	for (uint32_t i = 0; i < r->nslots; i++)
+		bt_view_init(bt_ring_slot_at(r->base, h, i),
+			     bt_ring_slot_entries(h, i), &r->views[i]);
 	if (h->tb_offset) {
 		r->tbs = (const struct bt_tb_info *)(r->base + h->tb_offset);
 		r->ntbs = h->tb_count < h->tb_max ? h->tb_count : h->tb_max;
+		if (h->code_offset) {
+			r->code = r->base + h->code_offset;
+			r->code_len = h->code_len < h->code_cap ? h->code_len :
+				      h->code_cap;
+		}
 	} else {
 		/* A forked child: the table is in the root process's file. */
 		char tpath[PATH_MAX];
@@ -142,9 +228,13 @@ int bt_qemu_ring_open(const char *path, struct bt_qemu_ring *r,
 		/* Keep the root mapping alive: leak its struct into ours. */
 		r->tbs = root.tbs;
 		r->ntbs = root.ntbs;
+		r->code = root.code;
+		r->code_len = root.code_len;
 		free(root.maps);
 		free(root.views);
 	}
+	for (uint32_t i = 0; i < r->nslots; i++)
+		bt_settle(r, bt_ring_slot_at(r->base, h, i), &r->views[i]);
 	return 0;
 }
 
@@ -166,10 +256,13 @@ struct bt_ring_slot *bt_qemu_ring_slot(const struct bt_qemu_ring *r,
 static const struct bt_qemu_view *bt_view(const struct bt_qemu_ring *r,
 					  const struct bt_ring_slot *s)
 {
-	size_t i = (size_t)((const uint8_t *)s - r->base - r->hdr->slot_offset) /
-		   r->hdr->slot_size;
+	uint64_t off = (uint64_t)((const uint8_t *)s - r->base);
+	const struct bt_ring_hdr *h = r->hdr;
 
-	return &r->views[i];
+	if (h->nxslots && off >= h->xslot_offset)
+		return &r->views[h->nslots +
+				 (off - h->xslot_offset) / h->xslot_size];
+	return &r->views[(off - h->slot_offset) / h->slot_size];
 }
 
 uint64_t bt_qemu_slot_pos(const struct bt_qemu_ring *r,
@@ -178,10 +271,17 @@ uint64_t bt_qemu_slot_pos(const struct bt_qemu_ring *r,
 	return bt_view(r, s)->pos;
 }
 
+uint64_t bt_qemu_slot_entries(const struct bt_qemu_ring *r,
+			      const struct bt_ring_slot *s)
+{
+	return bt_view(r, s)->entries;
+}
+
 static uint64_t bt_first_pos(const struct bt_qemu_ring *r,
 			     const struct bt_qemu_view *v)
 {
-	return v->pos > r->hdr->entries ? v->pos - r->hdr->entries : 0;
+	(void)r;
+	return v->pos > v->entries ? v->pos - v->entries : 0;
 }
 
 /* Record @pos of slot @s, whose view is @v. */
@@ -198,7 +298,7 @@ static const struct bt_tb_info *bt_tb_at(const struct bt_qemu_ring *r,
 		idx = bt_ring_stage((struct bt_ring_slot *)s)[pos - v->base];
 	else if (pos < s->committed)
 		idx = bt_ring_entries((struct bt_ring_slot *)s)
-			[pos & (r->hdr->entries - 1)];
+			[pos & (v->entries - 1)];
 	else
 		return NULL;
 	if (idx == BT_RING_IDX_GAP || idx >= r->ntbs)
@@ -340,6 +440,12 @@ static int bt_transition(const struct bt_qemu_ring *r,
 	}
 	if (!async)
 		return 1;
+	/* Back inside the same block, with no signal in between: QEMU ran
+	 * it again from @to (it restarts a block after resolving a fault of
+	 * its own, e.g. a write to the block's own page).  The straight line
+	 * up to @to is what ran; no branch. */
+	if (!fault_here && to >= p->start && to <= last)
+		return 0;
 	bt_set(b, BT_BR_ASYNC, bt_async_from(p, fault_here), 0, to, 0);
 	return 2;
 }

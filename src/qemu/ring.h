@@ -21,15 +21,25 @@
  *                       up to the first BT_RING_SENT), then hdr.entries
  *                       uint32_t TB indices (a ring: record i < committed
  *                       at [i & (entries - 1)])
+ *   hdr.xslot_offset    hdr.nxslots more slots of hdr.xslot_size bytes,
+ *                       the same layout with hdr.xentries entries: threads
+ *                       beyond the first nslots alive at once
  *   hdr.tb_offset       the TB table: hdr.tb_max struct bt_tb_info, of which
  *                       hdr.tb_count are used (only in the root process's
  *                       file: a forked child keeps appending to its
  *                       parent's table, named by hdr.tb_pid)
+ *   hdr.code_offset     the code log (root file only): each TB's bytes as
+ *                       translated, hdr.code_cap bytes of which
+ *                       hdr.code_len are used; a TB with BT_TB_F_CODE has
+ *                       its bytes at code_offset + its code_off
  *
  * The hot path is one 8-byte store of the TB index and a sentinel into the
  * staging area at a cursor kept in TLS (plugin.c); everything else (from/to/kind of each transition) is
  * rebuilt from the TB table afterwards.  Consecutive executions of a TB that
- * ends in a rep-string instruction are stored once.
+ * ends in a rep-string instruction are stored once, and so are the
+ * repeats of a short loop: a block ending in a backward direct branch that
+ * finds itself among the last BT_RING_LOOP records drops the records since
+ * (a cycle of the path; see plugin.c).
  */
 #ifndef BT_QEMU_RING_H
 #define BT_QEMU_RING_H
@@ -37,7 +47,7 @@
 #include <stdint.h>
 
 #define BT_RING_MAGIC "BTQRING1"
-#define BT_RING_VERSION 3
+#define BT_RING_VERSION 4
 #define BT_RING_HDR_SIZE 4096
 
 /* Ring entry that stands for "a TB the table had no room for". */
@@ -52,6 +62,7 @@
 
 #define BT_RING_MAX_HANDLERS 64
 #define BT_RING_MAX_XRANGES 64
+#define BT_RING_MAX_UNTRACED 64
 
 /* TB kinds: how the last instruction of a TB leaves it. */
 enum bt_tb_kind {
@@ -79,9 +90,13 @@ struct bt_tb_info {
 	uint8_t last_len;    /* length of the last instruction */
 	uint8_t kind;        /* enum bt_tb_kind */
 	uint32_t flags;      /* BT_TB_F_* */
-	uint32_t reserved;
+	uint32_t code_off;   /* BT_TB_F_CODE: bytes at hdr.code_offset + this */
 };
 #define BT_TB_F_PAGEFIX 0x1u  /* TB ended before a page-crossing insn */
+#define BT_TB_F_CODE 0x2u     /* its bytes (last_off + last_len) are logged */
+
+/* Records a loop-closing block looks back for itself (plugin.c). */
+#define BT_RING_LOOP 4
 
 /* Slot states. */
 #define BT_SLOT_FREE 0u
@@ -110,8 +125,23 @@ struct bt_ring_slot {
 	int32_t first_fault_signo;
 	int32_t first_fault_code;
 	uint64_t stage_base; /* record number of staging entry 0 */
-	uint8_t reserved[40];
+	/* BT_FAULT_F_* of the last note, and the last note before it (a
+	 * note that may be QEMU's own write-protection fault keeps what it
+	 * replaced, see plugin.c). */
+	uint32_t fault_flags;
+	uint32_t prev_nfaults;
+	uint64_t prev_fault_pos;
+	uint64_t prev_fault_addr;
+	int32_t prev_fault_signo;
+	int32_t prev_fault_code;
+	uint8_t reserved[56];
+	/* Never a TB index: what a look-back before the staging area reads. */
+	uint32_t guard[BT_RING_LOOP];
 };
+/* The last note is a write to a page the faulting block lies on: QEMU's own
+ * fault when it unprotects a page of translated code, unless the guest got
+ * the signal (the next record is a handler's entry) or died (none). */
+#define BT_FAULT_F_MAYBE_QEMU 0x1u
 
 struct bt_ring_hdr {
 	char magic[8];       /* BT_RING_MAGIC */
@@ -154,19 +184,47 @@ struct bt_ring_hdr {
 	 * receiver gets (SI_USER, SI_TKILL or the queued one). */
 	int32_t self_signo;
 	int32_t self_code;
+	/* The second class of slots (threads beyond nslots alive at once). */
+	uint32_t nxslots;
+	uint32_t untraced_ntids; /* tids below (<= BT_RING_MAX_UNTRACED) */
+	uint32_t xslots_used;    /* second-class slots ever taken: a reader
+				  * looks at no more (untouched pages) */
+	uint32_t reserved_x;
+	uint64_t xentries;
+	uint64_t xslot_offset;
+	uint64_t xslot_size;
+	/* Threads that found no slot at all (untraced counts them): tids. */
+	int32_t untraced_tids[BT_RING_MAX_UNTRACED];
+	/* The code log (root file). */
+	uint64_t code_offset;
+	uint64_t code_cap;
+	uint64_t code_len;       /* bytes reserved (atomic) */
 };
 #define BT_RING_F_READY    0x1u  /* the plugin finished initialising */
 #define BT_RING_F_EXITED   0x2u  /* normal exit (exit_group seen) */
 #define BT_RING_F_EXEC     0x4u  /* an execve() was attempted */
 #define BT_RING_F_TB_FULL  0x8u  /* the TB table overflowed */
 #define BT_RING_F_FORKED   0x10u /* this file belongs to a forked child */
+#define BT_RING_F_CODE_FULL 0x20u /* the code log overflowed */
 
+/* Slot @i < nslots + nxslots: the first class, then the second. */
 static inline struct bt_ring_slot *bt_ring_slot_at(void *base,
 						   const struct bt_ring_hdr *h,
 						   uint32_t i)
 {
+	if (i >= h->nslots)
+		return (struct bt_ring_slot *)((uint8_t *)base +
+			h->xslot_offset + (uint64_t)(i - h->nslots) *
+			h->xslot_size);
 	return (struct bt_ring_slot *)((uint8_t *)base + h->slot_offset +
 				       (uint64_t)i * h->slot_size);
+}
+
+/* Ring entries of slot @i. */
+static inline uint64_t bt_ring_slot_entries(const struct bt_ring_hdr *h,
+					    uint32_t i)
+{
+	return i >= h->nslots ? h->xentries : h->entries;
 }
 
 /* The staging area: entries stage_base, stage_base + 1, ... up to the
@@ -187,20 +245,29 @@ static inline uint64_t bt_ring_slot_size(uint64_t entries)
 	return sizeof(struct bt_ring_slot) + 4 * (BT_RING_STAGE_ALLOC + entries);
 }
 
-/* The plugin's defaults for slots= and tbmax=, and the map text's room. */
+/* The plugin's defaults for slots=, xslots=, xentries= and tbmax=, the map
+ * text's room and the code log's (a sparse file: only what is used costs
+ * memory). */
 #define BT_RING_DEF_SLOTS 64u
+#define BT_RING_DEF_XSLOTS 1024u
+#define BT_RING_DEF_XENTRIES 65536u
 #define BT_RING_DEF_TBMAX (4u << 20)
 #define BT_RING_MAPS_CAP (1u << 20)
+#define BT_RING_CODE_CAP (256ull << 20)
 
 /* Bytes of a ring file (and of its mapping, in the emulator and in
- * btrace): header, map text, @nslots slots of @entries entries, and the
- * TB table of @tb_max entries (0 in a forked child's file), page-rounded. */
+ * btrace): header, map text, @nslots slots of @entries entries, the
+ * default second class of slots, and the TB table of @tb_max entries and
+ * the code log (both 0 in a forked child's file), page-rounded. */
 static inline uint64_t bt_ring_file_size(uint64_t nslots, uint64_t entries,
 					 uint64_t tb_max)
 {
 	uint64_t size = BT_RING_HDR_SIZE + BT_RING_MAPS_CAP +
 			nslots * bt_ring_slot_size(entries) +
-			tb_max * sizeof(struct bt_tb_info);
+			BT_RING_DEF_XSLOTS *
+			bt_ring_slot_size(BT_RING_DEF_XENTRIES) +
+			tb_max * sizeof(struct bt_tb_info) +
+			(tb_max ? BT_RING_CODE_CAP : 0);
 
 	return (size + 4095) & ~4095ull;
 }

@@ -22,6 +22,10 @@ walking backwards from the fault:
 
 The faulting TB of the log contains the fault: it must start in the last
 block (or at the fault).
+
+The recordings keep every turn of every loop (BTRACE_QEMU_LOOPS=0): by
+default the plugin folds the repeated turns of short loops, which QEMU's
+log lists one by one (e2e-qplugin checks the folding).
 """
 import os
 import re
@@ -125,7 +129,8 @@ def main():
             log = os.path.join(work, prog + '.log')
             rec = L.record(btrace, snap, [os.path.join(progdir, prog)] + args,
                            env={'BTRACE_QEMU_ARGS':
-                                '-d exec,nochain -D ' + log})
+                                '-d exec,nochain -D ' + log,
+                                'BTRACE_QEMU_LOOPS': '0'})
             if rec is None:
                 print('1..0 # SKIP qemu-x86_64 is not available')
                 return 77

@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The QEMU plugin's recording side on programs that used to fool it (TAP).
+
+    e2e-qplugin.py BTRACE PROGDIR CASE
+
+CASE is one of:
+
+- handled: programs that take SIGSEGV (probing memory), SIGILL, SIGTRAP and
+  SIGFPE in handlers that recover, and a JIT that patches code it ran (QEMU
+  write-protects translated pages and resolves those faults itself): each
+  exits with the status it chose (0, or 3 for the JIT: a non-zero exit after
+  a fault would ask for a snapshot) and no snapshot is written.
+- jit: a JIT patches code it ran (also writing its own page), runs it again,
+  poisons it with int3 bytes and crashes in C: the fault is the real one (the
+  C store, SEGV_MAPERR at 0, not a write-protection fault of QEMU's), and the
+  JIT code decodes with the bytes that ran: every instruction decoded at the
+  JIT's addresses is one of the code's (never the int3 poison), both
+  branches of its conditional were seen, and the snapshot says some blocks
+  ran with bytes that were rewritten later.
+- threads: 100 threads alive, thread 77 crashes: the crashed thread is the
+  one that crashed (its tid, written by the program), with the stack gdb
+  shows natively.
+- spin-self, spin-cycle: a loop of one block (`for (;;)`) or of a few blocks
+  is killed with SIGABRT from outside after a second: the history before the
+  loop is kept (the calls of before_loop_step), and the stack names the
+  looping function and main.
+- gone-exe, gone-lib, gone-memfd: code whose file is gone at the death (the
+  executable deleted itself, a library deleted after dlopen, a library
+  loaded from a memfd): the crash decodes (the stack's top frame is the
+  faulting instruction, the next is its caller, and the tail ends at the
+  fault), with the addresses the program's own symbols give.
+
+Skips (1..0) when qemu-x86_64 or gdb (threads) is missing.
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2elib as L  # noqa: E402
+
+
+def nm(path):
+    """Symbol name -> address (st_value) of @path's functions."""
+    out = subprocess.run(['nm', path], capture_output=True, text=True).stdout
+    syms = {}
+    for ln in out.splitlines():
+        p = ln.split()
+        if len(p) == 3 and p[1] in 'tTwW':
+            syms[p[2]] = int(p[0], 16)
+    return syms
+
+
+def fn_bounds(path, name):
+    """(start, end) of function @name in @path, from nm -S."""
+    out = subprocess.run(['nm', '-S', path], capture_output=True,
+                         text=True).stdout
+    for ln in out.splitlines():
+        p = ln.split()
+        if len(p) == 4 and p[3] == name:
+            return int(p[0], 16), int(p[0], 16) + int(p[1], 16)
+    raise RuntimeError('%s: no symbol %s' % (path, name))
+
+
+def snapshot_meta(btrace, snap):
+    r = subprocess.run([btrace, 'info', snap], capture_output=True,
+                       text=True)
+    meta = {}
+    on = False
+    for ln in r.stdout.splitlines():
+        if ln.startswith('metadata:'):
+            on = True
+            continue
+        if on:
+            m = re.match(r'^  (\S+) (.*)$', ln)
+            if not m:
+                on = False
+                continue
+            meta[m.group(1)] = m.group(2)
+    return meta
+
+
+def case_handled(t, btrace, progdir, work):
+    prog = os.path.join(progdir, 'qp-handled')
+    for what, status in (('segv', 0), ('ill', 0), ('trap', 0), ('fpe', 0),
+                         ('jit', 0), ('jit', 3), ('all', 0)):
+        snap = os.path.join(work, 'h-%s-%d.btrace' % (what, status))
+        rec = L.record(btrace, snap, [prog, what, str(status)], cwd=work)
+        t.ok(rec.returncode == status,
+             '%s, exit %d: the exit status passes through (got %d)' %
+             (what, status, rec.returncode))
+        t.ok(rec.stdout.startswith('ok '),
+             '%s: the program ran to its end (%r)' % (what, rec.stdout[:40]))
+        t.ok(not os.path.exists(snap),
+             '%s, exit %d: handled signals are not a crash: no snapshot' %
+             (what, status))
+        if os.path.exists(snap) or rec.returncode != status:
+            t.diag(rec.stderr[-600:])
+    cores = [f for f in os.listdir(work) if f.startswith('qemu_')]
+    t.ok(not cores, 'no guest core left behind (%s)' % cores)
+
+
+def case_jit(t, btrace, progdir, work):
+    prog = os.path.join(progdir, 'qp-jit')
+    info = os.path.join(work, 'jit.txt')
+    snap = os.path.join(work, 'jit.btrace')
+    rec = L.record(btrace, snap, [prog, info], cwd=work)
+    t.ok(rec.returncode == 128 + 11, 'dies of SIGSEGV (status %d)' %
+         rec.returncode)
+    if not t.ok(os.path.exists(snap) and os.path.exists(info),
+                'snapshot written'):
+        t.diag(rec.stderr)
+        return
+    m = re.search(r'jit=0x([0-9a-f]+) fault=0x([0-9a-f]+)', open(info).read())
+    jit, crash_fn = int(m.group(1), 16), int(m.group(2), 16)
+    rep = L.report_json(btrace, snap)
+    sig, fault = rep['signal'], rep['fault']
+    t.ok(sig['name'] == 'SIGSEGV' and sig.get('code_name') == 'SEGV_MAPERR'
+         and int(sig['address'], 16) == 0,
+         'the signal is the real fault: SEGV_MAPERR at 0, not QEMU\'s own '
+         'write-protection fault (%s)' % sig)
+    t.ok(fault.get('function') == 'crash_after_jit' and fault.get('exact')
+         and crash_fn <= int(fault['ip'], 16) < crash_fn + 16,
+         'the fault is in crash_after_jit, exact (%s)' % fault)
+    r = subprocess.run([btrace, 'decode', '--insn', '--last', '4000', snap],
+                       capture_output=True, text=True)
+    ran = {}
+    for mm in re.finditer(r'^\s+0x([0-9a-f]+)\s+<[^>]*>\s+(.*)$', r.stdout,
+                          re.M):
+        a = int(mm.group(1), 16)
+        if jit <= a < jit + 18:
+            ran.setdefault(a - jit, set()).add(mm.group(2).strip())
+    # The code's instructions at their offsets (qp-jit.c).
+    want = {0: 'inc', 6: 'cmp', 9: 'jle', 11: 'sub', 14: 'lea', 17: 'ret'}
+    bad = ['+%d %s' % (o, sorted(v)) for o, v in ran.items()
+           if o not in want or any(not x.startswith(want[o]) for x in v)]
+    t.ok(r.returncode == 0 and len(ran) == len(want) and not bad,
+         'the JIT code decodes with the bytes that ran, not the int3 '
+         'poison: offsets %s%s' % (sorted(ran), (' bad: %s' % bad)
+                                   if bad else ''))
+    meta = snapshot_meta(btrace, snap)
+    t.ok('qemu.code_rewritten' in meta,
+         'the snapshot says code was rewritten after it ran (%s)' %
+         meta.get('qemu.code_rewritten'))
+
+
+def case_threads(t, btrace, progdir, work):
+    prog = os.path.join(progdir, 'qp-threads')
+    tidf = os.path.join(work, 'tid.txt')
+    snap = os.path.join(work, 'threads.btrace')
+    argv = [prog, '100', '77', tidf]
+    rec = L.record(btrace, snap, argv, cwd=work)
+    t.ok(rec.returncode == 128 + 11, 'dies of SIGSEGV (status %d)' %
+         rec.returncode)
+    if not t.ok(os.path.exists(snap), 'snapshot written'):
+        t.diag(rec.stderr)
+        return
+    tid = int(open(tidf).read().split()[0])
+    rep = L.report_json(btrace, snap)
+    th = rep['threads'][0]
+    t.ok(th.get('crashed') and th['tid'] == tid and
+         rep['fault'].get('tid') == tid,
+         'the crashed thread is thread 77 (tid %d): report says %s' %
+         (tid, th['tid']))
+    t.ok(rep['fault'].get('function') == 'crash_in_thread' and
+         rep['fault'].get('exact'),
+         'fault in crash_in_thread, exact (%s)' % rep['fault'])
+    t.ok(len(rep['threads']) >= 100,
+         'every thread has a history (%d threads)' % len(rep['threads']))
+    meta = snapshot_meta(btrace, snap)
+    t.ok('qemu.threads_untraced' not in meta,
+         'no thread went untraced (%s)' % meta.get('qemu.threads_untraced'))
+    g = L.gdb_native(argv[:3] + [os.path.join(work, 'tid-native.txt')],
+                     cwd=work)
+    ok, msg = L.stack_compare(th['stack'], g['frames'], {'qp-threads.c'})
+    t.ok(ok, 'stack vs gdb: %s' % msg)
+
+
+def case_spin(t, btrace, progdir, work, mode):
+    prog = os.path.join(progdir, 'qp-spin')
+    snap = os.path.join(work, 'spin-%s.btrace' % mode)
+    cmd = [btrace, 'record', '-b', 'qemu', '-q', '-o', snap, '--', prog, mode]
+    p = subprocess.Popen(cmd, cwd=work, stdout=subprocess.PIPE, text=True,
+                         stdin=subprocess.DEVNULL)
+    line = p.stdout.readline()
+    t.ok(line.strip() == 'spinning', 'the program reached its loop')
+    time.sleep(1.0)
+    # The emulator is btrace's child.
+    kids = subprocess.run(['pgrep', '-P', str(p.pid)], capture_output=True,
+                          text=True).stdout.split()
+    if not t.ok(len(kids) == 1, 'found the emulator (%s)' % kids):
+        p.kill()
+        p.wait()
+        return
+    os.kill(int(kids[0]), signal.SIGABRT)
+    rc = p.wait(timeout=300)
+    t.ok(rc == 128 + 6, 'dies of SIGABRT (status %d)' % rc)
+    if not t.ok(os.path.exists(snap), 'snapshot written'):
+        return
+    rep = L.report_json(btrace, snap)
+    th = rep['threads'][0]
+    names = [f.get('function') for f in th['stack']]
+    fn = 'spin_' + mode
+    t.ok(names[:1] == [fn] and 'main' in names,
+         'the stack names %s and main: %s' % (fn, names))
+    r = subprocess.run([btrace, 'decode', '--insn', '--last', '200000',
+                        snap], capture_output=True, text=True)
+    steps = len(re.findall(r'<before_loop_step>', r.stdout))
+    t.ok(steps >= 50,
+         'the history before the loop is kept: %d entries of '
+         'before_loop_step decoded (50 calls)' % steps)
+
+
+def case_gone(t, btrace, progdir, work, mode):
+    src = os.path.join(progdir, 'qp-gonelib')
+    lib = os.path.join(progdir, 'libqp-gonelib-lib.so')
+    prog = os.path.join(work, 'qp-gonelib-copy')
+    shutil.copy(src, prog)
+    snap = os.path.join(work, 'gone-%s.btrace' % mode)
+    rec = L.record(btrace, snap, [prog, mode, lib], cwd=work)
+    t.ok(rec.returncode == 128 + 11, '%s: dies of SIGSEGV (status %d)' %
+         (mode, rec.returncode))
+    if not t.ok(os.path.exists(snap), '%s: snapshot written' % mode):
+        t.diag(rec.stderr)
+        return
+    if mode == 'exe':
+        t.ok(not os.path.exists(prog), 'the executable deleted itself')
+        obj, inner, outer = src, 'exe_crash', 'main'
+    else:
+        obj, inner, outer = lib, 'gone_inner', 'gone_crash'
+    rep = L.report_json(btrace, snap)
+    th = rep['threads'][0]
+    fault = int(rep['fault']['ip'], 16)
+    stack = th['stack']
+    ips = [int(f['ip'], 16) for f in stack]
+    # The module's load address from the fault: the fault is in @inner.
+    lo, hi = fn_bounds(obj, inner)
+    olo, ohi = fn_bounds(obj, outer)
+    base = None
+    for b in range(fault - hi + 1 if fault >= hi else 0, fault - lo + 1):
+        if (b & 0xfff) == 0:
+            base = b
+            break
+    t.ok(base is not None and rep['fault'].get('exact'),
+         '%s: the fault lies in %s (exact)' % (mode, inner))
+    t.ok(len(ips) >= 2 and ips[0] == fault and base is not None and
+         base + olo <= ips[1] < base + ohi,
+         '%s: the stack decodes: #0 the fault, #1 in %s: %s' %
+         (mode, outer, ['0x%x' % i for i in ips[:3]]))
+    tail = th.get('tail') or []
+    t.ok(tail and tail[-1].get('end_ip') and
+         int(tail[-1]['end_ip'], 16) <= fault and
+         base is not None and base + lo <= int(tail[-1]['ip'], 16) < base + hi,
+         '%s: the tail ends in %s at the fault' % (mode, inner))
+
+
+def main():
+    btrace, progdir, case = sys.argv[1], sys.argv[2], sys.argv[3]
+    btrace = os.path.abspath(btrace)
+    progdir = os.path.abspath(progdir)
+    if not L.qemu_available():
+        print('1..0 # SKIP qemu-x86_64 is not available')
+        return 0
+    if case == 'threads' and not shutil.which('gdb'):
+        print('1..0 # SKIP gdb is not installed')
+        return 0
+    work = tempfile.mkdtemp(prefix='btrace-e2e-qplugin.')
+    t = L.Tap()
+    try:
+        if case == 'handled':
+            case_handled(t, btrace, progdir, work)
+        elif case == 'jit':
+            case_jit(t, btrace, progdir, work)
+        elif case == 'threads':
+            case_threads(t, btrace, progdir, work)
+        elif case.startswith('spin-'):
+            case_spin(t, btrace, progdir, work, case[5:])
+        elif case.startswith('gone-'):
+            case_gone(t, btrace, progdir, work, case[5:])
+        else:
+            raise RuntimeError('unknown case %s' % case)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return t.done()
+
+
+if __name__ == '__main__':
+    try:
+        sys.exit(main())
+    except RuntimeError as e:
+        print('not ok - %s' % e)
+        print('1..1')
+        sys.exit(1)
