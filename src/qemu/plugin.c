@@ -803,17 +803,7 @@ static void bt_settle_note(struct bt_ring_slot *s)
 	if (idx < g.tbhdr->tb_max && idx < g.tbhdr->tb_count &&
 	    bt_is_handler_entry(g.tbs[idx].start))
 		return;
-	s->nfaults = s->prev_nfaults;
-	s->fault_pos = s->prev_fault_pos;
-	s->fault_addr = s->prev_fault_addr;
-	s->fault_signo = s->prev_fault_signo;
-	s->fault_code = s->prev_fault_code;
-	if (!s->nfaults) {
-		s->first_fault_pos = 0;
-		s->first_fault_addr = 0;
-		s->first_fault_signo = 0;
-		s->first_fault_code = 0;
-	}
+	bt_ring_take_back_note(s);
 }
 
 /*

@@ -120,17 +120,7 @@ static void bt_settle(const struct bt_qemu_ring *r, struct bt_ring_slot *s,
 			return;   /* left as noted */
 	}
 	s->fault_flags = 0;
-	s->nfaults = s->prev_nfaults;
-	s->fault_pos = s->prev_fault_pos;
-	s->fault_addr = s->prev_fault_addr;
-	s->fault_signo = s->prev_fault_signo;
-	s->fault_code = s->prev_fault_code;
-	if (!s->nfaults) {
-		s->first_fault_pos = 0;
-		s->first_fault_addr = 0;
-		s->first_fault_signo = 0;
-		s->first_fault_code = 0;
-	}
+	bt_ring_take_back_note(s);
 }
 
 uint32_t bt_qemu_nslots(const struct bt_qemu_ring *r)

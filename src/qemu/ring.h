@@ -143,6 +143,24 @@ struct bt_ring_slot {
  * the signal (the next record is a handler's entry) or died (none). */
 #define BT_FAULT_F_MAYBE_QEMU 0x1u
 
+/* Take back the last fault note (it was QEMU's own): the note before it
+ * comes back, and with no note left the first note goes too.  Used by the
+ * plugin and by the reader, which settle such notes the same way. */
+static inline void bt_ring_take_back_note(struct bt_ring_slot *s)
+{
+	s->nfaults = s->prev_nfaults;
+	s->fault_pos = s->prev_fault_pos;
+	s->fault_addr = s->prev_fault_addr;
+	s->fault_signo = s->prev_fault_signo;
+	s->fault_code = s->prev_fault_code;
+	if (!s->nfaults) {
+		s->first_fault_pos = 0;
+		s->first_fault_addr = 0;
+		s->first_fault_signo = 0;
+		s->first_fault_code = 0;
+	}
+}
+
 struct bt_ring_hdr {
 	char magic[8];       /* BT_RING_MAGIC */
 	uint32_t version;    /* BT_RING_VERSION */
