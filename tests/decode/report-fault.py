@@ -72,7 +72,8 @@ def hexv(v):
 
 def main():
     btrace, genexe = sys.argv[1:3]
-    loop, first, nodefer, siglj, kill, ctx, handler, ljrec = sys.argv[3:11]
+    loop, first, nodefer, siglj, kill, ctx, handler, ljrec, skipret = \
+        sys.argv[3:12]
     work = tempfile.mkdtemp(prefix='btrace-fault.')
     try:
         # -- a fault known only to its block ------------------------------
@@ -219,6 +220,16 @@ def main():
         st = fns(r['threads'][0]['stack'])
         ok(st == ['crash', 'rec', 'rec', 'rec', 'rec', 'main'],
            'longjmp into a recursion: crash <- rec x4 <- main: %s' % st)
+
+        # -- a return that skips a frame (call next; pop) ------------------
+        snap = os.path.join(work, 'skipret.btrace')
+        truth, _ = gen(genexe, snap, skipret, '-r')
+        text, r = report(btrace, snap)
+        st = fns(r['threads'][0]['stack'])
+        ok(st[:3] == ['crash', 'middle', 'main'] and
+           hexv(r['fault']['ip']) == truth,
+           'a return past a call that never returned: crash <- middle <- '
+           'main: %s' % st)
 
         # -- nothing decoded, registers -----------------------------------
         snap = os.path.join(work, 'empty.btrace')

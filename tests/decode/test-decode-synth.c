@@ -309,6 +309,47 @@ out:
 	fx_free(&f);
 }
 
+/* Registers at the signal that are not where the trace's last asynchronous
+ * event is (the signal was taken later, somewhere else: a passive snapshot,
+ * registers read at a later stop): the fault is the registers' instruction,
+ * marked at the end of the history, and the stack is the live one there;
+ * the earlier async event is neither the fault's place in the history nor
+ * the stack's moment. */
+static void test_pt_regs_elsewhere(struct bt_test *t)
+{
+	struct fx f;
+	struct gen_opts o = { 0 };
+	struct btrace_decode_result *res = NULL;
+	struct btrace_error err;
+
+	if (setup(t, &f, "BT_PROG_NULL", "3", &o, NULL))
+		goto out;
+	const struct btrace_thread *th0 = &f.res->threads[0];
+	BT_REQUIRE(t, f.snap->signal != NULL && th0->nstack >= 2);
+	/* the return address in the caller of the faulting function: code
+	 * that exists, not the async event's instruction */
+	uint64_t elsewhere = th0->stack[1].ip;
+	BT_REQUIRE(t, elsewhere != f.truth.fault_ip);
+	f.snap->signal->fault_ip = elsewhere;
+	f.snap->signal->regs[BTRACE_REG_RIP] = elsewhere;
+	f.snap->signal->fault_source = BTRACE_FAULT_REGS;
+	BT_REQUIRE(t, btrace_decode(f.snap, NULL, &res, &err) == 0);
+	const struct btrace_thread *th = &res->threads[0];
+	BT_CHECK(t, th->fault.found);
+	BT_EQ_U64(t, elsewhere, th->fault.ip);
+	BT_CONTAINS(t, th->fault.how, "registers");
+	if (BT_CHECK(t, th->fault.block_index < th->nblocks)) {
+		const struct btrace_block *b = &th->blocks[th->fault.block_index];
+		/* the fault is its own item at the end, at the registers' ip */
+		BT_EQ_INT(t, BTRACE_ITEM_FAULT, b->kind);
+		BT_EQ_U64(t, elsewhere, b->ip);
+		BT_EQ_INT(t, th->nblocks - 1, th->fault.block_index);
+	}
+	btrace_decode_result_free(res);
+out:
+	fx_free(&f);
+}
+
 static void test_pt_longjmp(struct bt_test *t)
 {
 	struct fx f;
@@ -531,5 +572,6 @@ static void test_setup(struct bt_test *t)
 BT_TESTS(test_setup, test_pt_plain, test_pt_retcomp_tnt64, test_pt_psb64,
 	 test_pt_tail_only, test_pt_wrapped, test_pt_overflow,
 	 test_pt_handler_reraise, test_pt_handler_sigreturn, test_pt_longjmp,
+	 test_pt_regs_elsewhere,
 	 test_bts,
 	 test_disk_build_id, test_find_binaries, test_bad_input)
