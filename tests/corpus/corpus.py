@@ -710,6 +710,23 @@ def check_case(case, nat, g, rec, rep, snaps, btrace, snap):
         elif tail[-1].get('ip') is None:
             res['tail'] = (False, 'the tail ends with a gap: %s' %
                            tail[-1].get('gap'))
+        elif fault.get('ip') is None:
+            # The fault known only to its block (not exact): the tail must
+            # end at that block, and the block must hold gdb's faulting
+            # instruction (function and offsets: load addresses differ).
+            blk = fault.get('block') or {}
+            goff = (ff or {}).get('offset')
+            ok = (tail[-1].get('fault') is True and blk and
+                  tail[-1].get('ip') == blk.get('ip') and
+                  same_fn(blk.get('function'), gfn) and goff is not None and
+                  blk.get('offset') is not None and
+                  blk.get('end_offset') is not None and
+                  blk['offset'] <= goff <= blk['end_offset'] and
+                  same_fn(blk.get('end_function'), gfn))
+            res['tail'] = (ok, 'the tail ends at the fault\'s block %s+%s..%s'
+                           ' (gdb %s+%s)' % (blk.get('function'),
+                                             blk.get('offset'),
+                                             blk.get('end_offset'), gfn, goff))
         else:
             fip = int(fault['ip'], 16)
             ip, end = int(tail[-1]['ip'], 16), int(tail[-1]['end_ip'], 16)
