@@ -221,14 +221,14 @@ def main():
         ok(st == ['crash', 'rec', 'rec', 'rec', 'rec', 'main'],
            'longjmp into a recursion: crash <- rec x4 <- main: %s' % st)
 
-        # -- a return that skips a frame (call next; pop) ------------------
+        # -- the call-next idiom (call next; pop) is not a frame -----------
         snap = os.path.join(work, 'skipret.btrace')
         truth, _ = gen(genexe, snap, skipret, '-r')
         text, r = report(btrace, snap)
         st = fns(r['threads'][0]['stack'])
         ok(st[:3] == ['crash', 'middle', 'main'] and
            hexv(r['fault']['ip']) == truth,
-           'a return past a call that never returned: crash <- middle <- '
+           'call next; pop then ret: crash <- middle <- '
            'main: %s' % st)
 
         # -- nothing decoded, registers -----------------------------------

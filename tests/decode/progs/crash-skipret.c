@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Fixture program: a return that skips a frame.  getpc() uses the
- * position-independent "call next; pop" idiom, so the trace sees a call
- * whose frame never returns; getpc's own ret then goes back to middle,
- * past that frame.  The crash after it must show crash <- middle <- main,
- * without a frame of the call that never returned. */
+/* Fixture program: getpc() uses the position-independent "call next; pop"
+ * idiom, a call that never returns; getpc's own ret then goes back to
+ * middle.  The stack rebuild must not take it as a frame: the crash after
+ * it shows crash <- middle <- main, nothing grafted or lost. */
 static volatile int sink;
 
 __attribute__((noinline)) static unsigned long getpc(void)
