@@ -38,7 +38,7 @@ rec() {
 		# A hang guard, not a speed check: the signal flood's report
 		# decodes a whole 4 MiB ring of 20,000 handler runs, which takes
 		# minutes on a loaded machine.
-		BT_TIMEOUT=${BT_TIMEOUT:-900} run_cmd "$work/log" "$btrace" report "$work/s.btrace"
+		BT_TIMEOUT=900 run_cmd "$work/log" "$btrace" report "$work/s.btrace"
 		if sanitizer_said "$work/log" || [ $rc -ne 0 ]; then
 			not_ok "$desc: btrace report of the snapshot: exit $rc"
 			sed 's/^/#   /' "$work/log" | head -10
@@ -131,8 +131,10 @@ done
 # An address-space limit (ulimit -v) too small for the rings.  ASan needs
 # terabytes of address space for its shadow, so an instrumented btrace
 # cannot run under such a limit at all: then these two are skipped (the
-# build decides: ASan's runtime is in the executable).
-if grep -qa 'AddressSanitizer' "$btrace"; then
+# build decides: ASan's runtime is linked into the executable, or, with
+# gcc, loaded as libasan.so).
+if grep -qa 'AddressSanitizer' "$btrace" ||
+   ldd "$btrace" 2>/dev/null | grep -q 'libasan\.so'; then
 	ok "address-space limit # SKIP btrace cannot start under ulimit -v (sanitizer build)"
 	ok "address-space limit, plugin # SKIP the same"
 else
