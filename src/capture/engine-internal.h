@@ -63,6 +63,7 @@ struct bt_engine {
 	bool done;
 	bool can_take_over;         /* a joiner may become the owner */
 	char no_take_over_why[768];
+	pid_t prev_owner;           /* the owner this process took over from */
 	int exit_status;
 };
 

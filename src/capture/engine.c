@@ -699,6 +699,15 @@ static int setup_attach(struct bt_engine *e, struct btrace_error *err)
 		return bt_error(err, -ESRCH, "process %d: attach failed: no such process",
 				(int)e->pid);
 	tracer = bt_proc_status_long(e->pid, "TracerPid");
+	/* Taking over: the previous owner gives up the registry before it
+	 * exits, and the kernel ends its ptrace only when it exits
+	 * (exit_ptrace() from exit_notify() in kernel/exit.c).  Wait for
+	 * that rather than fall back to passive mode. */
+	for (int i = 0; e->precise && e->prev_owner > 0 &&
+	     tracer == e->prev_owner && i < 3000; i++) {
+		usleep(20000);
+		tracer = bt_proc_status_long(e->pid, "TracerPid");
+	}
 	if (e->precise && tracer > 0) {
 		char tc[32];
 
@@ -906,6 +915,7 @@ static int run_joined(struct bt_engine *e, struct bt_registry_sub *sub,
 					(int)e->pid);
 		/* We own it now: re-open the events at our own cost. */
 		e->allow_shrink = true;
+		e->prev_owner = owner;
 		say(e, "the owner (pid %d) left: this process takes over the recording of process %d and re-opens the trace at its own cost",
 		    (int)owner, (int)e->pid);
 		for (int tries = 0;; tries++) {
