@@ -2,18 +2,28 @@
 #include "bt-test.h"
 
 #include <stdarg.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 void bt_test_diag(const char *fmt, ...)
 {
+	char buf[4096];
 	va_list ap;
 
-	fputs("# ", stdout);
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	fputc('\n', stdout);
+	/* Every line of a diagnostic is a TAP comment. */
+	for (char *l = buf, *nl;; l = nl + 1) {
+		nl = strchr(l, '\n');
+		if (nl)
+			*nl = '\0';
+		if (*l || !nl)
+			printf("# %s\n", l);
+		if (!nl || !nl[1])
+			break;
+	}
 }
 
 void bt_test_fail(struct bt_test *t, const char *file, int line,

@@ -34,6 +34,24 @@ static void prog_path(char *out, size_t len, const char *name)
 }
 
 /* Record @argv (argv[0] a program name in $BT_PROGS). */
+/* Run the recording with the program's standard output on our standard
+ * error: standard output carries TAP only. */
+static int run_record(struct btrace_record_opts *o,
+		      struct btrace_record_result *res, struct btrace_error *err)
+{
+	int saved, r;
+
+	fflush(stdout);
+	saved = dup(1);
+	if (saved < 0 || dup2(2, 1) < 0)
+		return bt_qemu_record(o, res, err);
+	r = bt_qemu_record(o, res, err);
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	return r;
+}
+
 static int record(const char *name, const char *arg, uint64_t size,
 		  const char *out, struct btrace_record_result *res,
 		  struct btrace_error *err)
@@ -49,7 +67,7 @@ static int record(const char *name, const char *arg, uint64_t size,
 	o.size = size;
 	o.flags = BTRACE_RECORD_QUIET;
 	memset(err, 0, sizeof(*err));
-	return bt_qemu_record(&o, res, err);
+	return run_record(&o, res, err);
 }
 
 /* Record $BT_PROGS/@name with two arguments (either may be NULL). */
@@ -67,7 +85,7 @@ static int record2(const char *name, const char *a1, const char *a2,
 	o.output = out;
 	o.flags = BTRACE_RECORD_QUIET;
 	memset(err, 0, sizeof(*err));
-	return bt_qemu_record(&o, res, err);
+	return run_record(&o, res, err);
 }
 
 /* "key=0x..." (or key=N) from a file a test program wrote. */
