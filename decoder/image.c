@@ -2,10 +2,12 @@
 /*
  * The decoder's image: which code bytes sit at which address.  Built from
  * the snapshot's executable mappings and embedded code (file code by build
- * ID and file offset, vDSO and anonymous code by address).  A file on disk
- * fills what the snapshot lacks only when its build ID matches the one
- * recorded for the mapping; otherwise the hole is noted and every decode
- * that runs into it reports a gap.
+ * ID and file offset, or by path for a file without a build ID; vDSO and
+ * anonymous code by address).  A file on disk fills what the snapshot lacks
+ * only when its build ID matches the one recorded for the mapping (without
+ * an ID: when it holds the snapshot's embedded bytes of that file);
+ * otherwise the hole is noted and every decode that runs into it reports
+ * a gap.
  *
  * libipt reads the code through file sections (its block cache only works
  * on sections), so embedded code is copied once into a memfd and added as
@@ -188,6 +190,68 @@ static int same_id(const uint8_t *a, uint32_t na, const uint8_t *b, uint32_t nb)
 	return na && na == nb && !memcmp(a, b, na);
 }
 
+/* File code @code was copied from the file of mapping @m: the same build
+ * ID, or, for a file without one (Go binaries, --build-id=none), the same
+ * recorded path in this snapshot. */
+static int code_of_file(const struct btrace_code *code,
+			const struct btrace_mapping *m)
+{
+	if (m->build_id_size)
+		return same_id(code->build_id, code->build_id_size,
+			       m->build_id, m->build_id_size);
+	return !code->build_id_size && code->path && m->path &&
+	       m->path[0] == '/' && !strcmp(code->path, m->path);
+}
+
+/* The snapshot embedded code of the module's file (which has no build ID). */
+static int embedded_from(const struct bt_ctx *c, const struct bt_module *mod)
+{
+	for (size_t i = 0; i < c->snap->ncode; i++) {
+		const struct btrace_code *code = &c->snap->code[i];
+
+		if (code->kind == BTRACE_CODE_FILE && !code->build_id_size &&
+		    code->path && !strcmp(code->path, mod->path) && code->size)
+			return 1;
+	}
+	return 0;
+}
+
+/* A file without a build ID is the module's file only if it holds, at the
+ * same offsets, every byte of code the snapshot embedded from the module's
+ * path (and there is some): nothing else can tell it from a rebuilt one. */
+static int same_code_as_snapshot(const struct bt_ctx *c,
+				 const struct bt_module *mod, const char *path)
+{
+	const struct btrace_snapshot *s = c->snap;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), checked = 0, ok = 1;
+	uint8_t *buf = NULL;
+	uint8_t id[BTRACE_BUILD_ID_MAX];
+	uint32_t n = 0;
+
+	if (fd < 0)
+		return 0;
+	if (bt_elf_build_id(path, id, &n) == 0) {
+		close(fd);
+		return 0;   /* this file has an ID: not the one that ran */
+	}
+	for (size_t i = 0; i < s->ncode && ok; i++) {
+		const struct btrace_code *code = &s->code[i];
+
+		if (code->kind != BTRACE_CODE_FILE || code->build_id_size ||
+		    !code->path || strcmp(code->path, mod->path) ||
+		    !code->data || !code->size || code->size > (1u << 30))
+			continue;
+		buf = realloc(buf, code->size);
+		ok = buf && pread(fd, buf, code->size, (off_t)code->file_offset) ==
+			    (ssize_t)code->size &&
+		     !memcmp(buf, code->data, code->size);
+		checked++;
+	}
+	free(buf);
+	close(fd);
+	return ok && checked;
+}
+
 /* The ELF has its code (not a separate debug file with NOBITS .text). */
 static int elf_has_code(const char *path)
 {
@@ -269,7 +333,33 @@ static void find_files(struct bt_ctx *c, struct bt_module *mod)
 	if (mod->searched)
 		return;
 	mod->searched = 1;
-	if (mod->path[0] != '/' || mod->path[1] == '/' || mod->build_id_size < 2)
+	if (mod->path[0] != '/' || mod->path[1] == '/')
+		return;
+	if (!mod->build_id_size) {
+		/* No build ID: the recorded path, or the same name in the
+		 * search directories, if its bytes are the snapshot's. */
+		const char *base = strrchr(mod->path, '/') + 1;
+		char p[4200];
+
+		if (c->opts.search_dir && *base) {
+			snprintf(p, sizeof(p), "%s/%s", c->opts.search_dir, base);
+			if (same_code_as_snapshot(c, mod, p))
+				mod->code_file = strdup(p);
+		}
+		for (const char *d = env; d && *d && *base && !mod->code_file;) {
+			const char *e = strchr(d, ':');
+			int n = e ? (int)(e - d) : (int)strlen(d);
+
+			snprintf(p, sizeof(p), "%.*s/%s", n < 4000 ? n : 4000, d, base);
+			if (same_code_as_snapshot(c, mod, p))
+				mod->code_file = strdup(p);
+			d = e ? e + 1 : NULL;
+		}
+		if (!mod->code_file && same_code_as_snapshot(c, mod, mod->path))
+			mod->code_file = strdup(mod->path);
+		return;
+	}
+	if (mod->build_id_size < 2)
 		return;
 	hexid(hex, mod->build_id, mod->build_id_size);
 	if (c->opts.search_dir)
@@ -330,6 +420,13 @@ static int add_from_disk(struct bt_ctx *c, const struct btrace_mapping *m,
 				(unsigned long long)end);
 	find_files(c, mod);
 	hexid(want, m->build_id, m->build_id_size);
+	if (!mod->code_file && !mod->build_id_size)
+		return add_hole(c, m, start, end, "%s: code at 0x%llx-0x%llx is not in the snapshot, and %s: not used",
+				mod->path, (unsigned long long)start,
+				(unsigned long long)end,
+				embedded_from(c, mod) ?
+				"no file without a build ID that holds the code the snapshot embedded from it was found" :
+				"the module has no build ID and no embedded code to check a file against");
 	if (!mod->code_file) {
 		ret = bt_elf_build_id(mod->path, id, &idsz);
 		if (ret < 0)
@@ -405,8 +502,7 @@ static int add_mapping(struct bt_ctx *c, const struct btrace_mapping *m,
 		if (!code->size || !code->data)
 			continue;
 		if (code->kind == BTRACE_CODE_FILE) {
-			if (!m->build_id_size || code->build_id_size != m->build_id_size ||
-			    memcmp(code->build_id, m->build_id, m->build_id_size))
+			if (!code_of_file(code, m))
 				continue;
 			uint64_t mlen = m->end - m->start;
 			lo = code->file_offset > m->pgoff ? code->file_offset : m->pgoff;
