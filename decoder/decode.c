@@ -452,6 +452,12 @@ static int decode_pt_tail(struct bt_ctx *c, const struct btrace_buffer *buf,
 		return ret < 0 ? ret : bt_analyze_thread(c, b);
 	}
 	b->t->unusable_bytes = (uint64_t)first;
+	/* A handler went on after the fault: the history before the fault is
+	 * not at the end, so keep all of it (see below), from the first pass
+	 * on (a small buffer is whole at the first pass). */
+	if (b->t->crashed && buf->size <= (16u << 20) &&
+	    btrace_snapshot_meta(c->snap, "qemu.final_signal"))
+		b->keep = 0;
 	for (;;) {
 		/* the step-th PSB before the previous start */
 		int64_t s = start < 0 ? (int64_t)buf->size : start;

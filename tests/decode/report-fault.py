@@ -72,8 +72,8 @@ def hexv(v):
 
 def main():
     btrace, genexe = sys.argv[1:3]
-    loop, first, nodefer, siglj, kill, ctx, handler, ljrec, skipret = \
-        sys.argv[3:12]
+    loop, first, nodefer, siglj, kill, ctx, handler, ljrec, skipret, \
+        panic = sys.argv[3:13]
     work = tempfile.mkdtemp(prefix='btrace-fault.')
     try:
         # -- a fault known only to its block ------------------------------
@@ -230,6 +230,25 @@ def main():
            hexv(r['fault']['ip']) == truth,
            'call next; pop then ret: crash <- middle <- '
            'main: %s' % st)
+
+        # -- a handler path of thousands of calls after the fault ---------
+        # (a runtime's panic report), the whole history in one PSB period:
+        # the path before the fault is still shown, not only the handler's.
+        snap = os.path.join(work, 'panic.btrace')
+        _, first_fault = gen(genexe, snap, panic, '-r', '-Q', '-R', '-F',
+                             '-p', '100000000', '-M',
+                             'qemu.final_signal=SIGSEGV')
+        text, r = report(btrace, snap)
+        t0 = r['threads'][0]
+        calls = [c.get('function') for c in t0['calls']]
+        ok(t0['tail'] and t0['tail'][-1].get('fault') and
+           t0['tail'][-1].get('function') == 'deref' and
+           len(t0['tail']) > 8 and 'work' in calls,
+           'long handler path: the calls and blocks before the fault are '
+           'shown (%d calls, %d tail entries, last calls %s)'
+           % (len(calls), len(t0['tail']), calls[-3:]))
+        ok(len((t0.get('after_fault') or {}).get('calls', [])) > 0,
+           'long handler path: its calls are listed after the fault')
 
         # -- nothing decoded, registers -----------------------------------
         snap = os.path.join(work, 'empty.btrace')

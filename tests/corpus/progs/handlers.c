@@ -9,7 +9,10 @@
  *             prints and returns with SIG_DFL restored: the access faults
  *             again;
  *   longjmp   the handler siglongjmps back to main, which later fails an
- *             unrelated check and abort()s: fault SIGSEGV, death SIGABRT. */
+ *             unrelated check and abort()s: fault SIGSEGV, death SIGABRT;
+ *   chatty    like a runtime's panic: the handler prints a long report
+ *             (hundreds of calls, more than the history asked for) and
+ *             _exit(2)s: fault SIGSEGV, death by exit. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -54,6 +57,11 @@ static void on_fault(int sig)
 	} else if (!strcmp(mode, "abort")) {
 		say("fatal runtime error: segmentation fault, aborting\n");
 		abort();
+	} else if (!strcmp(mode, "chatty")) {
+		say("panic: invalid memory address\n\ngoroutine 1 [running]:\n");
+		for (int i = 0; i < 300; i++)
+			say("  frame\n");
+		_exit(2);
 	} else if (!strcmp(mode, "altstack")) {
 		say("thread 'main' has overflowed its stack\n");
 		signal(sig, SIG_DFL);
