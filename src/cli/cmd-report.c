@@ -259,6 +259,35 @@ static void print_stack(FILE *f, const struct btrace_thread *t)
 	}
 }
 
+/* One line of a call listing, indented by its depth above @mind. */
+static void print_call(FILE *f, const struct btrace_thread *t,
+		       const struct btrace_call *cl, int mind)
+{
+	char a[128], b[128];
+
+	if (cl->flags & BTRACE_CALL_GAP) {
+		print_gap(f, t, cl->gap, "  ");
+		return;
+	}
+	int d = cl->depth - mind;
+	if (d > 24)
+		d = 24;
+	fprintf(f, "  %*s%s", 2 * d, "", cli_esc(where(a, sizeof(a), cl->ip, cl->sym)));
+	const char *via = call_via(t, cl);
+	if (via)
+		fprintf(f, " (via %s)", cli_esc(via));
+	srcline(b, sizeof(b), cl->sym);
+	if (b[0])
+		fprintf(f, "  %s", cli_esc(b));
+	if (cl->flags & BTRACE_CALL_TAILCALL)
+		fprintf(f, " [tail call]");
+	if (cl->flags & BTRACE_CALL_SIGNAL)
+		fprintf(f, " [signal]");
+	if (cl->flags & BTRACE_CALL_UNWOUND)
+		fprintf(f, " [unwound]");
+	fputc('\n', f);
+}
+
 static void print_calls(FILE *f, const struct btrace_thread *t, uint64_t want)
 {
 	size_t end = calls_end(t), start = end > want ? end - want : 0;
@@ -272,28 +301,7 @@ static void print_calls(FILE *f, const struct btrace_thread *t, uint64_t want)
 		(unsigned long long)(end + t->dropped_calls),
 		t->truncated ? " decoded" : "");
 	for (size_t i = start; i < end; i++) {
-		const struct btrace_call *cl = &t->calls[i];
-		if (cl->flags & BTRACE_CALL_GAP) {
-			print_gap(f, t, cl->gap, "  ");
-			continue;
-		}
-		int d = cl->depth - mind;
-		if (d > 24)
-			d = 24;
-		fprintf(f, "  %*s%s", 2 * d, "", cli_esc(where(a, sizeof(a), cl->ip, cl->sym)));
-		const char *via = call_via(t, cl);
-		if (via)
-			fprintf(f, " (via %s)", cli_esc(via));
-		srcline(b, sizeof(b), cl->sym);
-		if (b[0])
-			fprintf(f, "  %s", cli_esc(b));
-		if (cl->flags & BTRACE_CALL_TAILCALL)
-			fprintf(f, " [tail call]");
-		if (cl->flags & BTRACE_CALL_SIGNAL)
-			fprintf(f, " [signal]");
-		if (cl->flags & BTRACE_CALL_UNWOUND)
-			fprintf(f, " [unwound]");
-		fputc('\n', f);
+		print_call(f, t, &t->calls[i], mind);
 	}
 	if (t->fault.found && t->nstack) {
 		fprintf(f, "  => fault in %s",
@@ -401,24 +409,7 @@ static void print_after(FILE *f, const struct btrace_thread *t, uint64_t want,
 			i += n - want - 1;
 			continue;
 		}
-		const struct btrace_call *cl = &t->calls[i];
-		if (cl->flags & BTRACE_CALL_GAP) {
-			print_gap(f, t, cl->gap, "  ");
-			continue;
-		}
-		int d = cl->depth - mind;
-		if (d > 24)
-			d = 24;
-		fprintf(f, "  %*s%s", 2 * d, "",
-			cli_esc(where(a, sizeof(a), cl->ip, cl->sym)));
-		srcline(b, sizeof(b), cl->sym);
-		if (b[0])
-			fprintf(f, "  %s", cli_esc(b));
-		if (cl->flags & BTRACE_CALL_SIGNAL)
-			fprintf(f, " [signal]");
-		if (cl->flags & BTRACE_CALL_UNWOUND)
-			fprintf(f, " [unwound]");
-		fputc('\n', f);
+		print_call(f, t, &t->calls[i], mind);
 	}
 	const char *fin = death_final(o);
 	if (t->fault.death_ip) {
