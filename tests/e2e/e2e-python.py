@@ -78,9 +78,4 @@ def main():
 
 
 if __name__ == '__main__':
-    try:
-        sys.exit(main())
-    except RuntimeError as e:   # a btrace command failed: say which, fail
-        print('not ok - %s' % e)
-        print('1..1')
-        sys.exit(1)
+    L.run_main(main)

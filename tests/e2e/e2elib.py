@@ -5,6 +5,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 SIGNO = {'SIGILL': 4, 'SIGTRAP': 5, 'SIGABRT': 6, 'SIGBUS': 7, 'SIGFPE': 8,
          'SIGSEGV': 11, 'SIGSYS': 31}
@@ -70,6 +71,17 @@ def skip_all(reason):
     (meson 1.0 counts exit 77 under protocol tap as an error)."""
     print('1..0 # SKIP ' + reason, flush=True)
     return 0
+
+
+def run_main(main):
+    """Exit with main()'s status; a btrace command that failed (main
+    raised RuntimeError) is one failed TAP test that says which."""
+    try:
+        sys.exit(main())
+    except RuntimeError as e:
+        print('not ok - %s' % e)
+        print('1..1')
+        sys.exit(1)
 
 
 def record(btrace, snap, argv, cwd=None, size=None, env=None):
