@@ -1064,7 +1064,8 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 	struct btrace_signal sig;
 	char core_path[PATH_MAX], out[PATH_MAX], exe[PATH_MAX];
 	int rc, signo = WIFSIGNALED(j->status) ? WTERMSIG(j->status) : 0;
-	int crashed_tid = 0, reraise = 0, noted = 0, untraced_died = 0;
+	int crashed_tid = 0, reraise = 0, noted = 0, untraced_died = 0, guard_hit = 0;
+	const struct bt_ring_slot *lost_fault = NULL;
 	const struct bt_ring_slot *crashed = NULL;
 	uint64_t kept = 0, nthreads = 0;
 	char kbuf[32], sbuf[32];
@@ -1215,12 +1216,19 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 			sig.code = crashed->fault_code;
 			noted = 1;
 		}
+		/* unless the signal is that same fault, taken again */
+		if (!ft && crashed->first_fault_signo &&
+		    (!noted || crashed->first_fault_signo != crashed->fault_signo ||
+		     crashed->first_fault_addr != crashed->fault_addr))
+			lost_fault = crashed;
 	}
 	if (!noted && signo)
 		bt_infer_code(&r, &core, j->pid, &sig);
 	if (sig.signo == SIGSEGV && sig.code == SEGV_ACCERR &&
-	    bt_in_stack_guard(r.maps, core.initial_stack, sig.addr))
+	    bt_in_stack_guard(r.maps, core.initial_stack, sig.addr)) {
 		sig.code = SEGV_MAPERR;
+		guard_hit = 1;
+	}
 	if (!reraise && core.found) {
 		sig.fault_source = BTRACE_FAULT_CORE;
 		sig.fault_ip = core.regs[BTRACE_REG_RIP];
@@ -1358,6 +1366,47 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 			rc = btrace_writer_add_meta(j->w, key, lim[i].text,
 						    j->err);
 		}
+	}
+	if (!rc && lost_fault) {
+		/* The fault that started it happened before the history kept
+		 * (a handler that ran long, e.g. a JVM writing hs_err): say
+		 * what the plugin noted of it, and how to keep it. */
+		char txt[400];
+
+		snprintf(txt, sizeof(txt),
+			 "Thread %d took %s (si_code %d, address %#llx) before "
+			 "the history kept: what ran after it (a signal handler) "
+			 "filled the buffer, so where it happened is not in the "
+			 "snapshot; record again with a larger --size.",
+			 (int)lost_fault->tid,
+			 bt_signame(lost_fault->first_fault_signo),
+			 (int)lost_fault->first_fault_code,
+			 (unsigned long long)lost_fault->first_fault_addr);
+		rc = btrace_writer_add_meta(j->w, "limit.fault-left-history",
+					    txt, j->err);
+		if (!rc && !(o->flags & BTRACE_RECORD_QUIET))
+			fprintf(stderr, "btrace record: %s\n", txt);
+	}
+	if (!rc && guard_hit && r.hdr->nhandlers) {
+		/* A main-stack overflow with signal handlers installed: a
+		 * handler that tells an overflow from the stack's bounds
+		 * (Rust's, the JVM's) reads the bounds glibc derives from
+		 * the mappings, which QEMU lays out otherwise than the
+		 * kernel, and may not recognise it. */
+		static const char txt[] =
+			"The main thread overflowed its stack while signal "
+			"handlers were installed; QEMU lays out the stack and "
+			"its guard otherwise than the kernel, so a handler that "
+			"recognises an overflow from the stack's bounds (Rust's "
+			"runtime, a JVM) may not have recognised it here, and "
+			"the program may have died otherwise than natively; "
+			"record with a hardware backend (pt or bts) to see the "
+			"native behaviour.";
+
+		rc = btrace_writer_add_meta(j->w, "limit.stack-layout", txt,
+					    j->err);
+		if (!rc && !(o->flags & BTRACE_RECORD_QUIET))
+			fprintf(stderr, "btrace record: %s\n", txt);
 	}
 	if (!rc) {
 		rc = btrace_writer_commit(j->w, j->err);
