@@ -119,7 +119,8 @@ static int add_buffer(struct bt_engine *e, struct btrace_writer *w,
 
 	if (!r->aux)
 		return 0;
-	bt_aux_locate(r->aux, r->aux_size, bt_perf_aux_head(r), &span);
+	bt_aux_locate_kind(e->o->cfg.trace_kind, r->aux, r->aux_size,
+			   bt_perf_aux_head(r), &span);
 	memset(&b, 0, sizeof(b));
 	b.kind = e->o->cfg.trace_kind;
 	b.flags = flags | (span.wrapped ? BTRACE_BUF_WRAPPED : 0);

@@ -1,47 +1,92 @@
 /* SPDX-License-Identifier: MIT */
 #include "ring.h"
 
+#include <errno.h>
 #include <string.h>
+
+#include <btrace/snapshot.h>
 
 #include "util.h"
 
-void bt_aux_locate(const uint8_t *ring, uint64_t size, uint64_t aux_head,
-		   struct bt_aux_span *out)
+#define BTS_RECORD_SIZE 24
+
+uint64_t bt_aux_hw_end(uint32_t kind, uint64_t ring_size)
 {
+	if (kind == BTRACE_TRACE_BTS)
+		return ring_size - ring_size % BTS_RECORD_SIZE;
+	return ring_size;
+}
+
+void bt_aux_locate_kind(uint32_t kind, const uint8_t *ring, uint64_t size,
+			uint64_t aux_head, struct bt_aux_span *out)
+{
+	uint64_t end = bt_aux_hw_end(kind, size);
 	uint64_t head = size ? aux_head & (size - 1) : 0;
 	uint64_t i;
 
 	memset(out, 0, sizeof(*out));
 	out->ring_size = size;
+	out->end = end;
+	/* bts_update() publishes the DS index; an index at the absolute
+	 * maximum means the next record goes to the base. */
+	if (head >= end)
+		head = 0;
 	out->head = head;
-	if (!size)
+	if (!end)
 		return;
-	/* Word-wise scan of [head, size) for anything written. */
-	for (i = head; i < size && (i & 7); i++)
+	/* Word-wise scan of [head, end) for anything written. */
+	for (i = head; i < end && (i & 7); i++)
 		if (ring[i])
 			goto wrapped;
-	for (; i + 8 <= size; i += 8) {
+	for (; i + 8 <= end; i += 8) {
 		uint64_t w;
 
 		memcpy(&w, ring + i, 8);
 		if (w)
 			goto wrapped;
 	}
-	for (; i < size; i++)
+	for (; i < end; i++)
 		if (ring[i])
 			goto wrapped;
 	out->len = head;
 	return;
 wrapped:
 	out->wrapped = true;
-	out->len = size;
+	out->len = end;
+}
+
+void bt_aux_locate(const uint8_t *ring, uint64_t size, uint64_t aux_head,
+		   struct bt_aux_span *out)
+{
+	bt_aux_locate_kind(BTRACE_TRACE_PT, ring, size, aux_head, out);
+}
+
+int bt_aux_map_halving(uint64_t bytes, uint64_t min_bytes,
+		       int (*try_map)(uint64_t len, void *arg), void *arg,
+		       uint64_t *got)
+{
+	int r = -EINVAL;
+
+	*got = 0;
+	if (!min_bytes)
+		min_bytes = 1;
+	for (uint64_t len = bytes; len >= min_bytes && len; len /= 2) {
+		r = try_map(len, arg);
+		if (r == 0) {
+			*got = len;
+			return 0;
+		}
+		if (r != -ENOMEM)
+			return r;
+	}
+	return r;
 }
 
 void bt_aux_linearize(const uint8_t *ring, const struct bt_aux_span *span,
 		      uint8_t *dst)
 {
 	if (span->wrapped) {
-		uint64_t first = span->ring_size - span->head;
+		uint64_t first = span->end - span->head;
 
 		memcpy(dst, ring + span->head, first);
 		memcpy(dst + first, ring, span->head);
