@@ -284,6 +284,59 @@ static int meta(struct btrace_writer *w, const char *k, const char *v,
 	return btrace_writer_add_meta(w, k, v, err);
 }
 
+static void aux_sizes(const struct bt_perf_ring *r, uint64_t *req,
+		      uint64_t *lo, uint64_t *hi, size_t *n, size_t *small)
+{
+	if (!r->aux)
+		return;
+	*req = r->aux_requested;
+	if (!*n || r->aux_size < *lo)
+		*lo = r->aux_size;
+	if (!*n || r->aux_size > *hi)
+		*hi = r->aux_size;
+	(*n)++;
+	if (r->aux_size < r->aux_requested)
+		(*small)++;
+}
+
+/* The AUX ring size asked for and obtained (halved on ENOMEM by
+ * bt_perf_map_aux()): capture.aux_ring, and a limit when smaller. */
+static int aux_size_meta(struct bt_engine *e, struct btrace_writer *w,
+			 struct btrace_error *err)
+{
+	uint64_t req = 0, lo = 0, hi = 0;
+	size_t n = 0, small = 0;
+	char buf[512];
+	int r;
+
+	for (size_t i = 0; i < e->ntev; i++)
+		if (e->tevs[i].per_task)
+			aux_sizes(&e->tevs[i].ring, &req, &lo, &hi, &n, &small);
+	if (e->cpu_rings_open)
+		for (int c = 0; c < e->ncpus; c++)
+			aux_sizes(&e->cpu_rings[c], &req, &lo, &hi, &n, &small);
+	if (!n)
+		return 0;
+	if (lo == hi)
+		snprintf(buf, sizeof(buf),
+			 "requested %llu KiB, obtained %llu KiB (%zu ring(s))",
+			 (unsigned long long)(req >> 10),
+			 (unsigned long long)(lo >> 10), n);
+	else
+		snprintf(buf, sizeof(buf),
+			 "requested %llu KiB, obtained %llu to %llu KiB (%zu ring(s))",
+			 (unsigned long long)(req >> 10),
+			 (unsigned long long)(lo >> 10),
+			 (unsigned long long)(hi >> 10), n);
+	if ((r = meta(w, "capture.aux_ring", buf, err)) < 0 || !small)
+		return r;
+	snprintf(buf, sizeof(buf),
+		 "%zu of %zu AUX ring(s) are smaller than the %llu KiB requested (down to %llu KiB): the kernel could not allocate the contiguous block (ENOMEM) and btrace halved them, so less history was kept",
+		 small, n, (unsigned long long)(req >> 10),
+		 (unsigned long long)(lo >> 10));
+	return meta(w, "limit.aux_ring", buf, err);
+}
+
 int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 		    const struct btrace_signal *sig, bool alive,
 		    struct btrace_error *err)
@@ -349,6 +402,8 @@ int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 	    (e->mode_why[0] && (r = meta(w, "capture.passive_reason", e->mode_why, err)) < 0) ||
 	    (r = meta(w, "capture.plan", e->plan.summary, err)) < 0 ||
 	    (e->gap[0] && (r = meta(w, "capture.gap", e->gap, err)) < 0))
+		goto fail;
+	if ((r = aux_size_meta(e, w, err)) < 0)
 		goto fail;
 	{
 		char ev[2048];

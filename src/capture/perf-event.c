@@ -17,6 +17,7 @@
 #include "budget.h"
 #include "capture-internal.h"
 #include "pmu.h"
+#include "ring.h"
 #include "util.h"
 
 static long page_size(void)
@@ -121,7 +122,7 @@ int bt_perf_explain(int e, enum bt_perf_op op, const struct bt_perf_ctx *ctx,
 	case ENOMEM:
 		if (op == BT_OP_MMAP_AUX)
 			bt_hint(err,
-				"the kernel could not allocate the AUX ring (BTS and PT without multi-entry ToPA need one physically contiguous block, at most 4 MiB): use a smaller --size");
+				"the kernel could not allocate the AUX ring at any size down to one page (btrace halves it on ENOMEM; BTS and PT without multi-entry ToPA need one physically contiguous block, at most 4 MiB): free memory, or retry when the host is less busy");
 		break;
 	case ESRCH:
 		bt_hint(err, "the thread exited before its event could be opened");
@@ -189,13 +190,34 @@ int bt_perf_map_data(struct bt_perf_ring *r, int fd, uint64_t data_pages,
 	return 0;
 }
 
+struct aux_try {
+	struct bt_perf_ring *r;
+	bool overwrite;
+	void *p;
+};
+
+static int aux_try_map(uint64_t len, void *arg)
+{
+	struct aux_try *a = arg;
+	struct perf_event_mmap_page *pc = (void *)a->r->base;
+
+	/* perf_mmap_aux() (kernel/events/core.c) checks the mapping against
+	 * aux_offset / aux_size, so both are set for every attempt. */
+	pc->aux_offset = (uint64_t)page_size() + a->r->data_size;
+	pc->aux_size = len;
+	a->p = mmap(NULL, len, PROT_READ | (a->overwrite ? 0 : PROT_WRITE),
+		    MAP_SHARED, a->r->fd, (off_t)pc->aux_offset);
+	return a->p == MAP_FAILED ? -errno : 0;
+}
+
 int bt_perf_map_aux(struct bt_perf_ring *r, uint64_t aux_bytes,
 		    bool overwrite, const struct bt_perf_ctx *ctx,
 		    struct btrace_error *err)
 {
 	struct perf_event_mmap_page *pc = (void *)r->base;
-	uint64_t ps = (uint64_t)page_size(), pages = aux_bytes / ps;
-	void *p;
+	uint64_t ps = (uint64_t)page_size(), pages = aux_bytes / ps, got = 0;
+	struct aux_try a = { r, overwrite, MAP_FAILED };
+	int ret;
 
 	if (!pc || !r->writable)
 		return bt_error(err, -EINVAL,
@@ -205,19 +227,20 @@ int bt_perf_map_aux(struct bt_perf_ring *r, uint64_t aux_bytes,
 		return bt_error(err, -EINVAL,
 				"%s: AUX ring of %" PRIu64 " bytes failed: not a power of two pages",
 				ctx->pmu, aux_bytes);
-	pc->aux_offset = ps + r->data_size;
-	pc->aux_size = aux_bytes;
-	p = mmap(NULL, aux_bytes, PROT_READ | (overwrite ? 0 : PROT_WRITE),
-		 MAP_SHARED, r->fd, (off_t)pc->aux_offset);
-	if (p == MAP_FAILED) {
+	/* ENOMEM: rb_alloc_aux() found no block big enough (BTS and PT
+	 * without multi-entry ToPA need one block for the whole ring);
+	 * halve and retry down to one page, like gdb. */
+	ret = bt_aux_map_halving(aux_bytes, ps, aux_try_map, &a, &got);
+	if (ret < 0) {
 		struct bt_perf_ctx c = *ctx;
 
 		c.pages = pages;
-		return bt_perf_explain(errno, BT_OP_MMAP_AUX, &c, err);
+		return bt_perf_explain(-ret, BT_OP_MMAP_AUX, &c, err);
 	}
-	r->aux = p;
-	r->aux_size = aux_bytes;
-	r->charged_pages += pages;
+	r->aux = a.p;
+	r->aux_size = got;
+	r->aux_requested = aux_bytes;
+	r->charged_pages += got / ps;
 	return 0;
 }
 

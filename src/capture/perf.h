@@ -51,7 +51,8 @@ struct bt_perf_ring {
 	uint64_t tail;           /* bytes of data consumed */
 	bool writable;
 	uint8_t *aux;            /* AUX area */
-	uint64_t aux_size;
+	uint64_t aux_size;       /* as mapped: may be below aux_requested */
+	uint64_t aux_requested;  /* asked for: halved on ENOMEM until it fits */
 	uint64_t charged_pages;  /* pages the mappings charged */
 };
 
@@ -62,7 +63,9 @@ int bt_perf_map_data(struct bt_perf_ring *r, int fd, uint64_t data_pages,
 		     bool writable, const struct bt_perf_ctx *ctx,
 		     struct btrace_error *err);
 
-/* Map @aux_bytes (power of two pages) read-only (overwrite) or writable. */
+/* Map @aux_bytes (power of two pages) read-only (overwrite) or writable.
+ * On ENOMEM the size is halved until the kernel can allocate it (at least
+ * one page): r->aux_size says what was obtained. */
 int bt_perf_map_aux(struct bt_perf_ring *r, uint64_t aux_bytes,
 		    bool overwrite, const struct bt_perf_ctx *ctx,
 		    struct btrace_error *err);
