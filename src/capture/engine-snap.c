@@ -115,23 +115,18 @@ static int add_buffer(struct bt_engine *e, struct btrace_writer *w,
 		      struct btrace_error *err)
 {
 	struct btrace_buffer b;
-	struct bt_aux_span span;
 
 	if (!r->aux)
 		return 0;
-	bt_aux_locate_kind(e->o->cfg.trace_kind, r->aux, r->aux_size,
-			   bt_perf_aux_head(r), &span);
 	memset(&b, 0, sizeof(b));
-	b.kind = e->o->cfg.trace_kind;
-	b.flags = flags | (span.wrapped ? BTRACE_BUF_WRAPPED : 0);
+	b.flags = flags;
+	*bytes += bt_aux_buffer(e->o->cfg.trace_kind, r->aux, r->aux_size,
+				bt_perf_aux_head(r), &b);
 	b.tid = tid;
 	b.cpu = cpu;
 	b.requested_size = e->plan.ring.history;
 	b.pad = e->plan.ring.pad;
-	b.ring_size = r->aux_size;
-	b.head = span.head;
 	b.lost = lost;
-	*bytes += span.len;
 	return btrace_writer_add_ring(w, &b, r->aux, err);
 }
 

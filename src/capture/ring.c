@@ -4,8 +4,6 @@
 #include <errno.h>
 #include <string.h>
 
-#include <btrace/snapshot.h>
-
 #include "util.h"
 
 #define BTS_RECORD_SIZE 24
@@ -59,6 +57,71 @@ void bt_aux_locate(const uint8_t *ring, uint64_t size, uint64_t aux_head,
 		   struct bt_aux_span *out)
 {
 	bt_aux_locate_kind(BTRACE_TRACE_PT, ring, size, aux_head, out);
+}
+
+uint64_t bt_aux_buffer(uint32_t kind, const uint8_t *ring, uint64_t size,
+		       uint64_t aux_head, struct btrace_buffer *b)
+{
+	struct bt_aux_span span;
+
+	bt_aux_locate_kind(kind, ring, size, aux_head, &span);
+	b->kind = kind;
+	b->ring_size = size;
+	b->head = span.head;
+	if (span.wrapped)
+		b->flags |= BTRACE_BUF_WRAPPED;
+	else
+		b->flags &= ~BTRACE_BUF_WRAPPED;
+	return span.len;
+}
+
+void bt_bts_samples_read(const uint8_t *data, uint64_t size,
+			 uint64_t data_head, uint8_t *out,
+			 struct bt_bts_samples *st)
+{
+	uint64_t limit = data_head > size ? data_head - size : 0;
+	uint64_t pos = data_head, cap = size / BTS_RECORD_SIZE, n = 0;
+
+	memset(st, 0, sizeof(*st));
+	st->wrapped = data_head > size;
+	if (!size || (size & (size - 1)))
+		return;
+	while (pos - limit >= BTS_RECORD_SIZE && n < cap) {
+		uint8_t rec[BTS_RECORD_SIZE];
+		uint64_t off, from, to;
+
+		pos -= BTS_RECORD_SIZE;
+		off = pos & (size - 1);
+		if (off + BTS_RECORD_SIZE <= size) {
+			memcpy(rec, data + off, BTS_RECORD_SIZE);
+		} else {
+			memcpy(rec, data + off, size - off);
+			memcpy(rec + (size - off), data,
+			       BTS_RECORD_SIZE - (size - off));
+		}
+		if (bt_le32(rec) != 9 /* PERF_RECORD_SAMPLE */ ||
+		    bt_le16(rec + 6) != BTS_RECORD_SIZE) {
+			st->stopped = true;
+			break;
+		}
+		from = bt_le64(rec + 8);
+		to = bt_le64(rec + 16);
+		/* kernel_ip(): the kernel filters these already */
+		if ((int64_t)from < 0 || (int64_t)to < 0) {
+			st->kernel++;
+			continue;
+		}
+		/* newest last: fill from the end of the room, moved down
+		 * below */
+		bt_put64(out + (cap - 1 - n) * BTS_RECORD_SIZE, from);
+		bt_put64(out + (cap - 1 - n) * BTS_RECORD_SIZE + 8, to);
+		bt_put64(out + (cap - 1 - n) * BTS_RECORD_SIZE + 16, 0);
+		n++;
+	}
+	if (n < cap)
+		memmove(out, out + (cap - n) * BTS_RECORD_SIZE,
+			n * BTS_RECORD_SIZE);
+	st->records = n;
 }
 
 int bt_aux_map_halving(uint64_t bytes, uint64_t min_bytes,

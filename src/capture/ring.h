@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <btrace/snapshot.h>
+
 /* Where the valid bytes of a stopped overwrite-mode AUX ring are. */
 struct bt_aux_span {
 	uint64_t ring_size;
@@ -51,6 +53,14 @@ void bt_aux_locate_kind(uint32_t kind, const uint8_t *ring, uint64_t size,
  */
 void bt_aux_locate(const uint8_t *ring, uint64_t size, uint64_t aux_head,
 		   struct bt_aux_span *out);
+
+/*
+ * The snapshot buffer of a stopped overwrite-mode ring: sets @b's kind,
+ * ring_size, head and BTRACE_BUF_WRAPPED (other fields untouched) so that
+ * btrace_writer_add_ring() stores the valid bytes.  Returns their count.
+ */
+uint64_t bt_aux_buffer(uint32_t kind, const uint8_t *ring, uint64_t size,
+		       uint64_t aux_head, struct btrace_buffer *b);
 
 /* Copy the valid bytes oldest first: [head, end) + [0, head) when wrapped,
  * else [0, head).  @dst holds span->len bytes. */
@@ -91,5 +101,32 @@ uint64_t bt_ring_iterate(const uint8_t *ring, uint64_t size, uint64_t tail,
 int bt_aux_map_halving(uint64_t bytes, uint64_t min_bytes,
 		       int (*try_map)(uint64_t len, void *arg), void *arg,
 		       uint64_t *got);
+
+/*
+ * The legacy BTS path (gdb's linux_enable_bts()): the event
+ * PERF_TYPE_HARDWARE / PERF_COUNT_HW_BRANCH_INSTRUCTIONS with
+ * sample_period 1 and sample_type IP|ADDR, its data ring mapped read-only
+ * (overwrite).  intel_pmu_drain_bts_buffer() (arch/x86/events/intel/ds.c)
+ * writes each DS record as PERF_RECORD_SAMPLE {header, ip = from,
+ * addr = to}, 24 bytes, and leaves out records with a kernel address.
+ * data_head is monotonic and the ring size a power of two, not a multiple
+ * of 24: the oldest sample may be cut, so the walk goes back from
+ * data_head (as gdb's perf_event_read_bts() does) and stops at the first
+ * record that is not a 24-byte sample.
+ */
+struct bt_bts_samples {
+	uint64_t records;         /* BTS records written to out */
+	uint64_t kernel;          /* samples with a kernel address: left out */
+	bool stopped;             /* a record that is not a 24-byte sample
+				   * ended the walk: older ones are unread */
+	bool wrapped;             /* older samples were overwritten */
+};
+
+/* Convert the samples of @data (@size bytes, a power of two) up to
+ * @data_head into 24-byte BTS records {from, to, flags 0} in @out (room
+ * for size / 24 records), oldest first. */
+void bt_bts_samples_read(const uint8_t *data, uint64_t size,
+			 uint64_t data_head, uint8_t *out,
+			 struct bt_bts_samples *st);
 
 #endif /* BT_CAPTURE_RING_H */
