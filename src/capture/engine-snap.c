@@ -63,7 +63,8 @@ static void drain_ring(struct bt_engine *e, struct bt_perf_ring *r,
 	uint64_t head, tail, dummy = 0;
 	bool corrupt;
 
-	if (!r->base || !r->data_size)
+	/* an overwrite (read-only) ring has no tail to move: legacy BTS */
+	if (!r->base || !r->data_size || !r->writable)
 		return;
 	if (!lost)
 		f.lost = &dummy;
@@ -116,6 +117,26 @@ static int add_buffer(struct bt_engine *e, struct btrace_writer *w,
 {
 	struct btrace_buffer b;
 
+	if (!r->aux && e->o->bts_samples && r->base) {
+		struct bt_bts_samples st;
+		uint8_t *data;
+		int ret;
+
+		memset(&b, 0, sizeof(b));
+		b.flags = flags;
+		ret = bt_perf_bts_samples_buffer(r, &b, &data, &st);
+		if (ret < 0)
+			return bt_error(err, ret, "thread %d: BTS samples: %s",
+					(int)tid, strerror(-ret));
+		b.tid = tid;
+		b.cpu = cpu;
+		b.requested_size = e->o->history;
+		b.lost = lost;
+		*bytes += b.size;
+		ret = btrace_writer_add_buffer(w, &b, err);
+		free(data);
+		return ret;
+	}
 	if (!r->aux)
 		return 0;
 	memset(&b, 0, sizeof(b));
@@ -399,6 +420,10 @@ int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 	    (e->gap[0] && (r = meta(w, "capture.gap", e->gap, err)) < 0))
 		goto fail;
 	if ((r = aux_size_meta(e, w, err)) < 0)
+		goto fail;
+	if (e->o->bts_samples &&
+	    ((r = meta(w, "capture.bts_path", "branch-instructions sampling (the intel_bts PMU is missing, as under page-table isolation): BTS records read from the data ring", err)) < 0 ||
+	     (r = meta(w, "limit.bts_kernel_records", "the kernel leaves out every BTS record with a kernel address (intel_pmu_drain_bts_buffer), so system calls, faults and signal deliveries leave no record: the trace shows the user code only, and a jump into a signal handler appears as a gap", err)) < 0))
 		goto fail;
 	{
 		char ev[2048];

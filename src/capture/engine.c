@@ -64,7 +64,8 @@ static int map_rings(struct bt_engine *e, struct bt_perf_ring *r, int fd,
 	int ret;
 
 	(void)before;
-	ret = bt_perf_map_data(r, fd, e->o->data_pages, true, c, err);
+	ret = bt_perf_map_data(r, fd, e->o->data_pages, !e->o->bts_samples,
+			       c, err);
 	if (ret < 0)
 		return ret;
 	if (bt_budget_charge(&e->env, &e->st, 1 + e->o->data_pages) < 0)

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -283,6 +284,71 @@ uint64_t bt_perf_aux_head(const struct bt_perf_ring *r)
 	const struct perf_event_mmap_page *pc = (const void *)r->base;
 
 	return __atomic_load_n(&pc->aux_head, __ATOMIC_ACQUIRE);
+}
+
+void bt_perf_bts_sample_attr(struct perf_event_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->type = PERF_TYPE_HARDWARE;
+	a->config = PERF_COUNT_HW_BRANCH_INSTRUCTIONS;
+	a->sample_period = 1;          /* not freq: intel_pmu_has_bts_period() */
+	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_ADDR;
+	a->exclude_kernel = 1;         /* "BTS is currently only allowed for
+					* user-mode" */
+	a->exclude_hv = 1;
+	a->exclude_idle = 1;
+	a->disabled = 1;
+}
+
+int bt_perf_bts_sample_probe(bool intel_ds, struct btrace_error *err)
+{
+	struct perf_event_attr a;
+	int fd;
+
+	if (!intel_ds)
+		return bt_error(err, -ENODEV,
+				"BTS: the branch-instructions event is not a branch trace on this CPU (BTS needs an Intel CPU with the DS area, CPUID.1:EDX[21])");
+	bt_perf_bts_sample_attr(&a);
+	fd = bt_perf_sys_open(&a, 0, -1, -1, 0);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	if (fd == -EOPNOTSUPP)
+		bt_error(err, fd,
+			 "BTS: the branch-instructions event with sample_period 1 was refused (EOPNOTSUPP): the kernel has no usable BTS (x86_pmu.bts_active is off: BTS disabled in IA32_MISC_ENABLE, or its DS buffers could not be allocated)");
+	else
+		bt_error(err, fd,
+			 "BTS: perf_event_open of the branch-instructions event failed: %s",
+			 strerror(-fd));
+	return fd;
+}
+
+int bt_perf_bts_samples_buffer(const struct bt_perf_ring *r,
+			       struct btrace_buffer *b, uint8_t **data,
+			       struct bt_bts_samples *st)
+{
+	uint64_t head;
+
+	*data = NULL;
+	if (!r->base || !r->data_size)
+		return -EINVAL;
+	*data = malloc(r->data_size);
+	if (!*data)
+		return -ENOMEM;
+	head = bt_perf_data_head(r);
+	bt_bts_samples_read(r->base + page_size(), r->data_size, head, *data, st);
+	b->kind = BTRACE_TRACE_BTS;
+	b->data = *data;
+	b->size = st->records * 24;
+	b->ring_size = r->data_size;
+	b->head = head & (r->data_size - 1);
+	if (st->wrapped)
+		b->flags |= BTRACE_BUF_WRAPPED;
+	if (st->stopped)
+		b->flags |= BTRACE_BUF_LOST;
+	return 0;
 }
 
 void bt_perf_ring_close(struct bt_perf_ring *r)
