@@ -350,7 +350,7 @@ static int aux_size_meta(struct bt_engine *e, struct btrace_writer *w,
 		 "%zu of %zu AUX ring(s) are smaller than the %llu KiB requested (down to %llu KiB): the kernel could not allocate the contiguous block (ENOMEM) and btrace halved them, so less history was kept",
 		 small, n, (unsigned long long)(req >> 10),
 		 (unsigned long long)(lo >> 10));
-	return meta(w, "limit.aux_ring", buf, err);
+	return meta(w, "limit.aux-ring", buf, err);
 }
 
 int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
@@ -423,7 +423,7 @@ int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 		goto fail;
 	if (e->o->bts_samples &&
 	    ((r = meta(w, "capture.bts_path", "branch-instructions sampling (the intel_bts PMU is missing, as under page-table isolation): BTS records read from the data ring", err)) < 0 ||
-	     (r = meta(w, "limit.bts_kernel_records", "the kernel leaves out every BTS record with a kernel address (intel_pmu_drain_bts_buffer), so system calls, faults and signal deliveries leave no record: the trace shows the user code only, and a jump into a signal handler appears as a gap", err)) < 0))
+	     (r = meta(w, "limit.bts-kernel-records", "the kernel leaves out every BTS record with a kernel address (intel_pmu_drain_bts_buffer), so system calls, faults and signal deliveries leave no record: the trace shows the user code only, and a jump into a signal handler appears as a gap", err)) < 0))
 		goto fail;
 	{
 		char ev[2048];

@@ -13,6 +13,7 @@
  * accept it (test_probe fails otherwise); where neither is, the whole test
  * is skipped (TAP "1..0 # SKIP", exit 0).
  */
+#include <cpuid.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -296,12 +297,10 @@ static void check_bts_wrapped(struct bt_test *t, const struct btrace_buffer *b)
 	BT_EQ_U64(t, 0, zero);
 }
 
+/* The AUX ring of intel_bts (the legacy path has none). */
 static int bts_backend(void)
 {
-	for (int i = 0; i < nbackends; i++)
-		if (backends[i] == BTRACE_BACKEND_BTS)
-			return 1;
-	return 0;
+	return access(PMU_DIR "intel_bts", F_OK) == 0;
 }
 
 static void test_bts_wrap_off_zero(struct bt_test *t)
@@ -309,7 +308,7 @@ static void test_bts_wrap_off_zero(struct bt_test *t)
 	struct btrace_snapshot *s = NULL;
 
 	if (!bts_backend())
-		BT_SKIP(t, "no intel_bts PMU in " PMU_DIR);
+		BT_SKIP(t, "no intel_bts PMU in " PMU_DIR " (an AUX ring wrap needs it)");
 	/* the index lands at the base by chance once in ~170 runs: then
 	 * once more with one more iteration */
 	for (long n = 200000; n < 200003; n++) {
@@ -335,7 +334,7 @@ static void test_bts_wrap_at_zero(struct bt_test *t)
 	int landed = 0;
 
 	if (!bts_backend())
-		BT_SKIP(t, "no intel_bts PMU in " PMU_DIR);
+		BT_SKIP(t, "no intel_bts PMU in " PMU_DIR " (an AUX ring wrap needs it)");
 	for (int tries = 0; tries < 40 && !landed; tries++) {
 		struct btrace_snapshot *s = run_loop(t, BTRACE_BACKEND_BTS, n);
 		uint64_t cap, head;
@@ -384,6 +383,33 @@ static void test_pt_wrap(struct bt_test *t)
 	btrace_snapshot_free(s);
 }
 
+/* Without intel_bts (page-table isolation) on an Intel CPU with the DS
+ * area, BTS records through the branch-instructions event. */
+static void test_bts_legacy(struct bt_test *t)
+{
+	unsigned a, b, c, d;
+	char vendor[13];
+	struct btrace_snapshot *s;
+	char *argv[] = { child_path, "crash", NULL };
+
+	if (access(PMU_DIR "intel_bts", F_OK) == 0)
+		BT_SKIP(t, "intel_bts is there: the legacy BTS path is for when it is missing");
+	if (!__get_cpuid(0, &a, &b, &c, &d))
+		BT_SKIP(t, "no CPUID");
+	memcpy(vendor, &b, 4);
+	memcpy(vendor + 4, &d, 4);
+	memcpy(vendor + 8, &c, 4);
+	vendor[12] = 0;
+	if (strcmp(vendor, "GenuineIntel") || !__get_cpuid(1, &a, &b, &c, &d) ||
+	    !(d & (1u << 21)))
+		BT_SKIP(t, "not an Intel CPU with the DS area (CPUID.1:EDX[21]): no BTS");
+	s = run(t, BTRACE_BACKEND_BTS, argv, 0, "legacy", NULL);
+	BT_REQUIRE(t, s);
+	BT_CONTAINS(t, btrace_snapshot_meta(s, "capture.bts_path"), "branch-instructions");
+	check_trace(t, BTRACE_BACKEND_BTS, s, 1, NULL);
+	btrace_snapshot_free(s);
+}
+
 int main(void)
 {
 	static const struct bt_test_case cases[] = {
@@ -396,6 +422,7 @@ int main(void)
 		BT_TEST_CASE(test_bts_wrap_off_zero),
 		BT_TEST_CASE(test_bts_wrap_at_zero),
 		BT_TEST_CASE(test_pt_wrap),
+		BT_TEST_CASE(test_bts_legacy),
 	};
 	const char *b = getenv("BT_BUILD_ROOT");
 	int r;
@@ -404,9 +431,19 @@ int main(void)
 		backends[nbackends++] = BTRACE_BACKEND_PT;
 	if (access(PMU_DIR "intel_bts", F_OK) == 0)
 		backends[nbackends++] = BTRACE_BACKEND_BTS;
+	if (!nbackends) {
+		unsigned ea, eb, ec, ed;
+
+		/* no PMU, but BTS through the branch-instructions event
+		 * when intel_bts is missing (page-table isolation) */
+		if (__get_cpuid(0, &ea, &eb, &ec, &ed) && eb == 0x756e6547 /* Genu */ &&
+		    __get_cpuid(1, &ea, &eb, &ec, &ed) && (ed & (1u << 21)))
+			backends[nbackends++] = BTRACE_BACKEND_BTS;
+	}
 	if (!nbackends)
 		bt_test_skip_all("this machine has no Intel PT or BTS (no intel_pt "
-				 "or intel_bts in " PMU_DIR ")");
+				 "or intel_bts in " PMU_DIR ", and not an Intel "
+				 "CPU with the DS area for the legacy BTS event)");
 	snprintf(child_path, sizeof(child_path), "%s/tests/capture/sbchild",
 		 b ? b : ".");
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/bt-hw-test-XXXXXX");

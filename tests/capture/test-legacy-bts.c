@@ -85,7 +85,7 @@ static void test_samples_snapshot(struct bt_test *t)
 	BT_EQ_U64(t, s->signal->addr, bt_le64(b->data + last + 8));
 	BT_CONTAINS(t, btrace_snapshot_meta(s, "capture.bts_path"),
 		    "branch-instructions");
-	BT_CONTAINS(t, btrace_snapshot_meta(s, "limit.bts_kernel_records"),
+	BT_CONTAINS(t, btrace_snapshot_meta(s, "limit.bts-kernel-records"),
 		    "kernel address");
 	btrace_snapshot_free(s);
 }
