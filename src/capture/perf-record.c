@@ -209,7 +209,10 @@ static int hw_opts(uint32_t backend, const struct btrace_record_opts *opts,
 	eo->pmu_name = pmu->name;
 	eo->has_aux = true;
 	if (pmu->legacy_bts) {
-		/* samples in an overwrite data ring as big as the history */
+		/* samples in an overwrite data ring as big as the history;
+		 * the planner cannot shrink a data ring, so without --size
+		 * take the biggest (4 MiB down to 64 KiB, gdb's default)
+		 * that one thread and the sideband fit in the budget */
 		uint64_t hist = opts->size ? opts->size : 4u << 20;
 		long ps = sysconf(_SC_PAGESIZE);
 
@@ -219,6 +222,20 @@ static int hw_opts(uint32_t backend, const struct btrace_record_opts *opts,
 		eo->data_pages = 1;
 		while (eo->data_pages * (uint64_t)ps < hist)
 			eo->data_pages *= 2;
+		if (!opts->size) {
+			struct bt_budget_env env;
+			struct bt_budget_state st;
+			uint64_t avail, sb;
+
+			bt_budget_env_current(&env);
+			bt_budget_state_init(&env, &st);
+			avail = bt_budget_available(&env, &st);
+			sb = (uint64_t)(env.online_cpus > 0 ? env.online_cpus : 1) * 9;
+			while (avail != BT_UNLIMITED &&
+			       eo->data_pages * (uint64_t)ps > (64u << 10) &&
+			       1 + eo->data_pages + sb > avail)
+				eo->data_pages /= 2;
+		}
 		eo->sideband_pages = 8;
 		eo->use_registry = true;
 		eo->pad = 0;
