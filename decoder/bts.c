@@ -8,8 +8,10 @@
  * a kernel->user record says where user code resumed.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "bts-ring.h"
 #include "decode-internal.h"
 #include "util.h"
 
@@ -161,8 +163,36 @@ static int bts_decode_range(struct bt_ctx *c, const struct btrace_buffer *buf,
 	return ret;
 }
 
+static int bts_decode(struct bt_ctx *c, const struct btrace_buffer *buf,
+		      struct bt_thread_build *b);
+
 int bt_bts_decode(struct bt_ctx *c, const struct btrace_buffer *buf,
 		  struct bt_thread_build *b)
+{
+	struct btrace_buffer whole;
+	uint64_t at, len;
+	uint8_t *data;
+	int ret;
+
+	/* A wrapped ring stored by an older btrace with the never-written
+	 * tail inside: the records on both sides of it are contiguous. */
+	if (!bt_bts_stored_tail(buf, &at, &len))
+		return bts_decode(c, buf, b);
+	data = malloc(buf->size - len);
+	if (!data)
+		return -ENOMEM;
+	memcpy(data, buf->data, at);
+	memcpy(data + at, buf->data + at + len, buf->size - at - len);
+	whole = *buf;
+	whole.data = data;
+	whole.size = buf->size - len;
+	ret = bts_decode(c, &whole, b);
+	free(data);
+	return ret;
+}
+
+static int bts_decode(struct bt_ctx *c, const struct btrace_buffer *buf,
+		      struct bt_thread_build *b)
 {
 	uint64_t first = buf->size % BTS_REC;
 	uint64_t nrec = buf->size / BTS_REC;

@@ -65,6 +65,10 @@ struct btrace_doctor_report {
 	/* the backend `auto` would pick (enum btrace_backend) and why */
 	uint32_t auto_backend;
 	char auto_why[1024];
+	/* which BTS path recording uses: "intel_bts" (the AUX PMU),
+	 * "branch-instructions" (the legacy event: intel_bts missing, as
+	 * under page-table isolation), or "" when BTS is not usable */
+	char bts_path[32];
 	size_t :0;
 };
 

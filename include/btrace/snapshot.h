@@ -312,8 +312,11 @@ BTRACE_API int btrace_writer_add_buffer(struct btrace_writer *w,
 /**
  * @brief Write a buffer straight from a ring: @ring of @buf->ring_size bytes
  * whose next write offset is @buf->head.  With BTRACE_BUF_WRAPPED in
- * @buf->flags the bytes [head, ring_size) then [0, head) are stored,
- * otherwise [0, head).  @buf->data and @buf->size are ignored.
+ * @buf->flags the bytes [head, end) then [0, head) are stored, otherwise
+ * [0, head); end is ring_size, except for BTS (kind BTRACE_TRACE_BTS) where
+ * it is ring_size - ring_size % 24: the hardware writes whole records and
+ * wraps before the last partial one.  @buf->data and @buf->size are
+ * ignored.
  */
 BTRACE_API int btrace_writer_add_ring(struct btrace_writer *w,
 				      const struct btrace_buffer *buf,

@@ -111,6 +111,9 @@ int btrace_doctor(const char *sysfs_root, struct btrace_doctor_report *rep,
 				ring *= 2;
 			r.max_single_ring = left ? ring * env.page_size : 0;
 		}
+		if (r.bts.usable)
+			snprintf(r.bts_path, sizeof(r.bts_path), "%s",
+				 r.bts.present ? "intel_bts" : "branch-instructions");
 		r.kpti = si.kpti_known ? si.kpti : -1;
 		r.ptrace_scope = si.ptrace_scope;
 		if (r.pt.usable) {

@@ -63,7 +63,8 @@ static void drain_ring(struct bt_engine *e, struct bt_perf_ring *r,
 	uint64_t head, tail, dummy = 0;
 	bool corrupt;
 
-	if (!r->base || !r->data_size)
+	/* an overwrite (read-only) ring has no tail to move: legacy BTS */
+	if (!r->base || !r->data_size || !r->writable)
 		return;
 	if (!lost)
 		f.lost = &dummy;
@@ -115,22 +116,38 @@ static int add_buffer(struct bt_engine *e, struct btrace_writer *w,
 		      struct btrace_error *err)
 {
 	struct btrace_buffer b;
-	struct bt_aux_span span;
 
+	if (!r->aux && e->o->bts_samples && r->base) {
+		struct bt_bts_samples st;
+		uint8_t *data;
+		int ret;
+
+		memset(&b, 0, sizeof(b));
+		b.flags = flags;
+		ret = bt_perf_bts_samples_buffer(r, &b, &data, &st);
+		if (ret < 0)
+			return bt_error(err, ret, "thread %d: BTS samples: %s",
+					(int)tid, strerror(-ret));
+		b.tid = tid;
+		b.cpu = cpu;
+		b.requested_size = e->o->history;
+		b.lost = lost;
+		*bytes += b.size;
+		ret = btrace_writer_add_buffer(w, &b, err);
+		free(data);
+		return ret;
+	}
 	if (!r->aux)
 		return 0;
-	bt_aux_locate(r->aux, r->aux_size, bt_perf_aux_head(r), &span);
 	memset(&b, 0, sizeof(b));
-	b.kind = e->o->cfg.trace_kind;
-	b.flags = flags | (span.wrapped ? BTRACE_BUF_WRAPPED : 0);
+	b.flags = flags;
+	*bytes += bt_aux_buffer(e->o->cfg.trace_kind, r->aux, r->aux_size,
+				bt_perf_aux_head(r), &b);
 	b.tid = tid;
 	b.cpu = cpu;
 	b.requested_size = e->plan.ring.history;
 	b.pad = e->plan.ring.pad;
-	b.ring_size = r->aux_size;
-	b.head = span.head;
 	b.lost = lost;
-	*bytes += span.len;
 	return btrace_writer_add_ring(w, &b, r->aux, err);
 }
 
@@ -283,6 +300,59 @@ static int meta(struct btrace_writer *w, const char *k, const char *v,
 	return btrace_writer_add_meta(w, k, v, err);
 }
 
+static void aux_sizes(const struct bt_perf_ring *r, uint64_t *req,
+		      uint64_t *lo, uint64_t *hi, size_t *n, size_t *small)
+{
+	if (!r->aux)
+		return;
+	*req = r->aux_requested;
+	if (!*n || r->aux_size < *lo)
+		*lo = r->aux_size;
+	if (!*n || r->aux_size > *hi)
+		*hi = r->aux_size;
+	(*n)++;
+	if (r->aux_size < r->aux_requested)
+		(*small)++;
+}
+
+/* The AUX ring size asked for and obtained (halved on ENOMEM by
+ * bt_perf_map_aux()): capture.aux_ring, and a limit when smaller. */
+static int aux_size_meta(struct bt_engine *e, struct btrace_writer *w,
+			 struct btrace_error *err)
+{
+	uint64_t req = 0, lo = 0, hi = 0;
+	size_t n = 0, small = 0;
+	char buf[512];
+	int r;
+
+	for (size_t i = 0; i < e->ntev; i++)
+		if (e->tevs[i].per_task)
+			aux_sizes(&e->tevs[i].ring, &req, &lo, &hi, &n, &small);
+	if (e->cpu_rings_open)
+		for (int c = 0; c < e->ncpus; c++)
+			aux_sizes(&e->cpu_rings[c], &req, &lo, &hi, &n, &small);
+	if (!n)
+		return 0;
+	if (lo == hi)
+		snprintf(buf, sizeof(buf),
+			 "requested %llu KiB, obtained %llu KiB (%zu ring(s))",
+			 (unsigned long long)(req >> 10),
+			 (unsigned long long)(lo >> 10), n);
+	else
+		snprintf(buf, sizeof(buf),
+			 "requested %llu KiB, obtained %llu to %llu KiB (%zu ring(s))",
+			 (unsigned long long)(req >> 10),
+			 (unsigned long long)(lo >> 10),
+			 (unsigned long long)(hi >> 10), n);
+	if ((r = meta(w, "capture.aux_ring", buf, err)) < 0 || !small)
+		return r;
+	snprintf(buf, sizeof(buf),
+		 "%zu of %zu AUX ring(s) are smaller than the %llu KiB requested (down to %llu KiB): the kernel could not allocate the contiguous block (ENOMEM) and btrace halved them, so less history was kept",
+		 small, n, (unsigned long long)(req >> 10),
+		 (unsigned long long)(lo >> 10));
+	return meta(w, "limit.aux-ring", buf, err);
+}
+
 int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 		    const struct btrace_signal *sig, bool alive,
 		    struct btrace_error *err)
@@ -348,6 +418,12 @@ int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 	    (e->mode_why[0] && (r = meta(w, "capture.passive_reason", e->mode_why, err)) < 0) ||
 	    (r = meta(w, "capture.plan", e->plan.summary, err)) < 0 ||
 	    (e->gap[0] && (r = meta(w, "capture.gap", e->gap, err)) < 0))
+		goto fail;
+	if ((r = aux_size_meta(e, w, err)) < 0)
+		goto fail;
+	if (e->o->bts_samples &&
+	    ((r = meta(w, "capture.bts_path", "branch-instructions sampling (the intel_bts PMU is missing, as under page-table isolation): BTS records read from the data ring", err)) < 0 ||
+	     (r = meta(w, "limit.bts-kernel-records", "the kernel leaves out every BTS record with a kernel address (intel_pmu_drain_bts_buffer), so system calls, faults and signal deliveries leave no record: the trace shows the user code only, and a jump into a signal handler appears as a gap", err)) < 0))
 		goto fail;
 	{
 		char ev[2048];

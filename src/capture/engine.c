@@ -64,7 +64,8 @@ static int map_rings(struct bt_engine *e, struct bt_perf_ring *r, int fd,
 	int ret;
 
 	(void)before;
-	ret = bt_perf_map_data(r, fd, e->o->data_pages, true, c, err);
+	ret = bt_perf_map_data(r, fd, e->o->data_pages, !e->o->bts_samples,
+			       c, err);
 	if (ret < 0)
 		return ret;
 	if (bt_budget_charge(&e->env, &e->st, 1 + e->o->data_pages) < 0)
@@ -74,8 +75,9 @@ static int map_rings(struct bt_engine *e, struct bt_perf_ring *r, int fd,
 	ret = bt_perf_map_aux(r, e->plan.ring.ring, true, c, err);
 	if (ret < 0)
 		return ret;
-	if (bt_budget_charge(&e->env, &e->st, e->plan.ring.ring / e->env.page_size) < 0)
-		e->st.pinned += e->plan.ring.ring / e->env.page_size;
+	/* the ring may be smaller than planned (halved on ENOMEM) */
+	if (bt_budget_charge(&e->env, &e->st, r->aux_size / e->env.page_size) < 0)
+		e->st.pinned += r->aux_size / e->env.page_size;
 	return 0;
 }
 

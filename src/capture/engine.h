@@ -23,6 +23,8 @@ struct bt_engine_opts {
 	struct perf_event_attr trace_attr;  /* template: type, config, excludes */
 	const char *pmu_name;               /* for messages */
 	bool has_aux;                       /* the event writes an AUX ring */
+	bool bts_samples;                   /* legacy BTS: samples in a read-only
+					     * (overwrite) data ring, no AUX */
 	uint64_t max_ring;                  /* PMU limit on one AUX ring, 0: none */
 	uint64_t history;                   /* bytes per buffer */
 	uint64_t pad;

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -17,6 +18,7 @@
 #include "budget.h"
 #include "capture-internal.h"
 #include "pmu.h"
+#include "ring.h"
 #include "util.h"
 
 static long page_size(void)
@@ -121,7 +123,7 @@ int bt_perf_explain(int e, enum bt_perf_op op, const struct bt_perf_ctx *ctx,
 	case ENOMEM:
 		if (op == BT_OP_MMAP_AUX)
 			bt_hint(err,
-				"the kernel could not allocate the AUX ring (BTS and PT without multi-entry ToPA need one physically contiguous block, at most 4 MiB): use a smaller --size");
+				"the kernel could not allocate the AUX ring at any size down to one page (btrace halves it on ENOMEM; BTS and PT without multi-entry ToPA need one physically contiguous block, at most 4 MiB): free memory, or retry when the host is less busy");
 		break;
 	case ESRCH:
 		bt_hint(err, "the thread exited before its event could be opened");
@@ -189,13 +191,34 @@ int bt_perf_map_data(struct bt_perf_ring *r, int fd, uint64_t data_pages,
 	return 0;
 }
 
+struct aux_try {
+	struct bt_perf_ring *r;
+	bool overwrite;
+	void *p;
+};
+
+static int aux_try_map(uint64_t len, void *arg)
+{
+	struct aux_try *a = arg;
+	struct perf_event_mmap_page *pc = (void *)a->r->base;
+
+	/* perf_mmap_aux() (kernel/events/core.c) checks the mapping against
+	 * aux_offset / aux_size, so both are set for every attempt. */
+	pc->aux_offset = (uint64_t)page_size() + a->r->data_size;
+	pc->aux_size = len;
+	a->p = mmap(NULL, len, PROT_READ | (a->overwrite ? 0 : PROT_WRITE),
+		    MAP_SHARED, a->r->fd, (off_t)pc->aux_offset);
+	return a->p == MAP_FAILED ? -errno : 0;
+}
+
 int bt_perf_map_aux(struct bt_perf_ring *r, uint64_t aux_bytes,
 		    bool overwrite, const struct bt_perf_ctx *ctx,
 		    struct btrace_error *err)
 {
 	struct perf_event_mmap_page *pc = (void *)r->base;
-	uint64_t ps = (uint64_t)page_size(), pages = aux_bytes / ps;
-	void *p;
+	uint64_t ps = (uint64_t)page_size(), pages = aux_bytes / ps, got = 0;
+	struct aux_try a = { r, overwrite, MAP_FAILED };
+	int ret;
 
 	if (!pc || !r->writable)
 		return bt_error(err, -EINVAL,
@@ -205,19 +228,20 @@ int bt_perf_map_aux(struct bt_perf_ring *r, uint64_t aux_bytes,
 		return bt_error(err, -EINVAL,
 				"%s: AUX ring of %" PRIu64 " bytes failed: not a power of two pages",
 				ctx->pmu, aux_bytes);
-	pc->aux_offset = ps + r->data_size;
-	pc->aux_size = aux_bytes;
-	p = mmap(NULL, aux_bytes, PROT_READ | (overwrite ? 0 : PROT_WRITE),
-		 MAP_SHARED, r->fd, (off_t)pc->aux_offset);
-	if (p == MAP_FAILED) {
+	/* ENOMEM: rb_alloc_aux() found no block big enough (BTS and PT
+	 * without multi-entry ToPA need one block for the whole ring);
+	 * halve and retry down to one page, like gdb. */
+	ret = bt_aux_map_halving(aux_bytes, ps, aux_try_map, &a, &got);
+	if (ret < 0) {
 		struct bt_perf_ctx c = *ctx;
 
 		c.pages = pages;
-		return bt_perf_explain(errno, BT_OP_MMAP_AUX, &c, err);
+		return bt_perf_explain(-ret, BT_OP_MMAP_AUX, &c, err);
 	}
-	r->aux = p;
-	r->aux_size = aux_bytes;
-	r->charged_pages += pages;
+	r->aux = a.p;
+	r->aux_size = got;
+	r->aux_requested = aux_bytes;
+	r->charged_pages += got / ps;
 	return 0;
 }
 
@@ -260,6 +284,71 @@ uint64_t bt_perf_aux_head(const struct bt_perf_ring *r)
 	const struct perf_event_mmap_page *pc = (const void *)r->base;
 
 	return __atomic_load_n(&pc->aux_head, __ATOMIC_ACQUIRE);
+}
+
+void bt_perf_bts_sample_attr(struct perf_event_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->type = PERF_TYPE_HARDWARE;
+	a->config = PERF_COUNT_HW_BRANCH_INSTRUCTIONS;
+	a->sample_period = 1;          /* not freq: intel_pmu_has_bts_period() */
+	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_ADDR;
+	a->exclude_kernel = 1;         /* "BTS is currently only allowed for
+					* user-mode" */
+	a->exclude_hv = 1;
+	a->exclude_idle = 1;
+	a->disabled = 1;
+}
+
+int bt_perf_bts_sample_probe(bool intel_ds, struct btrace_error *err)
+{
+	struct perf_event_attr a;
+	int fd;
+
+	if (!intel_ds)
+		return bt_error(err, -ENODEV,
+				"BTS: the branch-instructions event is not a branch trace on this CPU (BTS needs an Intel CPU with the DS area, CPUID.1:EDX[21])");
+	bt_perf_bts_sample_attr(&a);
+	fd = bt_perf_sys_open(&a, 0, -1, -1, 0);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	if (fd == -EOPNOTSUPP)
+		bt_error(err, fd,
+			 "BTS: the branch-instructions event with sample_period 1 was refused (EOPNOTSUPP): the kernel has no usable BTS (x86_pmu.bts_active is off: BTS disabled in IA32_MISC_ENABLE, or its DS buffers could not be allocated)");
+	else
+		bt_error(err, fd,
+			 "BTS: perf_event_open of the branch-instructions event failed: %s",
+			 strerror(-fd));
+	return fd;
+}
+
+int bt_perf_bts_samples_buffer(const struct bt_perf_ring *r,
+			       struct btrace_buffer *b, uint8_t **data,
+			       struct bt_bts_samples *st)
+{
+	uint64_t head;
+
+	*data = NULL;
+	if (!r->base || !r->data_size)
+		return -EINVAL;
+	*data = malloc(r->data_size);
+	if (!*data)
+		return -ENOMEM;
+	head = bt_perf_data_head(r);
+	bt_bts_samples_read(r->base + page_size(), r->data_size, head, *data, st);
+	b->kind = BTRACE_TRACE_BTS;
+	b->data = *data;
+	b->size = st->records * 24;
+	b->ring_size = r->data_size;
+	b->head = head & (r->data_size - 1);
+	if (st->wrapped)
+		b->flags |= BTRACE_BUF_WRAPPED;
+	if (st->stopped)
+		b->flags |= BTRACE_BUF_LOST;
+	return 0;
 }
 
 void bt_perf_ring_close(struct bt_perf_ring *r)

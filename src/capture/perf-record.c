@@ -83,6 +83,33 @@ static int probe_full(uint32_t backend, const char *root, struct bt_pmu *pmu,
 	bt_cpu_identify(cpu);
 	bt_sysinfo_read(root, &si);
 	r = bt_pmu_read(root, name, pmu, err);
+	if (r == -ENOENT && bts && real_sysfs(root)) {
+		/* No intel_bts (bts_init(): -ENODEV under PTI): gdb's way,
+		 * the branch-instructions event, at paranoid 2. */
+		struct btrace_error why = { 0 };
+
+		if (bt_perf_bts_sample_probe(cpu->vendor == BT_VENDOR_INTEL &&
+					     cpu->has_ds, &why) == 0) {
+			memset(pmu, 0, sizeof(*pmu));
+			snprintf(pmu->name, sizeof(pmu->name), "bts-sampling");
+			pmu->type = PERF_TYPE_HARDWARE;
+			pmu->present = true;
+			pmu->legacy_bts = true;
+			pmu->nr_addr_filters = -1;
+			r = 0;
+			name = pmu->name;
+		} else {
+			char msg[sizeof(err->msg)], hint[sizeof(err->hint)];
+
+			bt_pmu_explain_absent(name, cpu, &si, bts, err);
+			snprintf(msg, sizeof(msg), "%s", err->msg);
+			snprintf(hint, sizeof(hint), "%s", err->hint);
+			bt_error(err, err->code,
+				 "%s; the legacy BTS event is not usable either: %s",
+				 msg, why.msg);
+			return bt_hint(err, "%s", hint);
+		}
+	}
 	if (r == -ENOENT)
 		return bt_pmu_explain_absent(name, cpu, &si, bts, err);
 	if (r < 0)
@@ -93,7 +120,8 @@ static int probe_full(uint32_t backend, const char *root, struct bt_pmu *pmu,
 			 name, si.paranoid);
 		return bt_hint(err, "run as root, or sysctl -w kernel.perf_event_paranoid=2");
 	}
-	if (bts && si.paranoid > 1 && !bt_has_cap(BT_CAP_PERFMON) &&
+	if (bts && !pmu->legacy_bts && si.paranoid > 1 &&
+	    !bt_has_cap(BT_CAP_PERFMON) &&
 	    !bt_has_cap(BT_CAP_SYS_ADMIN)) {
 		bt_error(err, -EACCES,
 			 "intel_bts: permission check failed: BTS records kernel branches too, so it needs kernel.perf_event_paranoid <= 1 (it is %d) or CAP_PERFMON",
@@ -129,8 +157,9 @@ static int probe_full(uint32_t backend, const char *root, struct bt_pmu *pmu,
 		cfg->noretcomp_bit = bt_pmu_field_mask(pmu, "noretcomp");
 		cfg->branch_bit = bt_pmu_field_mask(pmu, "branch");
 	}
-	/* On the real system, try the event itself (EBUSY, EACCES, ...). */
-	if (real_sysfs(root)) {
+	/* On the real system, try the event itself (EBUSY, EACCES, ...);
+	 * the legacy BTS event was just tried. */
+	if (real_sysfs(root) && !pmu->legacy_bts) {
 		struct perf_event_attr a;
 		struct bt_perf_ctx cx = { .pmu = name, .tid = getpid(), .cpu = -1,
 					  .aux_pmu = true };
@@ -179,6 +208,41 @@ static int hw_opts(uint32_t backend, const struct btrace_record_opts *opts,
 	eo->rec = opts;
 	eo->pmu_name = pmu->name;
 	eo->has_aux = true;
+	if (pmu->legacy_bts) {
+		/* samples in an overwrite data ring as big as the history;
+		 * the planner cannot shrink a data ring, so without --size
+		 * take the biggest (4 MiB down to 64 KiB, gdb's default)
+		 * that one thread and the sideband fit in the budget */
+		uint64_t hist = opts->size ? opts->size : 4u << 20;
+		long ps = sysconf(_SC_PAGESIZE);
+
+		bt_perf_bts_sample_attr(&eo->trace_attr);
+		eo->has_aux = false;
+		eo->bts_samples = true;
+		eo->data_pages = 1;
+		while (eo->data_pages * (uint64_t)ps < hist)
+			eo->data_pages *= 2;
+		if (!opts->size) {
+			struct bt_budget_env env;
+			struct bt_budget_state st;
+			uint64_t avail, sb;
+
+			bt_budget_env_current(&env);
+			bt_budget_state_init(&env, &st);
+			avail = bt_budget_available(&env, &st);
+			sb = (uint64_t)(env.online_cpus > 0 ? env.online_cpus : 1) * 9;
+			while (avail != BT_UNLIMITED &&
+			       eo->data_pages * (uint64_t)ps > (64u << 10) &&
+			       1 + eo->data_pages + sb > avail)
+				eo->data_pages /= 2;
+		}
+		eo->sideband_pages = 8;
+		eo->use_registry = true;
+		eo->pad = 0;
+		eo->history = eo->data_pages * (uint64_t)ps;
+		eo->allow_shrink = false;
+		return 0;
+	}
 	eo->trace_attr.type = (uint32_t)pmu->type;
 	eo->trace_attr.config = eo->cfg.pt_config;
 	eo->trace_attr.exclude_kernel = 1;

@@ -42,6 +42,9 @@ struct bt_pmu {
 	uint32_t tsc_art_num;      /* ebx of CPUID 0x15 */
 	uint32_t tsc_art_den;      /* eax of CPUID 0x15 */
 	int nr_addr_filters;       /* -1 when absent */
+	bool legacy_bts;           /* not a sysfs PMU: BTS through the
+				    * branch-instructions event (no AUX; see
+				    * bt_perf_bts_sample_attr()) */
 };
 
 /*

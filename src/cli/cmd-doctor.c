@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* btrace doctor: what this machine supports for hardware capture, and why not. */
 #include <getopt.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -86,6 +87,11 @@ static void text(const struct btrace_doctor_report *r)
 	printf("%-14s %s\n", "Kernel:", r->kernel);
 	print_pmu("Intel PT:", &r->pt);
 	print_pmu("Intel BTS:", &r->bts);
+	if (r->sz >= offsetof(struct btrace_doctor_report, bts_path) + sizeof(r->bts_path))
+		printf("%-14s BTS path: %s\n", "",
+		       !r->bts_path[0] ? "none (BTS is not usable)" :
+		       !strcmp(r->bts_path, "intel_bts") ? "intel_bts (AUX ring)" :
+		       "branch-instructions sampling (intel_bts is missing, e.g. under page-table isolation; works at perf_event_paranoid 2)");
 	printf("%-14s perf_event_paranoid %d: %s\n", "Privilege:", r->paranoid,
 	       r->paranoid <= -1 ? "no restrictions" :
 	       r->paranoid <= 0 ? "per-CPU and kernel tracing allowed" :
@@ -199,6 +205,10 @@ static void as_json(const struct btrace_doctor_report *r)
 		json_int(&j, "yama_ptrace_scope", r->ptrace_scope);
 	json_str(&j, "auto_backend", backend_name(r->auto_backend));
 	json_str(&j, "auto_why", r->auto_why);
+	if (r->bts_path[0])
+		json_str(&j, "bts_path", r->bts_path);
+	else
+		json_null(&j, "bts_path");
 	json_end_object(&j);
 	json_finish(&j);
 }

@@ -24,6 +24,7 @@
 
 #include <btrace/export.h>
 
+#include "bts-ring.h"
 #include "export-internal.h"
 #include "util.h"
 
@@ -373,11 +374,16 @@ static int put_bts_buffer(struct pw *w, const struct btrace_buffer *b,
 			  struct btrace_error *err)
 {
 	uint64_t nrec = b->size / BTS_REC, offset = 0, chunk_recs;
+	uint64_t tail_at = 0, tail_len = 0;
 	uint8_t *out;
 	size_t n = 0;
 	int rc = 0;
 
-	if (b->size % BTS_REC)
+	/* A wrapped ring stored by an older btrace: the never-written tail
+	 * of the ring lies between the records (bts-ring.h). */
+	if (bt_bts_stored_tail(b, &tail_at, &tail_len))
+		nrec = (b->size - tail_len) / BTS_REC;
+	else if (b->size % BTS_REC)
 		note(w->res, "buffer %zu (tid %d): %llu trailing bytes are not a whole BTS record: left out",
 		     bi, (int)b->tid, (unsigned long long)(b->size % BTS_REC));
 	if (!nrec) {
@@ -390,7 +396,9 @@ static int put_bts_buffer(struct pw *w, const struct btrace_buffer *b,
 		return bt_error(err, -ENOMEM, "buffer %zu: export failed: %s", bi,
 				btrace_strerror(-ENOMEM));
 	for (uint64_t r = 0; r < nrec && !rc; r++) {
-		const uint8_t *p = b->data + r * BTS_REC;
+		uint64_t at = r * BTS_REC;
+		const uint8_t *p = b->data + (tail_len && at >= tail_at ?
+					      at + tail_len : at);
 
 		if (!bt_le64(p) && !bt_le64(p + 8)) {
 			w->res->dropped_bytes += BTS_REC;

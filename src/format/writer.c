@@ -475,13 +475,23 @@ int btrace_writer_add_ring(struct btrace_writer *w,
 			   struct btrace_error *err)
 {
 	const uint8_t *r = ring;
+	uint64_t end;
 
 	if (!w || !b || !ring || b->head > b->ring_size)
 		return bt_error(err, -EINVAL, "snapshot writer: add ring "
 				"failed: head 0x%llx outside the ring",
 				b ? (unsigned long long)b->head : 0ull);
+	/* BTS writes whole 24-byte records: the last ring_size % 24 bytes
+	 * of the ring are never written (bts_buffer_setup_aux() in
+	 * arch/x86/events/intel/bts.c) and are not stored. */
+	end = b->kind == BTRACE_TRACE_BTS ? b->ring_size - b->ring_size % 24
+					   : b->ring_size;
+	if (b->head > end)
+		return bt_error(err, -EINVAL, "snapshot writer: add ring "
+				"failed: head 0x%llx beyond the last whole BTS record",
+				(unsigned long long)b->head);
 	if (b->flags & BTRACE_BUF_WRAPPED)
-		return write_buffer(w, b, r + b->head, b->ring_size - b->head,
+		return write_buffer(w, b, r + b->head, end - b->head,
 				    r, b->head, err);
 	return write_buffer(w, b, r, b->head, NULL, 0, err);
 }

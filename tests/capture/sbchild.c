@@ -7,6 +7,8 @@
  *   sbchild handler       SIGSEGV handler that re-raises with SIG_DFL
  *   sbchild sleep SEC     sleep (attach tests), SIGSEGV on SIGUSR1
  *   sbchild threads N SEC start N threads that sleep, then crash in thread 1
+ *   sbchild loop N        N calls of a small function, then crash (a trace
+ *                         that wraps a small ring)
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -29,6 +31,11 @@ static void *worker(void *arg)
 __attribute__((noinline)) static void crash_here(void)
 {
 	*(volatile int *)(uintptr_t)sink = 1;
+}
+
+__attribute__((noinline)) static int step(int i)
+{
+	return (i & 3) ? i * 3 : i / 2;
 }
 
 static void on_segv(int sig)
@@ -112,6 +119,14 @@ int main(int argc, char **argv)
 		pause();
 		return 0;
 	}
-	fprintf(stderr, "usage: sbchild exec|run|crash|handler|sleep|threads ...\n");
+	if (argc >= 3 && !strcmp(argv[1], "loop")) {
+		long n = atol(argv[2]);
+
+		for (long i = 0; i < n; i++)
+			sink += step((int)i);
+		crash_here();
+		return 0;
+	}
+	fprintf(stderr, "usage: sbchild exec|run|crash|handler|sleep|threads|loop ...\n");
 	return 2;
 }
