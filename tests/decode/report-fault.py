@@ -3,7 +3,7 @@
 """The fault, what ran after it, and what the report does not know (TAP).
 
     report-fault.py BTRACE BT_GEN_FIXTURE LOOP FIRST NODEFER SIGLJ KILL CTX
-                    HANDLER LJREC
+                    HANDLER LJREC SKIPRET RETSKIP
 
 Each case writes a synthetic snapshot of a real program single-stepped to
 its death (bt-gen-fixture: the truth is the ptrace path) and checks
@@ -23,6 +23,10 @@ its death (bt-gen-fixture: the truth is the ptrace path) and checks
 - a coroutine switched by swapcontext: the stack has no frame of main's;
 - longjmp landing in the innermost frame of a recursive function: the
   outer frames of the recursion stay;
+- the call-next idiom (call next; pop) is not a frame;
+- returns that skip frames (a call over inline data that never returns,
+  hand-made unwinding that drops two return addresses and lands in a
+  recursion): the stack is the one the program builds (and gdb shows);
 - nothing decoded but registers: the function is still a frame;
 - limit.* metadata and qemu.threads_untraced as limits.
 """
@@ -73,7 +77,7 @@ def hexv(v):
 def main():
     btrace, genexe = sys.argv[1:3]
     loop, first, nodefer, siglj, kill, ctx, handler, ljrec, skipret, \
-        panic = sys.argv[3:13]
+        panic, retskip = sys.argv[3:14]
     work = tempfile.mkdtemp(prefix='btrace-fault.')
     try:
         # -- a fault known only to its block ------------------------------
@@ -249,6 +253,39 @@ def main():
            % (len(calls), len(t0['tail']), calls[-3:]))
         ok(len((t0.get('after_fault') or {}).get('calls', [])) > 0,
            'long handler path: its calls are listed after the fault')
+
+        # -- returns that skip frames --------------------------------------
+        # middle(0)'s data_pc returns past the frame of its call over data;
+        # bail returns past hop2 and hop(0) into hop(1) (hop(1) and hop(0)
+        # return to the same address: the innermost is the one); middle(0)
+        # returns to middle(1), which crashes: crash <- middle <- middle <-
+        # main, each caller at the line of its call (by construction; gdb's
+        # bt agrees).
+        src = open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                'progs', 'crash-retskip.c')).read()
+        lines = src.split('\n')
+
+        def line_of(text):
+            return [i + 1 for i, x in enumerate(lines) if text in x]
+        want = [('crash', line_of('*p = sink;')),
+                ('middle', line_of('crash((volatile int *)0);')),
+                ('middle', line_of('middle(n - 1);')),
+                ('main', line_of('middle(2);'))]
+        want = [(fn, ln[0] if len(ln) == 1 else None) for fn, ln in want]
+        for opts in (['-r'], []):
+            snap = os.path.join(work, 'retskip%s.btrace' % ''.join(opts))
+            truth, _ = gen(genexe, snap, retskip, *opts)
+            text, r = report(btrace, snap)
+            st = r['threads'][0]['stack']
+            got = [(f.get('function'), f.get('line')) for f in st]
+            ok(got == want and
+               [f.get('partial') for f in st] == [False, False, False,
+                                                  True] and
+               hexv(r['fault']['ip']) == truth,
+               'returns skipping 1 and 2 frames%s: crash <- middle <- '
+               'middle <- main (entered before the history), each at its '
+               'call: %s'
+               % (' (return compression)' if opts else '', got))
 
         # -- nothing decoded, registers -----------------------------------
         snap = os.path.join(work, 'empty.btrace')
