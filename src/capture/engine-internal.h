@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <signal.h>
 #include <sys/types.h>
 
 #include <btrace/record.h>
@@ -64,6 +65,8 @@ struct bt_engine {
 	bool can_take_over;         /* a joiner may become the owner */
 	char no_take_over_why[768];
 	int exit_status;
+	int sigfd;                  /* signalfd of SIGCHLD: ptrace stops wake the loop */
+	sigset_t old_mask;          /* the caller's mask, restored at the end */
 };
 
 /* Write a snapshot to @path. @sig may be NULL.  @alive: the process can
@@ -76,6 +79,9 @@ int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 void bt_engine_drain_trace(struct bt_engine *e);
 
 void bt_engine_disable_all(struct bt_engine *e);
+/* Disable every event but @tid's, then @tid's: the threads still running
+ * stop overwriting their history (and a shared CPU ring's) first. */
+void bt_engine_disable_siblings_first(struct bt_engine *e, pid_t tid);
 void bt_engine_enable_all(struct bt_engine *e);
 
 #endif /* BT_CAPTURE_ENGINE_INTERNAL_H */

@@ -85,11 +85,14 @@ void bt_engine_drain_trace(struct bt_engine *e)
 			drain_ring(e, &e->cpu_rings[c], &e->cpu_flags[c], NULL);
 }
 
-static void each_fd(struct bt_engine *e, int (*fn)(int))
+static void each_fd(struct bt_engine *e, int (*fn)(int), pid_t only,
+		    pid_t skip)
 {
 	for (size_t i = 0; i < e->ntev; i++) {
 		struct bt_tev *t = &e->tevs[i];
 
+		if ((only && t->tid != only) || (skip && t->tid == skip))
+			continue;
 		if (t->per_task && t->ring.fd >= 0)
 			fn(t->ring.fd);
 		if (!t->per_task && t->cpu_fds)
@@ -101,12 +104,18 @@ static void each_fd(struct bt_engine *e, int (*fn)(int))
 
 void bt_engine_disable_all(struct bt_engine *e)
 {
-	each_fd(e, bt_perf_disable);
+	each_fd(e, bt_perf_disable, 0, 0);
+}
+
+void bt_engine_disable_siblings_first(struct bt_engine *e, pid_t tid)
+{
+	each_fd(e, bt_perf_disable, 0, tid);
+	each_fd(e, bt_perf_disable, tid, 0);
 }
 
 void bt_engine_enable_all(struct bt_engine *e)
 {
-	each_fd(e, bt_perf_enable);
+	each_fd(e, bt_perf_enable, 0, 0);
 }
 
 static int add_buffer(struct bt_engine *e, struct btrace_writer *w,

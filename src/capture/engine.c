@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/ptrace.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -299,7 +301,7 @@ static void precise_snapshot(struct bt_engine *e, pid_t tid, int sig,
 	struct btrace_signal s;
 	char how[160];
 
-	bt_engine_disable_all(e);
+	bt_engine_disable_siblings_first(e, tid);
 	memset(&s, 0, sizeof(s));
 	s.tid = tid;
 	s.signo = sig;
@@ -360,7 +362,7 @@ static void handle_stop(struct bt_engine *e, pid_t tid, int status)
 			struct btrace_signal s = { .tid = tid,
 						   .exit_status = (int)msg };
 
-			bt_engine_disable_all(e);
+			bt_engine_disable_siblings_first(e, tid);
 			if (bt_engine_write(e, e->output, BTRACE_CRASH_EXIT, &s,
 					    true, &err) == 0) {
 				e->snapshotted = true;
@@ -498,12 +500,59 @@ static long proc_exit_code(pid_t pid)
 	return code;
 }
 
+/*
+ * A ptrace stop of a tracee sends SIGCHLD to the tracer
+ * (do_notify_parent_cldstop() in kernel/signal.c): with SIGCHLD blocked and
+ * read through a signalfd, the stop wakes the loop at once instead of at
+ * the next tick, so the siblings of a crashed thread are stopped before
+ * they overwrite their history.  A blocked signal is never discarded as
+ * ignored (sig_ignored()), whatever the caller's disposition.  In a
+ * multi-threaded caller another thread may take the signal: the tick is
+ * then the fallback.
+ */
+static void sigchld_watch_start(struct bt_engine *e)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	if (pthread_sigmask(SIG_BLOCK, &set, &e->old_mask) != 0)
+		return;
+	e->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (e->sigfd < 0)
+		pthread_sigmask(SIG_SETMASK, &e->old_mask, NULL);
+}
+
+static void sigchld_drain(struct bt_engine *e)
+{
+	struct signalfd_siginfo si;
+
+	while (e->sigfd >= 0 && read(e->sigfd, &si, sizeof(si)) == sizeof(si))
+		;
+}
+
+static void sigchld_watch_stop(struct bt_engine *e)
+{
+	if (e->sigfd < 0)
+		return;
+	/* the stops of our tracees are ours: not handed to the caller */
+	sigchld_drain(e);
+	close(e->sigfd);
+	e->sigfd = -1;
+	pthread_sigmask(SIG_SETMASK, &e->old_mask, NULL);
+}
+
 static void loop(struct bt_engine *e)
 {
 	struct btrace_error err = { 0 };
+	int tick = e->o->tick_ms == 0 ? 20 : e->o->tick_ms < 0 ? -1 :
+		   e->o->tick_ms;
+	bool first = true;
 
+	if (e->launched || e->precise)
+		sigchld_watch_start(e);
 	while (!e->done && !stop_requested) {
-		struct pollfd pfd[70];
+		struct pollfd pfd[71];
 		int n = 0, pidfd_slot = -1, reg_slot = -1;
 
 		for (int i = 0; i < e->sbr.ncpus && n < 64; i++) {
@@ -520,7 +569,14 @@ static void loop(struct bt_engine *e)
 			pfd[n].fd = e->pidfd;
 			pfd[n++].events = POLLIN;
 		}
-		poll(pfd, (nfds_t)n, 20);
+		if (e->sigfd >= 0) {
+			pfd[n].fd = e->sigfd;
+			pfd[n++].events = POLLIN;
+		}
+		/* stops that came before the watch started: look at once */
+		poll(pfd, (nfds_t)n, first ? 0 : tick);
+		first = false;
+		sigchld_drain(e);
 		bt_sb_rings_drain(&e->sbr, &e->sb);
 		bt_engine_drain_trace(e);
 		/* new threads seen in FORK records (passive mode) */
@@ -568,6 +624,7 @@ static void loop(struct bt_engine *e)
 			e->done = true;
 		}
 	}
+	sigchld_watch_stop(e);
 }
 
 /* --- setup --- */
@@ -758,6 +815,7 @@ static void engine_init(struct bt_engine *e, const struct bt_engine_opts *o,
 	res->snapshots = 0;
 	res->snapshot_path[0] = '\0';
 	e->pidfd = -1;
+	e->sigfd = -1;
 	e->exit_status = -1;
 	e->precise = !(o->rec->flags & BTRACE_RECORD_NO_PTRACE);
 	e->allow_shrink = o->allow_shrink;
