@@ -119,6 +119,8 @@ struct btrace_task {
 };
 #define BTRACE_TASK_CRASHED 0x1u  /* this thread received the fatal signal */
 #define BTRACE_TASK_EXITED  0x2u  /* exited before the snapshot */
+#define BTRACE_TASK_UNTRACED 0x4u /* had no trace buffer: no history (the
+				   * limit.untraced-threads metadata says why) */
 
 #define BTRACE_BUILD_ID_MAX 64
 

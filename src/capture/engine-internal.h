@@ -29,6 +29,12 @@ struct bt_tev {
 	bool fresh;               /* a new ptrace-attached thread, not yet resumed */
 };
 
+/* A thread that has no trace event: recorded in the snapshot as a limit. */
+struct bt_untraced {
+	pid_t tid;
+	char why[240];
+};
+
 struct bt_engine {
 	const struct bt_engine_opts *o;
 	const struct btrace_record_opts *rec;
@@ -42,6 +48,8 @@ struct bt_engine {
 	struct bt_sb_rings sbr;
 	struct bt_tev *tevs;
 	size_t ntev, ctev;
+	struct bt_untraced *untraced;
+	size_t nuntraced, cuntraced;
 	int ncpus;
 	int *cpus;
 	struct bt_perf_ring *cpu_rings;   /* catch-all rings, per CPU */
@@ -68,6 +76,20 @@ struct bt_engine {
 	int sigfd;                  /* signalfd of SIGCHLD: ptrace stops wake the loop */
 	sigset_t old_mask;          /* the caller's mask, restored at the end */
 };
+
+/* Open the trace event(s) of thread @tid: per-task while the budget allows,
+ * else on the catch-all per-CPU rings.  On failure nothing of the thread is
+ * left open and no ring refers to its descriptors. */
+int bt_engine_open_thread(struct bt_engine *e, pid_t tid, bool enable_on_exec,
+			  bool enable_now, struct btrace_error *err);
+
+/* Open @tid's events on the catch-all rings (all CPUs or none). */
+int bt_engine_open_catch_all(struct bt_engine *e, struct bt_tev *t,
+			     bool enable_on_exec, struct btrace_error *err);
+
+/* Set up / release the per-CPU state (CPUs, catch-all rings). */
+int bt_engine_prepare(struct bt_engine *e, struct btrace_error *err);
+void bt_engine_release(struct bt_engine *e);
 
 /* Write a snapshot to @path. @sig may be NULL.  @alive: the process can
  * still be read (precise and on-demand). */

@@ -292,6 +292,39 @@ static int meta(struct btrace_writer *w, const char *k, const char *v,
 	return btrace_writer_add_meta(w, k, v, err);
 }
 
+/*
+ * Threads without a trace buffer: capture.untraced = "COUNT: TID TID ..."
+ * and the limit line with the first reasons (the report's limits array).
+ */
+static int write_untraced(struct bt_engine *e, struct btrace_writer *w,
+			  const struct btrace_signal *sig,
+			  struct btrace_error *err)
+{
+	char v[1024], t[2048];
+	size_t n, m;
+	bool died = false;
+	int r;
+
+	n = (size_t)snprintf(v, sizeof(v), "%zu:", e->nuntraced);
+	for (size_t i = 0; i < e->nuntraced && n < sizeof(v) - 16; i++) {
+		n += (size_t)snprintf(v + n, sizeof(v) - n, " %d",
+				      (int)e->untraced[i].tid);
+		if (sig && sig->signo && sig->tid == e->untraced[i].tid)
+			died = true;
+	}
+	if ((r = meta(w, "capture.untraced", v, err)) < 0)
+		return r;
+	m = (size_t)snprintf(t, sizeof(t),
+			     "%zu thread%s had no trace buffer, so no history%s:",
+			     e->nuntraced, e->nuntraced == 1 ? "" : "s",
+			     died ? ", among them the thread that died: its fault comes from the signal and registers alone" : "");
+	for (size_t i = 0; i < e->nuntraced && m < sizeof(t) - 32; i++)
+		m += (size_t)snprintf(t + m, sizeof(t) - m, "%s thread %d: %.200s",
+				      i ? ";" : "", (int)e->untraced[i].tid,
+				      e->untraced[i].why);
+	return meta(w, "limit.untraced-threads", t, err);
+}
+
 int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 		    const struct btrace_signal *sig, bool alive,
 		    struct btrace_error *err)
@@ -342,6 +375,9 @@ int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 			tk.flags |= BTRACE_TASK_EXITED;
 		if (sig && sig->tid == st->tid && sig->signo)
 			tk.flags |= BTRACE_TASK_CRASHED;
+		for (size_t j = 0; j < e->nuntraced; j++)
+			if (e->untraced[j].tid == st->tid)
+				tk.flags |= BTRACE_TASK_UNTRACED;
 		if ((r = btrace_writer_add_task(w, &tk, err)) < 0)
 			goto fail;
 	}
@@ -373,6 +409,8 @@ int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 		if ((r = meta(w, "capture.events", ev, err)) < 0)
 			goto fail;
 	}
+	if (e->nuntraced && (r = write_untraced(e, w, sig, err)) < 0)
+		goto fail;
 	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)e->sb.lost);
 	if ((r = meta(w, "sideband.lost_records", buf, err)) < 0)
 		goto fail;

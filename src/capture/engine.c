@@ -81,6 +81,14 @@ static int map_rings(struct bt_engine *e, struct bt_perf_ring *r, int fd,
 	return 0;
 }
 
+static const struct bt_tev *find_tev_const(const struct bt_engine *e, pid_t tid)
+{
+	for (size_t i = 0; i < e->ntev; i++)
+		if (e->tevs[i].tid == tid)
+			return &e->tevs[i];
+	return NULL;
+}
+
 static void attr_for(const struct bt_engine *e, struct perf_event_attr *a,
 		     bool enable_on_exec)
 {
@@ -91,45 +99,91 @@ static void attr_for(const struct bt_engine *e, struct perf_event_attr *a,
 	a->inherit = 0;
 }
 
-static int open_catch_all(struct bt_engine *e, struct bt_tev *t,
-			  bool enable_on_exec, struct btrace_error *err)
+int bt_engine_open_catch_all(struct bt_engine *e, struct bt_tev *t,
+			     bool enable_on_exec, struct btrace_error *err)
 {
 	struct perf_event_attr a;
-	int r;
+	int r = 0;
 
 	t->cpu_fds = malloc(sizeof(int) * (size_t)e->ncpus);
 	if (!t->cpu_fds)
 		return bt_error(err, -ENOMEM, "catch-all rings: out of memory");
 	for (int c = 0; c < e->ncpus; c++)
 		t->cpu_fds[c] = -1;
-	for (int c = 0; c < e->ncpus; c++) {
+	for (int c = 0; c < e->ncpus && r == 0; c++) {
 		struct bt_perf_ctx cx = ctx_for(e, t->tid, e->cpus[c]);
-		int fd;
+		int fd, rfd;
 
 		attr_for(e, &a, enable_on_exec);
 		fd = bt_perf_open(&a, t->tid, e->cpus[c], &cx, err);
-		if (fd < 0)
-			return fd;
-		t->cpu_fds[c] = fd;
-		if (e->cpu_rings[c].fd < 0) {
-			r = map_rings(e, &e->cpu_rings[c], fd, &cx, err);
-			if (r < 0)
-				return r;
-			/* the ring keeps its own reference to the event */
-			e->cpu_rings[c].fd = dup(fd);
-		} else {
-			r = bt_perf_set_output(fd, e->cpu_rings[c].fd, &cx, err);
-			if (r < 0)
-				return r;
+		if (fd < 0) {
+			r = fd;
+			break;
 		}
+		t->cpu_fds[c] = fd;
+		if (e->cpu_rings[c].fd >= 0) {
+			r = bt_perf_set_output(fd, e->cpu_rings[c].fd, &cx, err);
+			continue;
+		}
+		/* The ring holds its own descriptor of the event from the
+		 * start (close-on-exec like every other), so that closing
+		 * the thread's never leaves the ring with a stale number. */
+		rfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		if (rfd < 0) {
+			r = bt_perf_explain(errno, BT_OP_OPEN, &cx, err);
+			break;
+		}
+		r = map_rings(e, &e->cpu_rings[c], rfd, &cx, err);
+		if (r < 0) {
+			if (e->cpu_rings[c].fd < 0)
+				close(rfd);
+			bt_perf_ring_close(&e->cpu_rings[c]);
+		}
+	}
+	if (r < 0) {
+		for (int c = 0; c < e->ncpus; c++)
+			if (t->cpu_fds[c] >= 0)
+				close(t->cpu_fds[c]);
+		free(t->cpu_fds);
+		t->cpu_fds = NULL;
+		return r;
 	}
 	e->cpu_rings_open = true;
 	return 0;
 }
 
-/* Open the trace event(s) of thread @tid, per-task while the budget allows. */
-static int open_task(struct bt_engine *e, pid_t tid, bool enable_on_exec,
-		     bool enable_now, struct btrace_error *err)
+static void note_untraced(struct bt_engine *e, pid_t tid, const char *why)
+{
+	struct bt_untraced *u;
+
+	for (size_t i = 0; i < e->nuntraced; i++)
+		if (e->untraced[i].tid == tid)
+			return;
+	say(e, "thread %d: not traced: %s", (int)tid, why);
+	if (bt_grow((void **)&e->untraced, &e->cuntraced, e->nuntraced,
+		    sizeof(*e->untraced)) < 0)
+		return;
+	u = &e->untraced[e->nuntraced++];
+	u->tid = tid;
+	snprintf(u->why, sizeof(u->why), "%s", why);
+}
+
+static bool is_untraced(const struct bt_engine *e, pid_t tid)
+{
+	for (size_t i = 0; i < e->nuntraced; i++)
+		if (e->untraced[i].tid == tid)
+			return true;
+	return false;
+}
+
+/* Pages the catch-all rings still need to be mapped. */
+static uint64_t cpu_rings_cost(const struct bt_engine *e)
+{
+	return e->cpu_rings_open ? 0 : e->plan.cpu_cost;
+}
+
+int bt_engine_open_thread(struct bt_engine *e, pid_t tid, bool enable_on_exec,
+			  bool enable_now, struct btrace_error *err)
 {
 	struct bt_tev *t;
 	uint64_t avail;
@@ -147,13 +201,18 @@ static int open_task(struct bt_engine *e, pid_t tid, bool enable_on_exec,
 	bt_perf_ring_init(&t->ring);
 	t->tid = tid;
 	avail = bt_budget_available(&e->env, &e->st);
-	/* per-task if the budget still leaves room for the catch-all rings */
+	/* per-task if the budget still leaves room for the reserved
+	 * catch-all rings */
 	t->per_task = avail == BT_UNLIMITED ||
 		avail >= e->plan.task_cost +
-			 (e->cpu_rings_open || !e->plan.catch_all_rings ? 0 :
-			  e->plan.cpu_cost);
+			 (e->plan.catch_all_rings ? cpu_rings_cost(e) : 0);
 	if (e->o->max_tasks && per_task_count >= e->o->max_tasks)
 		t->per_task = false;
+	if (!t->per_task && avail != BT_UNLIMITED && avail < cpu_rings_cost(e))
+		return bt_error(err, -EPERM,
+				"thread %d: no trace buffer: the locked-memory budget has %" PRIu64 " pages left, a per-task buffer needs %" PRIu64 " and the per-CPU rings %" PRIu64 "%s",
+				(int)tid, avail, e->plan.task_cost, cpu_rings_cost(e),
+				e->plan.unreserved ? " (they did not fit beside the buffers when recording began)" : "");
 	if (t->per_task) {
 		struct perf_event_attr a;
 		struct bt_perf_ctx cx = ctx_for(e, tid, -1);
@@ -171,15 +230,9 @@ static int open_task(struct bt_engine *e, pid_t tid, bool enable_on_exec,
 			return r;
 		}
 	} else {
-		r = open_catch_all(e, t, enable_on_exec, err);
-		if (r < 0) {
-			if (t->cpu_fds)
-				for (int c = 0; c < e->ncpus; c++)
-					if (t->cpu_fds[c] >= 0)
-						close(t->cpu_fds[c]);
-			free(t->cpu_fds);
+		r = bt_engine_open_catch_all(e, t, enable_on_exec, err);
+		if (r < 0)
 			return r;
-		}
 	}
 	e->ntev++;
 	if (enable_now) {
@@ -190,6 +243,19 @@ static int open_task(struct bt_engine *e, pid_t tid, bool enable_on_exec,
 				bt_perf_enable(t->cpu_fds[c]);
 	}
 	return 0;
+}
+
+/* A thread that appeared while recording: trace it, or record why not. */
+static void open_new_thread(struct bt_engine *e, pid_t tid)
+{
+	struct btrace_error err = { 0 };
+	int r;
+
+	if (find_tev_const(e, tid) || is_untraced(e, tid))
+		return;
+	r = bt_engine_open_thread(e, tid, false, true, &err);
+	if (r < 0 && r != -ESRCH)
+		note_untraced(e, tid, err.msg);
 }
 
 static void close_all(struct bt_engine *e)
@@ -208,6 +274,9 @@ static void close_all(struct bt_engine *e)
 	free(e->tevs);
 	e->tevs = NULL;
 	e->ntev = e->ctev = 0;
+	free(e->untraced);
+	e->untraced = NULL;
+	e->nuntraced = e->cuntraced = 0;
 	if (e->cpu_rings)
 		for (int c = 0; c < e->ncpus; c++)
 			bt_perf_ring_close(&e->cpu_rings[c]);
@@ -228,6 +297,7 @@ static int make_plan(struct bt_engine *e, int nthreads, struct btrace_error *err
 		.has_aux = e->o->has_aux,
 		.allow_shrink = e->allow_shrink,
 		.max_tasks = e->o->max_tasks,
+		.new_threads = true,
 	};
 	int r;
 
@@ -348,8 +418,8 @@ static void handle_stop(struct bt_engine *e, pid_t tid, int status)
 		unsigned long msg = 0;
 
 		ptrace(PTRACE_GETEVENTMSG, tid, NULL, &msg);
-		if (msg && open_task(e, (pid_t)msg, false, true, &err) < 0)
-			say(e, "thread %lu: not traced: %s", msg, err.msg);
+		if (msg)
+			open_new_thread(e, (pid_t)msg);
 		ptrace(PTRACE_CONT, tid, NULL, NULL);
 		return;
 	}
@@ -375,7 +445,11 @@ static void handle_stop(struct bt_engine *e, pid_t tid, int status)
 		return;
 	}
 	if (event == PTRACE_EVENT_STOP) {
-		/* group-stop (job control) or the first stop of a new thread */
+		/* group-stop (job control) or the first stop of a new thread.
+		 * That stop may be reported before the parent's
+		 * PTRACE_EVENT_CLONE: the thread's event is opened before it
+		 * runs, not when the parent's event comes. */
+		open_new_thread(e, tid);
 		if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN ||
 		    sig == SIGTTOU)
 			ptrace(PTRACE_LISTEN, tid, NULL, NULL);
@@ -544,7 +618,6 @@ static void sigchld_watch_stop(struct bt_engine *e)
 
 static void loop(struct bt_engine *e)
 {
-	struct btrace_error err = { 0 };
 	int tick = e->o->tick_ms == 0 ? 20 : e->o->tick_ms < 0 ? -1 :
 		   e->o->tick_ms;
 	bool first = true;
@@ -581,10 +654,7 @@ static void loop(struct bt_engine *e)
 		bt_engine_drain_trace(e);
 		/* new threads seen in FORK records (passive mode) */
 		for (size_t i = 0; i < e->sb.nnew; i++)
-			if (!find_tev(e, e->sb.new_tids[i]) &&
-			    open_task(e, e->sb.new_tids[i], false, true, &err) < 0)
-				say(e, "thread %d: not traced: %s", e->sb.new_tids[i],
-				    err.msg);
+			open_new_thread(e, e->sb.new_tids[i]);
 		e->sb.nnew = 0;
 		if (reg_slot >= 0 && (pfd[reg_slot].revents & POLLIN)) {
 			int client, kind = bt_registry_accept(e->reg, &client);
@@ -714,7 +784,7 @@ static int setup_launch(struct bt_engine *e, struct btrace_error *err)
 	if (r == 0)
 		r = bt_sb_rings_open(&e->sbr, pid, true, e->o->sideband_pages, err);
 	if (r == 0)
-		r = open_task(e, pid, true, false, err);
+		r = bt_engine_open_thread(e, pid, true, false, err);
 	if (r < 0) {
 		kill(pid, SIGKILL);
 		close(go[1]);
@@ -789,9 +859,16 @@ static int setup_attach(struct bt_engine *e, struct btrace_error *err)
 			continue;
 		}
 		if (r == 0)
-			r = open_task(e, tids[i], false, false, err);
+			r = bt_engine_open_thread(e, tids[i], false, false, err);
 		if (r == -ESRCH)
 			r = 0;
+		/* The first thread's failure is the recording's; a later
+		 * one's leaves that thread untraced, and the snapshot says so. */
+		if (r < 0 && e->ntev > 0) {
+			note_untraced(e, tids[i], err->msg);
+			bt_error_clear(err);
+			r = 0;
+		}
 	}
 	free(tids);
 	if (r < 0)
@@ -825,7 +902,7 @@ static void engine_init(struct bt_engine *e, const struct bt_engine_opts *o,
 	e->t0 = bt_now_ns();
 }
 
-static int engine_prepare(struct bt_engine *e, struct btrace_error *err)
+int bt_engine_prepare(struct bt_engine *e, struct btrace_error *err)
 {
 	int r = bt_online_cpus(&e->cpus);
 
@@ -842,7 +919,7 @@ static int engine_prepare(struct bt_engine *e, struct btrace_error *err)
 	return 0;
 }
 
-static void engine_fini(struct bt_engine *e)
+void bt_engine_release(struct bt_engine *e)
 {
 	close_all(e);
 	bt_registry_release(e->reg);
@@ -1012,15 +1089,15 @@ int bt_engine_join(const struct bt_engine_opts *o, bool can_take_over,
 	bt_proc_comm(e.pid, e.pid, e.comm, sizeof(e.comm));
 	r = bt_registry_join(e.pid, &sub, &owner, &backend, &jerr);
 	if (r < 0) {
-		engine_fini(&e);
+		bt_engine_release(&e);
 		return r == -ESRCH ? 1 : bt_error(err, r, "%s", jerr.msg);
 	}
-	r = engine_prepare(&e, err);
+	r = bt_engine_prepare(&e, err);
 	if (r == 0)
 		r = run_joined(&e, sub, owner, backend, err);
 	else
 		bt_registry_sub_close(sub);
-	engine_fini(&e);
+	bt_engine_release(&e);
 	return r;
 }
 
@@ -1032,7 +1109,7 @@ int bt_engine_run(const struct bt_engine_opts *o,
 	int r;
 
 	engine_init(&e, o, res);
-	r = engine_prepare(&e, err);
+	r = bt_engine_prepare(&e, err);
 	if (r < 0)
 		goto out;
 	stop_requested = 0;
@@ -1083,6 +1160,6 @@ int bt_engine_run(const struct bt_engine_opts *o,
 	sigaction(SIGTERM, &old_term, NULL);
 	sigaction(SIGHUP, &old_hup, NULL);
 out:
-	engine_fini(&e);
+	bt_engine_release(&e);
 	return r;
 }
