@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <btrace/record.h>
@@ -75,6 +76,8 @@ struct bt_engine {
 	int exit_status;
 	int sigfd;                  /* signalfd of SIGCHLD: ptrace stops wake the loop */
 	sigset_t old_mask;          /* the caller's mask, restored at the end */
+	struct rlimit old_nofile;   /* the caller's RLIMIT_NOFILE */
+	bool nofile_raised;
 };
 
 /* Open the trace event(s) of thread @tid: per-task while the budget allows,

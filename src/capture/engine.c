@@ -210,8 +210,8 @@ int bt_engine_open_thread(struct bt_engine *e, pid_t tid, bool enable_on_exec,
 		t->per_task = false;
 	if (!t->per_task && avail != BT_UNLIMITED && avail < cpu_rings_cost(e))
 		return bt_error(err, -EPERM,
-				"thread %d: no trace buffer: the locked-memory budget has %" PRIu64 " pages left, a per-task buffer needs %" PRIu64 " and the per-CPU rings %" PRIu64 "%s",
-				(int)tid, avail, e->plan.task_cost, cpu_rings_cost(e),
+				"no trace buffer: the locked-memory budget has %" PRIu64 " pages left, a per-task buffer needs %" PRIu64 " and the per-CPU rings %" PRIu64 "%s",
+				avail, e->plan.task_cost, cpu_rings_cost(e),
 				e->plan.unreserved ? " (they did not fit beside the buffers when recording began)" : "");
 	if (t->per_task) {
 		struct perf_event_attr a;
@@ -754,6 +754,9 @@ static int setup_launch(struct bt_engine *e, struct btrace_error *err)
 		close(go[1]);
 		close(ep[0]);
 		signal(SIGINT, SIG_DFL);
+		/* the program runs with the caller's limit, not btrace's */
+		if (e->nofile_raised)
+			setrlimit(RLIMIT_NOFILE, &e->old_nofile);
 		if (read(go[0], &c, 1) != 1)
 			_exit(127);
 		execvp(e->rec->argv[0], e->rec->argv);
@@ -1070,6 +1073,32 @@ static int run_joined(struct bt_engine *e, struct bt_registry_sub *sub,
 	return 0;
 }
 
+/*
+ * One event per CPU per thread (sideband in attach mode, catch-all rings)
+ * runs past a soft `ulimit -n` of 1024 on a large host: raise the soft
+ * limit to the hard one, as perf does (rlimit__increase_nofile() in
+ * tools/perf), and give the caller its own back at the end.
+ */
+static void raise_nofile(struct bt_engine *e)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &e->old_nofile) < 0 ||
+	    e->old_nofile.rlim_cur >= e->old_nofile.rlim_max)
+		return;
+	rl = e->old_nofile;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+		e->nofile_raised = true;
+}
+
+static void restore_nofile(struct bt_engine *e)
+{
+	if (e->nofile_raised)
+		setrlimit(RLIMIT_NOFILE, &e->old_nofile);
+	e->nofile_raised = false;
+}
+
 int bt_engine_join(const struct bt_engine_opts *o, bool can_take_over,
 		   const char *why, struct btrace_record_result *res,
 		   struct btrace_error *err)
@@ -1092,12 +1121,14 @@ int bt_engine_join(const struct bt_engine_opts *o, bool can_take_over,
 		bt_engine_release(&e);
 		return r == -ESRCH ? 1 : bt_error(err, r, "%s", jerr.msg);
 	}
+	raise_nofile(&e);
 	r = bt_engine_prepare(&e, err);
 	if (r == 0)
 		r = run_joined(&e, sub, owner, backend, err);
 	else
 		bt_registry_sub_close(sub);
 	bt_engine_release(&e);
+	restore_nofile(&e);
 	return r;
 }
 
@@ -1109,6 +1140,7 @@ int bt_engine_run(const struct bt_engine_opts *o,
 	int r;
 
 	engine_init(&e, o, res);
+	raise_nofile(&e);
 	r = bt_engine_prepare(&e, err);
 	if (r < 0)
 		goto out;
@@ -1161,5 +1193,6 @@ int bt_engine_run(const struct bt_engine_opts *o,
 	sigaction(SIGHUP, &old_hup, NULL);
 out:
 	bt_engine_release(&e);
+	restore_nofile(&e);
 	return r;
 }

@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Threads and resources of the capture engine against the real kernel, with
+ * a software event standing in for the trace PMU:
+ *   - a catch-all ring whose AUX mmap the kernel refuses (a software event
+ *     has no AUX area: rb_alloc_aux() in kernel/events/ring_buffer.c says
+ *     EOPNOTSUPP) leaves no ring holding the thread's descriptor;
+ *   - threads the locked-memory budget has no room for are recorded in the
+ *     snapshot (limit.untraced-threads, task flag UNTRACED), as an
+ *     unprivileged uid with RLIMIT_MEMLOCK 0;
+ *   - every perf descriptor of the engine is close-on-exec;
+ *   - a low soft RLIMIT_NOFILE is raised for one event per CPU per thread;
+ *   - a capability held in a user namespace other than the initial one does
+ *     not count (capable() asks init_user_ns).
+ */
+#include <errno.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <btrace/snapshot.h>
+
+#include "bt-test.h"
+#include "capture/budget.h"
+#include "capture/capture-internal.h"
+#include "capture/engine-internal.h"
+#include "capture/perf.h"
+#include "util.h"
+
+static char child_path[1024], tmpdir[256];
+
+static void engine_opts(struct bt_engine_opts *o,
+			const struct btrace_record_opts *rec)
+{
+	memset(o, 0, sizeof(*o));
+	o->rec = rec;
+	o->trace_attr.type = PERF_TYPE_SOFTWARE;
+	o->trace_attr.config = PERF_COUNT_SW_DUMMY;
+	o->trace_attr.exclude_kernel = 1;
+	o->trace_attr.exclude_hv = 1;
+	o->pmu_name = "dummy (stand-in for intel_pt)";
+	o->has_aux = false;
+	o->data_pages = 1;
+	o->sideband_pages = 8;
+	o->use_registry = false;
+	o->test_event = true;
+	o->cfg.backend = BTRACE_BACKEND_PT;
+	o->cfg.trace_kind = BTRACE_TRACE_PT;
+}
+
+static const char *out_path(const char *name)
+{
+	static char buf[4][512];
+	static int n;
+	char *p = buf[n++ % 4];
+
+	snprintf(p, 512, "%s/%s", tmpdir, name);
+	return p;
+}
+
+static pid_t spawn(char **argv)
+{
+	pid_t p = fork();
+
+	if (p == 0) {
+		int fd = open("/dev/null", O_RDWR);
+
+		dup2(fd, 0);
+		dup2(fd, 1);
+		if (!getenv("BT_TEST_VERBOSE"))
+			dup2(fd, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	return p;
+}
+
+static int wait_exit(pid_t p, int ms)
+{
+	int st;
+
+	for (int i = 0; i < ms / 10; i++) {
+		if (waitpid(p, &st, WNOHANG) == p)
+			return st;
+		usleep(10000);
+	}
+	kill(p, SIGKILL);
+	waitpid(p, &st, 0);
+	return -1;
+}
+
+static void end_target(pid_t target)
+{
+	kill(target, SIGKILL);
+	waitpid(target, NULL, 0);
+}
+
+/* Descriptors of /proc/@pid/fd that are perf events; @cloexec counts those
+ * with O_CLOEXEC in their fdinfo flags. */
+static int perf_fds(pid_t pid, int *cloexec)
+{
+	char dir[64], path[400], link[128];
+	struct dirent *d;
+	DIR *dp;
+	int n = 0;
+
+	*cloexec = 0;
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	dp = opendir(dir);
+	if (!dp)
+		return -1;
+	while ((d = readdir(dp))) {
+		ssize_t l;
+		char *buf = NULL, *f;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+		l = readlink(path, link, sizeof(link) - 1);
+		if (l < 0)
+			continue;
+		link[l] = '\0';
+		if (!strstr(link, "perf_event"))
+			continue;
+		n++;
+		snprintf(path, sizeof(path), "/proc/%d/fdinfo/%s", (int)pid,
+			 d->d_name);
+		if (bt_read_file(path, &buf, NULL, 1 << 16) < 0)
+			continue;
+		f = strstr(buf, "flags:");
+		if (f && (strtoul(f + 6, NULL, 8) & O_CLOEXEC))
+			(*cloexec)++;
+		free(buf);
+	}
+	closedir(dp);
+	return n;
+}
+
+/* --- a refused catch-all mapping leaves no stale descriptor --- */
+
+static void test_catch_all_failure_no_stale_fd(struct bt_test *t)
+{
+	char *targv[] = { child_path, "sleep", "30", NULL };
+	struct btrace_record_opts rec = { .sz = sizeof(rec) };
+	struct btrace_record_result res = { 0 };
+	struct btrace_error err = { 0 };
+	struct bt_engine_opts o;
+	struct bt_engine e;
+	pid_t target;
+	int before, after, cx, r, probe;
+
+	engine_opts(&o, &rec);
+	rec.flags = BTRACE_RECORD_QUIET;
+	o.has_aux = true;       /* the AUX mmap is refused by the kernel */
+	o.max_tasks = 1;        /* the thread goes to the catch-all rings */
+	target = spawn(targv);
+	memset(&e, 0, sizeof(e));
+	e.o = &o;
+	e.rec = &rec;
+	e.res = &res;
+	e.pidfd = -1;
+	e.sigfd = -1;
+	BT_REQUIRE(t, bt_engine_prepare(&e, &err) == 0);
+	bt_budget_env_current(&e.env);
+	bt_budget_state_init(&e.env, &e.st);
+	e.plan.ring.ring = (uint64_t)sysconf(_SC_PAGESIZE);
+	e.plan.task_cost = 1 + 1 + 1;
+	/* one thread already holds a per-task buffer (max_tasks = 1) */
+	BT_REQUIRE(t, bt_grow((void **)&e.tevs, &e.ctev, 0, sizeof(*e.tevs)) == 0);
+	memset(&e.tevs[0], 0, sizeof(e.tevs[0]));
+	bt_perf_ring_init(&e.tevs[0].ring);
+	e.tevs[0].tid = getpid();
+	e.tevs[0].per_task = true;
+	e.ntev = 1;
+	before = perf_fds(getpid(), &cx);
+	r = bt_engine_open_thread(&e, target, false, false, &err);
+	bt_test_diag("catch-all open: %d (%s)", r, err.msg);
+	BT_EQ_INT(t, -EOPNOTSUPP, r);
+	BT_EQ_INT(t, 1, (int)e.ntev);
+	for (int c = 0; c < e.ncpus; c++)
+		BT_EQ_INT(t, -1, e.cpu_rings[c].fd);
+	BT_CHECK(t, !e.cpu_rings_open);
+	after = perf_fds(getpid(), &cx);
+	BT_EQ_INT(t, before, after);   /* nothing leaked */
+	/* A descriptor opened now takes the lowest free number, the one a
+	 * stale ring entry would hold: the release must not close it. */
+	probe = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	BT_REQUIRE(t, probe >= 0);
+	bt_engine_release(&e);
+	BT_CHECK(t, fcntl(probe, F_GETFD) >= 0);
+	close(probe);
+	end_target(target);
+}
+
+/* --- threads without room in the budget are recorded --- */
+
+static bool first_pow2_fit(uint64_t room, uint64_t *dp)
+{
+	uint64_t p = 1;
+
+	if (room < 1)
+		return false;
+	while (p * 2 <= room)
+		p *= 2;
+	*dp = p;
+	return true;
+}
+
+static void test_untraced_threads_recorded(struct bt_test *t)
+{
+	char *argv[] = { child_path, "threads", "2", "1", NULL };
+	const char *dir = out_path("untraced"), *out;
+	struct btrace_snapshot *s = NULL;
+	struct btrace_error err = { 0 };
+	struct bt_budget_env env;
+	uint64_t limit, sideband, dp = 0;
+	uid_t uid = (uid_t)(52000 + getpid() % 4000);
+	const char *v;
+	int st, untraced = 0, crashed_untraced = 0;
+	pid_t p;
+
+	if (getuid() != 0)
+		BT_SKIP(t, "needs root to run the engine as a fresh unprivileged uid");
+	bt_budget_env_current(&env);
+	limit = bt_budget_user_limit(&env);
+	sideband = (uint64_t)env.online_cpus * (1 + 8);
+	/* one per-task buffer fits beside the sideband, a second one and
+	 * the per-CPU rings do not */
+	if (limit <= sideband + 2 || !first_pow2_fit(limit - sideband - 1, &dp) ||
+	    sideband + 2 * (1 + dp) <= limit)
+		BT_SKIP(t, "the per-user perf allowance of this machine does not allow the split");
+	bt_test_diag("per-user allowance %" PRIu64 " pages, sideband %" PRIu64 ", data ring 1 + %" PRIu64,
+		     limit, sideband, dp);
+	BT_REQUIRE(t, mkdir(dir, 0700) == 0 && chown(dir, uid, uid) == 0);
+	out = out_path("untraced/untraced.btrace");
+	p = fork();
+	if (p == 0) {
+		struct rlimit rl = { 0, 0 };
+		struct btrace_record_opts rec = { .sz = sizeof(rec) };
+		struct btrace_record_result res;
+		struct bt_engine_opts o;
+		int r;
+
+		if (setrlimit(RLIMIT_MEMLOCK, &rl) < 0 || setgroups(0, NULL) < 0 ||
+		    setgid(uid) < 0 || setuid(uid) < 0)
+			_exit(90);
+		/* setuid() cleared dumpable; the launched child inherits it
+		 * until exec and ptrace_may_access() would refuse its events */
+		if (prctl(PR_SET_DUMPABLE, 1) < 0)
+			_exit(92);
+		rec.argv = argv;
+		rec.output = out;
+		rec.flags = getenv("BT_TEST_VERBOSE") ? 0 : BTRACE_RECORD_QUIET;
+		rec.on = BTRACE_ON_DEFAULT;
+		engine_opts(&o, &rec);
+		o.data_pages = dp;
+		r = bt_engine_run(&o, &res, &err);
+		if (r < 0)
+			fprintf(stderr, "engine: %s\n", err.msg);
+		_exit(r < 0 ? 1 : res.snapshots == 1 ? 0 : 2);
+	}
+	st = wait_exit(p, 120000);
+	BT_REQUIRE(t, st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	BT_REQUIRE(t, btrace_snapshot_read(out, 0, &s, &err) == 0);
+	BT_EQ_INT(t, BTRACE_CRASH_PRECISE, s->config.crash_mode);
+	v = btrace_snapshot_meta(s, "capture.untraced");
+	BT_REQUIRE(t, v != NULL);
+	bt_test_diag("capture.untraced: %s", v);
+	BT_EQ_INT(t, 2, atoi(v));
+	v = btrace_snapshot_meta(s, "limit.untraced-threads");
+	BT_REQUIRE(t, v != NULL);
+	bt_test_diag("limit.untraced-threads: %s", v);
+	BT_CONTAINS(t, v, "2 threads had no trace buffer");
+	BT_CONTAINS(t, v, "locked-memory budget");
+	/* thread 1 crashed: it is one of them, and the limit says so */
+	BT_CONTAINS(t, v, "among them the thread that died");
+	for (size_t i = 0; i < s->ntasks; i++) {
+		if (s->tasks[i].flags & BTRACE_TASK_UNTRACED) {
+			untraced++;
+			BT_CHECK(t, s->tasks[i].tid != s->tasks[i].pid);
+			if (s->tasks[i].flags & BTRACE_TASK_CRASHED)
+				crashed_untraced++;
+		}
+	}
+	BT_EQ_INT(t, 2, untraced);
+	BT_EQ_INT(t, 1, crashed_untraced);
+	v = btrace_snapshot_meta(s, "capture.plan");
+	BT_CONTAINS(t, v, "no room to reserve per-CPU rings");
+	btrace_snapshot_free(s);
+}
+
+/* --- close-on-exec, RLIMIT_NOFILE --- */
+
+/* An attach-mode engine in a child process; exit 0 = ran, and the soft
+ * RLIMIT_NOFILE is the caller's again afterwards. */
+static pid_t spawn_attach(pid_t target, int max_tasks, rlim_t nofile)
+{
+	pid_t p = fork();
+
+	if (p == 0) {
+		struct btrace_record_opts rec = { .sz = sizeof(rec) };
+		struct btrace_record_result res;
+		struct btrace_error err = { 0 };
+		struct bt_engine_opts o;
+		struct rlimit rl;
+		int r;
+
+		if (nofile) {
+			getrlimit(RLIMIT_NOFILE, &rl);
+			rl.rlim_cur = nofile;
+			if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+				_exit(91);
+		}
+		rec.pid = target;
+		rec.output = out_path("attach.btrace");
+		rec.flags = getenv("BT_TEST_VERBOSE") ? 0 : BTRACE_RECORD_QUIET;
+		rec.on = BTRACE_ON_DEFAULT;
+		engine_opts(&o, &rec);
+		o.max_tasks = max_tasks;
+		r = bt_engine_run(&o, &res, &err);
+		if (r < 0)
+			fprintf(stderr, "engine: %s\n", err.msg);
+		getrlimit(RLIMIT_NOFILE, &rl);
+		_exit(r < 0 ? 1 : nofile && rl.rlim_cur != nofile ? 3 : 0);
+	}
+	return p;
+}
+
+static bool engine_traces(pid_t target, pid_t eng, int want_fds)
+{
+	int cx;
+
+	for (int i = 0; i < 3000; i++) {
+		if (bt_proc_status_long(target, "TracerPid") == eng &&
+		    perf_fds(eng, &cx) >= want_fds)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+static void test_perf_fds_cloexec(struct bt_test *t)
+{
+	char *targv[] = { child_path, "threads", "3", "60", NULL };
+	struct bt_budget_env env;
+	pid_t target, eng;
+	int n, cx, st, want;
+
+	bt_budget_env_current(&env);
+	target = spawn(targv);
+	usleep(200000);
+	/* main per-task; three threads on the catch-all rings */
+	eng = spawn_attach(target, 1, 0);
+	/* sideband: rings + 3 threads per CPU; trace: 1 + 3 per CPU + rings */
+	want = env.online_cpus * (1 + 3) + 1 + env.online_cpus * (3 + 1);
+	BT_CHECK(t, engine_traces(target, eng, want));
+	n = perf_fds(eng, &cx);
+	bt_test_diag("%d perf descriptors, %d close-on-exec", n, cx);
+	BT_CHECK(t, n >= want);
+	BT_EQ_INT(t, n, cx);
+	kill(eng, SIGTERM);
+	st = wait_exit(eng, 60000);
+	BT_CHECK(t, st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	end_target(target);
+}
+
+static void test_nofile_raised(struct bt_test *t)
+{
+	char *targv[] = { child_path, "threads", "40", "60", NULL };
+	struct bt_budget_env env;
+	struct rlimit rl;
+	pid_t target, eng;
+	int st, need;
+
+	bt_budget_env_current(&env);
+	getrlimit(RLIMIT_NOFILE, &rl);
+	/* sideband: one per CPU per thread; trace: one per thread */
+	need = env.online_cpus * 41 + 41;
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < (rlim_t)need + 64)
+		BT_SKIP(t, "the hard RLIMIT_NOFILE is too low for the case");
+	target = spawn(targv);
+	usleep(300000);
+	eng = spawn_attach(target, 0, 64);   /* soft limit below the need */
+	BT_CHECK(t, engine_traces(target, eng, need));
+	kill(eng, SIGTERM);
+	st = wait_exit(eng, 60000);
+	bt_test_diag("engine status %d (1: setup failed, 3: limit not restored)",
+		     st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	BT_CHECK(t, st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	end_target(target);
+}
+
+/* --- capabilities in a user namespace --- */
+
+static void test_cap_in_user_namespace(struct bt_test *t)
+{
+	int pfd[2], st;
+	char res[4] = { 0 };
+	pid_t p;
+
+	BT_REQUIRE(t, pipe(pfd) == 0);
+	p = fork();
+	if (p == 0) {
+		char *buf = NULL, *c;
+		unsigned long long caps = 0;
+
+		close(pfd[0]);
+		if (unshare(CLONE_NEWUSER) < 0) {
+			res[0] = 'U';
+		} else {
+			if (bt_read_file("/proc/self/status", &buf, NULL, 1 << 16) == 0 &&
+			    (c = strstr(buf, "CapEff:")))
+				caps = strtoull(c + 7, NULL, 16);
+			res[0] = (caps >> BT_CAP_IPC_LOCK) & 1 ? 'y' : 'n';
+			res[1] = bt_has_cap(BT_CAP_IPC_LOCK) ? 'y' : 'n';
+			res[2] = bt_in_initial_userns() ? 'y' : 'n';
+			free(buf);
+		}
+		if (write(pfd[1], res, 3) != 3)
+			_exit(1);
+		_exit(0);
+	}
+	close(pfd[1]);
+	BT_REQUIRE(t, read(pfd[0], res, 3) >= 1);
+	close(pfd[0]);
+	waitpid(p, &st, 0);
+	if (res[0] == 'U')
+		BT_SKIP(t, "unshare(CLONE_NEWUSER) is refused on this machine");
+	bt_test_diag("in a new user namespace: CapEff has IPC_LOCK %c, btrace counts it %c, initial namespace %c",
+		     res[0], res[1], res[2]);
+	BT_EQ_INT(t, 'y', res[0]);   /* the namespace's owner has every cap */
+	BT_EQ_INT(t, 'n', res[1]);   /* but not for capable() */
+	BT_EQ_INT(t, 'n', res[2]);
+}
+
+int main(void)
+{
+	static const struct bt_test_case cases[] = {
+		BT_TEST_CASE(test_catch_all_failure_no_stale_fd),
+		BT_TEST_CASE(test_untraced_threads_recorded),
+		BT_TEST_CASE(test_perf_fds_cloexec),
+		BT_TEST_CASE(test_nofile_raised),
+		BT_TEST_CASE(test_cap_in_user_namespace),
+	};
+	const char *b = getenv("BT_BUILD_ROOT");
+	struct perf_event_attr a;
+	int fd, r;
+
+	snprintf(child_path, sizeof(child_path), "%s/tests/capture/sbchild",
+		 b ? b : ".");
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/bt-threads-test-XXXXXX");
+	if (!mkdtemp(tmpdir))
+		bt_test_skip_all("mkdtemp failed");
+	chmod(tmpdir, 0711);   /* the unprivileged uid reaches its own subdir */
+	memset(&a, 0, sizeof(a));
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_DUMMY;
+	a.exclude_kernel = 1;
+	fd = bt_perf_sys_open(&a, 0, -1, -1, 0);
+	if (fd < 0)
+		bt_test_skip_all("perf_event_open of a dummy event failed");
+	close(fd);
+	r = bt_test_run(cases, (int)(sizeof(cases) / sizeof(cases[0])));
+	if (!getenv("BT_TEST_KEEP")) {
+		char cmd[400];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		if (system(cmd) != 0)
+			r = r ? r : 0;
+	}
+	return r;
+}
