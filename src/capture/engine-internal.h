@@ -19,13 +19,25 @@
 #include "sbrings.h"
 #include "sideband.h"
 
+/* The last PERF_RECORD_AUX records of a buffer that flagged something
+ * (truncated, partial, collision), with their place in the AUX stream. */
+#define BT_AUX_MARKS 16
+struct bt_aux_marks {
+	uint64_t seen;            /* flagged records seen in all */
+	struct {
+		uint64_t offset, size, flags;
+	} m[BT_AUX_MARKS];        /* the newest, m[seen % BT_AUX_MARKS] next */
+};
+
 struct bt_tev {
 	pid_t tid;
 	bool per_task;            /* own buffer, else on the per-CPU rings */
 	struct bt_perf_ring ring; /* per-task: the event and its rings */
 	int *cpu_fds;             /* catch-all: one event per CPU */
 	uint32_t flags;           /* BTRACE_BUF_* seen in its data ring */
-	uint64_t lost;
+	uint64_t lost;            /* trace bytes known lost (none so far) */
+	uint64_t records_lost;    /* PERF_RECORD_LOST: data-ring records */
+	struct bt_aux_marks marks;
 	bool exited;
 	bool fresh;               /* a new ptrace-attached thread, not yet resumed */
 };
@@ -55,6 +67,8 @@ struct bt_engine {
 	int *cpus;
 	struct bt_perf_ring *cpu_rings;   /* catch-all rings, per CPU */
 	uint32_t *cpu_flags;
+	uint64_t *cpu_records_lost;
+	struct bt_aux_marks *cpu_marks;
 	bool cpu_rings_open;
 	struct bt_budget_env env;
 	struct bt_budget_state st;

@@ -32,41 +32,56 @@ void bt_engine_default_output(char *buf, size_t len, const char *comm,
 
 struct flag_ctx {
 	uint32_t *flags;
-	uint64_t *lost;
+	uint64_t *records_lost;
+	struct bt_aux_marks *marks;
 };
 
+/*
+ * The trace event's data ring carries PERF_RECORD_AUX (flags for the AUX
+ * stream at an offset) and, when it overflows itself, PERF_RECORD_LOST.
+ * A LOST record counts records of that data ring, not trace bytes: it
+ * says AUX marks may be missing, it is no gap in the trace.
+ */
 static int trace_rec(const struct bt_rec *rec, void *arg)
 {
 	struct flag_ctx *f = arg;
 	struct bt_sb_event ev;
+	uint64_t fl;
 
 	if (bt_sideband_parse(rec, &ev) < 0)
 		return 0;
 	if (rec->type == PERF_RECORD_AUX) {
+		fl = ev.aux_flags & (PERF_AUX_FLAG_TRUNCATED | PERF_AUX_FLAG_PARTIAL |
+				     PERF_AUX_FLAG_COLLISION);
 		if (ev.aux_flags & PERF_AUX_FLAG_TRUNCATED)
 			*f->flags |= BTRACE_BUF_TRUNCATED;
 		if (ev.aux_flags & PERF_AUX_FLAG_PARTIAL)
 			*f->flags |= BTRACE_BUF_PARTIAL;
 		if (ev.aux_flags & PERF_AUX_FLAG_COLLISION)
 			*f->flags |= BTRACE_BUF_LOST;
+		if (fl) {
+			unsigned i = (unsigned)(f->marks->seen++ % BT_AUX_MARKS);
+
+			f->marks->m[i].offset = ev.aux_offset;
+			f->marks->m[i].size = ev.aux_size;
+			f->marks->m[i].flags = ev.aux_flags;
+		}
 	} else if (rec->type == PERF_RECORD_LOST) {
-		*f->flags |= BTRACE_BUF_LOST;
-		*f->lost += ev.lost;
+		*f->records_lost += ev.lost;
 	}
 	return 0;
 }
 
 static void drain_ring(struct bt_engine *e, struct bt_perf_ring *r,
-		       uint32_t *flags, uint64_t *lost)
+		       uint32_t *flags, uint64_t *records_lost,
+		       struct bt_aux_marks *marks)
 {
-	struct flag_ctx f = { flags, lost };
-	uint64_t head, tail, dummy = 0;
+	struct flag_ctx f = { flags, records_lost, marks };
+	uint64_t head, tail;
 	bool corrupt;
 
 	if (!r->base || !r->data_size)
 		return;
-	if (!lost)
-		f.lost = &dummy;
 	head = bt_perf_data_head(r);
 	tail = bt_ring_iterate(r->base + sysconf(_SC_PAGESIZE), r->data_size,
 			       r->tail, head, e->scratch, trace_rec, &f,
@@ -79,10 +94,11 @@ void bt_engine_drain_trace(struct bt_engine *e)
 	for (size_t i = 0; i < e->ntev; i++)
 		if (e->tevs[i].per_task)
 			drain_ring(e, &e->tevs[i].ring, &e->tevs[i].flags,
-				   &e->tevs[i].lost);
+				   &e->tevs[i].records_lost, &e->tevs[i].marks);
 	if (e->cpu_rings_open)
 		for (int c = 0; c < e->ncpus; c++)
-			drain_ring(e, &e->cpu_rings[c], &e->cpu_flags[c], NULL);
+			drain_ring(e, &e->cpu_rings[c], &e->cpu_flags[c],
+				   &e->cpu_records_lost[c], &e->cpu_marks[c]);
 }
 
 static void each_fd(struct bt_engine *e, int (*fn)(int), pid_t only,
@@ -292,6 +308,80 @@ static int meta(struct btrace_writer *w, const char *k, const char *v,
 	return btrace_writer_add_meta(w, k, v, err);
 }
 
+static int put_marks(struct btrace_writer *w, const char *key,
+		     const struct bt_aux_marks *mk, struct btrace_error *err)
+{
+	uint64_t n = mk->seen < BT_AUX_MARKS ? mk->seen : BT_AUX_MARKS;
+	char v[1600];
+	size_t len;
+
+	len = (size_t)snprintf(v, sizeof(v), "%" PRIu64 " flagged AUX record(s), newest last (offset+size:flags):",
+			       mk->seen);
+	for (uint64_t k = mk->seen - n; k < mk->seen && len < sizeof(v) - 64; k++) {
+		const unsigned i = (unsigned)(k % BT_AUX_MARKS);
+		uint64_t fl = mk->m[i].flags;
+
+		len += (size_t)snprintf(v + len, sizeof(v) - len,
+					" %" PRIu64 "+%" PRIu64 ":%s%s%s",
+					mk->m[i].offset, mk->m[i].size,
+					fl & PERF_AUX_FLAG_TRUNCATED ? "T" : "",
+					fl & PERF_AUX_FLAG_PARTIAL ? "P" : "",
+					fl & PERF_AUX_FLAG_COLLISION ? "C" : "");
+	}
+	return meta(w, key, v, err);
+}
+
+/* Where the AUX streams were flagged, and data-ring records that were lost
+ * (the marks they carried may be missing; they are no gap in the trace). */
+static int write_aux_notes(struct bt_engine *e, struct btrace_writer *w,
+			   struct btrace_error *err)
+{
+	char key[64], v[1024];
+	size_t len = 0;
+	uint64_t total = 0;
+	int r;
+
+	for (size_t i = 0; i < e->ntev; i++) {
+		const struct bt_tev *t = &e->tevs[i];
+
+		if (!t->per_task)
+			continue;
+		if (t->marks.seen) {
+			snprintf(key, sizeof(key), "capture.aux_marks.tid-%d", (int)t->tid);
+			if ((r = put_marks(w, key, &t->marks, err)) < 0)
+				return r;
+		}
+		if (t->records_lost && len < sizeof(v) - 48) {
+			len += (size_t)snprintf(v + len, sizeof(v) - len, "%sthread %d: %" PRIu64,
+						len ? "; " : "", (int)t->tid, t->records_lost);
+			total += t->records_lost;
+		}
+	}
+	for (int c = 0; e->cpu_rings_open && c < e->ncpus; c++) {
+		if (e->cpu_marks[c].seen) {
+			snprintf(key, sizeof(key), "capture.aux_marks.cpu-%d", e->cpus[c]);
+			if ((r = put_marks(w, key, &e->cpu_marks[c], err)) < 0)
+				return r;
+		}
+		if (e->cpu_records_lost[c] && len < sizeof(v) - 48) {
+			len += (size_t)snprintf(v + len, sizeof(v) - len, "%scpu %d: %" PRIu64,
+						len ? "; " : "", e->cpus[c],
+						e->cpu_records_lost[c]);
+			total += e->cpu_records_lost[c];
+		}
+	}
+	if (total) {
+		char t[1400];
+
+		snprintf(t, sizeof(t),
+			 "%" PRIu64 " record(s) of the trace events' data rings were lost (%s): marks of truncated or partial trace may be missing; the trace bytes themselves are not known to be lost",
+			 total, v);
+		if ((r = meta(w, "limit.trace-records-lost", t, err)) < 0)
+			return r;
+	}
+	return 0;
+}
+
 /*
  * Threads without a trace buffer: capture.untraced = "COUNT: TID TID ..."
  * and the limit line with the first reasons (the report's limits array).
@@ -410,6 +500,8 @@ int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 			goto fail;
 	}
 	if (e->nuntraced && (r = write_untraced(e, w, sig, err)) < 0)
+		goto fail;
+	if ((r = write_aux_notes(e, w, err)) < 0)
 		goto fail;
 	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)e->sb.lost);
 	if ((r = meta(w, "sideband.lost_records", buf, err)) < 0)

@@ -914,8 +914,11 @@ int bt_engine_prepare(struct bt_engine *e, struct btrace_error *err)
 	e->ncpus = r;
 	e->cpu_rings = calloc((size_t)e->ncpus, sizeof(*e->cpu_rings));
 	e->cpu_flags = calloc((size_t)e->ncpus, sizeof(*e->cpu_flags));
+	e->cpu_records_lost = calloc((size_t)e->ncpus, sizeof(*e->cpu_records_lost));
+	e->cpu_marks = calloc((size_t)e->ncpus, sizeof(*e->cpu_marks));
 	e->scratch = malloc(65536);
-	if (!e->cpu_rings || !e->cpu_flags || !e->scratch)
+	if (!e->cpu_rings || !e->cpu_flags || !e->scratch ||
+	    !e->cpu_records_lost || !e->cpu_marks)
 		return bt_error(err, -ENOMEM, "capture: out of memory");
 	for (int c = 0; c < e->ncpus; c++)
 		bt_perf_ring_init(&e->cpu_rings[c]);
@@ -932,6 +935,8 @@ void bt_engine_release(struct bt_engine *e)
 	bt_sideband_fini(&e->sb);
 	free(e->cpu_rings);
 	free(e->cpu_flags);
+	free(e->cpu_records_lost);
+	free(e->cpu_marks);
 	free(e->cpus);
 	free(e->scratch);
 }

@@ -401,6 +401,49 @@ static void test_nofile_raised(struct bt_test *t)
 	end_target(target);
 }
 
+/* --- the trace event's data ring: LOST records are no lost trace --- */
+
+/* A page-fault sampling event stands in for the trace event, with a data
+ * ring of one page: the burst of faults overflows it, and the kernel
+ * writes PERF_RECORD_LOST at the next record that fits (perf_output_begin()
+ * in kernel/events/ring_buffer.c).  Those are data-ring records, not trace
+ * bytes: a limit, no gap. */
+static void test_data_ring_lost_records(struct bt_test *t)
+{
+	char *argv[] = { child_path, "faults", "2000", NULL };
+	struct btrace_record_opts rec = { .sz = sizeof(rec) };
+	struct btrace_record_result res = { 0 };
+	struct btrace_error err = { 0 };
+	const char *out = out_path("lost.btrace");
+	struct btrace_snapshot *s = NULL;
+	struct bt_engine_opts o;
+	const char *v;
+	char want[64];
+
+	rec.argv = argv;
+	rec.output = out;
+	rec.flags = BTRACE_RECORD_QUIET;
+	rec.on = BTRACE_ON_DEFAULT;
+	engine_opts(&o, &rec);
+	o.trace_attr.config = PERF_COUNT_SW_PAGE_FAULTS;
+	o.trace_attr.sample_period = 1;
+	o.trace_attr.sample_type = PERF_SAMPLE_TID;
+	BT_REQUIRE(t, bt_engine_run(&o, &res, &err) == 0);
+	BT_EQ_INT(t, 128 + SIGSEGV, res.shell_status);
+	BT_REQUIRE(t, btrace_snapshot_read(out, 0, &s, &err) == 0);
+	v = btrace_snapshot_meta(s, "limit.trace-records-lost");
+	BT_REQUIRE(t, v != NULL);
+	bt_test_diag("%s", v);
+	BT_CONTAINS(t, v, "not known to be lost");
+	BT_REQUIRE(t, s->signal != NULL);
+	snprintf(want, sizeof(want), "thread %d: ", (int)s->signal->tid);
+	BT_CONTAINS(t, v, want);
+	for (size_t i = 0; i < s->nbuffers; i++)
+		BT_CHECK(t, !(s->buffers[i].flags & BTRACE_BUF_LOST) &&
+			    !s->buffers[i].lost);
+	btrace_snapshot_free(s);
+}
+
 /* --- capabilities in a user namespace --- */
 
 static void test_cap_in_user_namespace(struct bt_test *t)
@@ -451,6 +494,7 @@ int main(void)
 		BT_TEST_CASE(test_untraced_threads_recorded),
 		BT_TEST_CASE(test_perf_fds_cloexec),
 		BT_TEST_CASE(test_nofile_raised),
+		BT_TEST_CASE(test_data_ring_lost_records),
 		BT_TEST_CASE(test_cap_in_user_namespace),
 	};
 	const char *b = getenv("BT_BUILD_ROOT");
