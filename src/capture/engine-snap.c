@@ -331,6 +331,66 @@ static int put_marks(struct btrace_writer *w, const char *key,
 	return meta(w, key, v, err);
 }
 
+/*
+ * The perf clock of the sideband's sample times against the TSC of the
+ * trace (cap_user_time_zero of the user page, read under its seqcount):
+ * perf time = time_zero + (tsc >> shift) * mult + (((tsc & mask) * mult) >> shift).
+ */
+static int write_time_conv(struct bt_engine *e, struct btrace_writer *w,
+			   struct btrace_error *err)
+{
+	const volatile struct perf_event_mmap_page *pc;
+	uint32_t seq, mult = 0;
+	uint16_t shift = 0;
+	uint64_t zero = 0, cap = 0;
+	char v[256];
+	int tries = 0;
+
+	if (!e->sbr.rings || e->sbr.ncpus < 1 || !e->sbr.rings[0].base)
+		return 0;
+	pc = (const volatile void *)e->sbr.rings[0].base;
+	do {
+		seq = pc->lock;
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		cap = pc->cap_user_time_zero;
+		zero = pc->time_zero;
+		mult = pc->time_mult;
+		shift = pc->time_shift;
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	} while (pc->lock != seq && ++tries < 1000);
+	if (cap)
+		snprintf(v, sizeof(v), "time_shift=%u time_mult=%u time_zero=%" PRIu64,
+			 (unsigned)shift, mult, zero);
+	else
+		snprintf(v, sizeof(v), "unavailable: the kernel does not offer cap_user_time_zero (no stable TSC)");
+	return meta(w, "capture.perf_time", v, err);
+}
+
+/* Executable ranges mapped over while recording: a trace older than the
+ * replacement ran code the snapshot no longer has (mappings carry no time). */
+static int write_replaced(struct bt_engine *e, struct btrace_writer *w,
+			  struct btrace_error *err)
+{
+	char v[2048];
+	size_t n;
+
+	if (!e->sb.replaced_total)
+		return 0;
+	n = (size_t)snprintf(v, sizeof(v),
+			     "%" PRIu64 " executable range(s) were mapped over while recording (dlclose then dlopen at the same address, MAP_FIXED, a JIT): trace from before a replacement is decoded against the newest mapping and may be wrong there;",
+			     e->sb.replaced_total);
+	for (size_t i = 0; i < e->sb.nreplaced && n < sizeof(v) - 64; i++) {
+		const struct bt_sb_replaced *r = &e->sb.replaced[i];
+
+		n += (size_t)snprintf(v + n, sizeof(v) - n,
+				      "%s 0x%" PRIx64 "-0x%" PRIx64 " %s+0x%" PRIx64 " replaced by %s+0x%" PRIx64 " at perf time %" PRIu64,
+				      i ? ";" : "", r->start, r->end,
+				      r->path ? r->path : "//anon", r->pgoff,
+				      r->by ? r->by : "//anon", r->by_pgoff, r->time);
+	}
+	return meta(w, "limit.replaced-code", v, err);
+}
+
 /* Where the AUX streams were flagged, and data-ring records that were lost
  * (the marks they carried may be missing; they are no gap in the trace). */
 static int write_aux_notes(struct bt_engine *e, struct btrace_writer *w,
@@ -501,7 +561,9 @@ int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 	}
 	if (e->nuntraced && (r = write_untraced(e, w, sig, err)) < 0)
 		goto fail;
-	if ((r = write_aux_notes(e, w, err)) < 0)
+	if ((r = write_aux_notes(e, w, err)) < 0 ||
+	    (r = write_time_conv(e, w, err)) < 0 ||
+	    (r = write_replaced(e, w, err)) < 0)
 		goto fail;
 	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)e->sb.lost);
 	if ((r = meta(w, "sideband.lost_records", buf, err)) < 0)

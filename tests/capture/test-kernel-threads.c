@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -444,6 +445,68 @@ static void test_data_ring_lost_records(struct bt_test *t)
 	btrace_snapshot_free(s);
 }
 
+/* --- code mapped over while recording; the perf clock --- */
+
+static void test_replaced_code_and_time(struct bt_test *t)
+{
+	char lib[1100];
+	char *argv[] = { child_path, "remap", lib, NULL };
+	struct btrace_record_opts rec = { .sz = sizeof(rec) };
+	struct btrace_record_result res = { 0 };
+	struct btrace_error err = { 0 };
+	const char *out = out_path("remap.btrace");
+	struct btrace_snapshot *s = NULL;
+	struct perf_event_attr a;
+	struct bt_engine_opts o;
+	struct perf_event_mmap_page *pc;
+	char want[2400], *path;
+	const char *v;
+	void *p;
+	int fd;
+
+	snprintf(lib, sizeof(lib), "%s", child_path);
+	path = strrchr(lib, '/');
+	BT_REQUIRE(t, path != NULL);
+	snprintf(path + 1, sizeof(lib) - (size_t)(path + 1 - lib), "libbtsblib.so");
+	rec.argv = argv;
+	rec.output = out;
+	rec.flags = BTRACE_RECORD_QUIET;
+	rec.on = BTRACE_ON_DEFAULT;
+	engine_opts(&o, &rec);
+	BT_REQUIRE(t, bt_engine_run(&o, &res, &err) == 0);
+	BT_EQ_INT(t, 128 + SIGSEGV, res.shell_status);
+	BT_REQUIRE(t, btrace_snapshot_read(out, 0, &s, &err) == 0);
+	v = btrace_snapshot_meta(s, "limit.replaced-code");
+	BT_REQUIRE(t, v != NULL);
+	bt_test_diag("%s", v);
+	BT_CONTAINS(t, v, "1 executable range(s) were mapped over");
+	snprintf(want, sizeof(want), "%s+0x0 replaced by %s+0x1000", lib, lib);
+	BT_CONTAINS(t, v, want);
+	/* the conversion the kernel offers this process, read here */
+	memset(&a, 0, sizeof(a));
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_DUMMY;
+	a.exclude_kernel = 1;
+	fd = bt_perf_sys_open(&a, 0, -1, -1, 0);
+	BT_REQUIRE(t, fd >= 0);
+	p = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, fd, 0);
+	BT_REQUIRE(t, p != MAP_FAILED);
+	pc = p;
+	if (pc->cap_user_time_zero)
+		snprintf(want, sizeof(want), "time_shift=%u time_mult=%u time_zero=%llu",
+			 (unsigned)pc->time_shift, pc->time_mult,
+			 (unsigned long long)pc->time_zero);
+	else
+		snprintf(want, sizeof(want), "unavailable");
+	munmap(p, (size_t)sysconf(_SC_PAGESIZE));
+	close(fd);
+	v = btrace_snapshot_meta(s, "capture.perf_time");
+	BT_REQUIRE(t, v != NULL);
+	bt_test_diag("capture.perf_time: %s", v);
+	BT_CONTAINS(t, v, want);
+	btrace_snapshot_free(s);
+}
+
 /* --- capabilities in a user namespace --- */
 
 static void test_cap_in_user_namespace(struct bt_test *t)
@@ -495,6 +558,7 @@ int main(void)
 		BT_TEST_CASE(test_perf_fds_cloexec),
 		BT_TEST_CASE(test_nofile_raised),
 		BT_TEST_CASE(test_data_ring_lost_records),
+		BT_TEST_CASE(test_replaced_code_and_time),
 		BT_TEST_CASE(test_cap_in_user_namespace),
 	};
 	const char *b = getenv("BT_BUILD_ROOT");
