@@ -104,6 +104,9 @@ int bt_engine_open_thread(struct bt_engine *e, pid_t tid, bool enable_on_exec,
 int bt_engine_open_catch_all(struct bt_engine *e, struct bt_tev *t,
 			     bool enable_on_exec, struct btrace_error *err);
 
+/* Handle a ptrace stop of @tid (@status from waitpid), resuming it. */
+void bt_engine_handle_stop(struct bt_engine *e, pid_t tid, int status);
+
 /* Set up / release the per-CPU state (CPUs, catch-all rings). */
 int bt_engine_prepare(struct bt_engine *e, struct btrace_error *err);
 void bt_engine_release(struct bt_engine *e);

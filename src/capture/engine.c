@@ -409,7 +409,7 @@ static struct bt_tev *find_tev(struct bt_engine *e, pid_t tid)
 	return NULL;
 }
 
-static void handle_stop(struct bt_engine *e, pid_t tid, int status)
+void bt_engine_handle_stop(struct bt_engine *e, pid_t tid, int status)
 {
 	int event = status >> 16, sig = WSTOPSIG(status);
 	struct btrace_error err = { 0 };
@@ -672,7 +672,7 @@ static void loop(struct bt_engine *e)
 				if (w <= 0)
 					break;
 				if (WIFSTOPPED(status)) {
-					handle_stop(e, w, status);
+					bt_engine_handle_stop(e, w, status);
 					continue;
 				}
 				if (w == e->pid) {

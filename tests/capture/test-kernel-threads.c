@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -202,6 +204,102 @@ static void test_catch_all_failure_no_stale_fd(struct bt_test *t)
 	BT_CHECK(t, fcntl(probe, F_GETFD) >= 0);
 	close(probe);
 	end_target(target);
+}
+
+/* --- a new thread's first stop before its parent's clone event --- */
+
+static void *pauser(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/*
+ * With PTRACE_O_TRACECLONE the kernel reports the parent's
+ * PTRACE_EVENT_CLONE and the new thread's first stop (PTRACE_EVENT_STOP of
+ * a seized tracee, ptrace_init_task() with JOBCTL_TRAP_STOP) in either
+ * order.  The test holds both stops and hands the engine the thread's
+ * first: its event must exist before the engine resumes it.
+ */
+static void test_first_stop_before_clone_event(struct bt_test *t)
+{
+	struct btrace_record_opts rec = { .sz = sizeof(rec) };
+	struct btrace_record_result res = { 0 };
+	struct btrace_error err = { 0 };
+	struct bt_engine_opts o;
+	struct bt_engine e;
+	int go[2], clone_status = 0, new_status = 0, st;
+	pid_t child, newtid = 0, w;
+	bool have_clone = false;
+	unsigned long msg = 0;
+
+	BT_REQUIRE(t, pipe(go) == 0);
+	child = fork();
+	if (child == 0) {
+		pthread_t th;
+		char c;
+
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
+		pthread_create(&th, NULL, pauser, NULL);
+		for (;;)
+			pause();
+	}
+	close(go[0]);
+	engine_opts(&o, &rec);
+	rec.flags = BTRACE_RECORD_QUIET;
+	rec.on = BTRACE_ON_DEFAULT;
+	memset(&e, 0, sizeof(e));
+	e.o = &o;
+	e.rec = &rec;
+	e.res = &res;
+	e.pidfd = -1;
+	e.sigfd = -1;
+	e.pid = child;
+	e.precise = true;
+	BT_REQUIRE(t, bt_engine_prepare(&e, &err) == 0);
+	bt_budget_env_current(&e.env);
+	bt_budget_state_init(&e.env, &e.st);
+	e.plan.task_cost = 1 + 1;
+	BT_REQUIRE(t, ptrace(PTRACE_SEIZE, child, NULL,
+			     (void *)(long)PTRACE_O_TRACECLONE) == 0);
+	BT_REQUIRE(t, bt_engine_open_thread(&e, child, false, true, &err) == 0);
+	BT_REQUIRE(t, write(go[1], "g", 1) == 1);
+	/* collect both stops, resuming neither */
+	while (!have_clone || !newtid) {
+		w = waitpid(-1, &st, __WALL);
+		if (w < 0 || !WIFSTOPPED(st))
+			break;
+		if (w == child && (st >> 16) == PTRACE_EVENT_CLONE) {
+			have_clone = true;
+			clone_status = st;
+			ptrace(PTRACE_GETEVENTMSG, child, NULL, &msg);
+		} else if (w != child) {
+			newtid = w;
+			new_status = st;
+		}
+	}
+	BT_REQUIRE(t, have_clone && newtid);
+	BT_EQ_INT(t, (int)newtid, (int)msg);
+	BT_EQ_INT(t, PTRACE_EVENT_STOP, new_status >> 16);
+	bt_test_diag("thread %d: first stop 0x%x; parent's clone event 0x%x",
+		     (int)newtid, new_status, clone_status);
+	/* the thread's stop first: the engine opens its event, then resumes it */
+	bt_engine_handle_stop(&e, newtid, new_status);
+	BT_EQ_INT(t, 2, (int)e.ntev);
+	BT_CHECK(t, e.ntev == 2 && e.tevs[1].tid == newtid && e.tevs[1].ring.fd >= 0);
+	/* the parent's event afterwards opens nothing twice */
+	bt_engine_handle_stop(&e, child, clone_status);
+	BT_EQ_INT(t, 2, (int)e.ntev);
+	BT_EQ_INT(t, 0, (int)e.nuntraced);
+	kill(child, SIGKILL);
+	while (waitpid(-1, &st, __WALL) > 0)
+		;
+	close(go[1]);
+	bt_engine_release(&e);
 }
 
 /* --- threads without room in the budget are recorded --- */
@@ -554,6 +652,7 @@ int main(void)
 {
 	static const struct bt_test_case cases[] = {
 		BT_TEST_CASE(test_catch_all_failure_no_stale_fd),
+		BT_TEST_CASE(test_first_stop_before_clone_event),
 		BT_TEST_CASE(test_untraced_threads_recorded),
 		BT_TEST_CASE(test_perf_fds_cloexec),
 		BT_TEST_CASE(test_nofile_raised),
