@@ -11,7 +11,10 @@
  *   - every perf descriptor of the engine is close-on-exec;
  *   - a low soft RLIMIT_NOFILE is raised for one event per CPU per thread;
  *   - a capability held in a user namespace other than the initial one does
- *     not count (capable() asks init_user_ns).
+ *     not count (capable() asks init_user_ns);
+ *   - a new thread's first stop before its parent's clone event;
+ *   - PERF_RECORD_LOST in a trace data ring is a limit, AUX marks keep their
+ *     offsets; code mapped over while recording; the perf clock.
  */
 #include <errno.h>
 #include <dirent.h>
@@ -543,6 +546,94 @@ static void test_data_ring_lost_records(struct bt_test *t)
 	btrace_snapshot_free(s);
 }
 
+/* --- AUX marks keep their offsets (record layouts of
+ *     include/uapi/linux/perf_event.h, in a ring laid out like the kernel's:
+ *     user page, then the data area from data_tail to data_head) --- */
+
+static size_t put_rec(uint8_t *d, uint32_t type, const uint64_t *v, int n)
+{
+	struct perf_event_header h = { .type = type, .misc = 0,
+				       .size = (uint16_t)(8 + 8 * n) };
+
+	memcpy(d, &h, sizeof(h));
+	memcpy(d + 8, v, 8 * (size_t)n);
+	return h.size;
+}
+
+static void test_aux_marks_kept(struct bt_test *t)
+{
+	struct btrace_record_opts rec = { .sz = sizeof(rec) };
+	struct btrace_record_result res = { 0 };
+	struct btrace_error err = { 0 };
+	const char *out = out_path("marks.btrace");
+	struct btrace_snapshot *s = NULL;
+	struct perf_event_mmap_page *pc;
+	struct bt_engine_opts o;
+	struct bt_engine e;
+	struct bt_tev *tv;
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE), n = 0;
+	uint8_t *ring, *d;
+	char key[64];
+	const char *v;
+	const uint64_t a1[] = { 4096, 512, PERF_AUX_FLAG_TRUNCATED };
+	const uint64_t a2[] = { 8192, 100, PERF_AUX_FLAG_OVERWRITE };
+	const uint64_t a3[] = { 12288, 64, PERF_AUX_FLAG_PARTIAL | PERF_AUX_FLAG_OVERWRITE };
+	const uint64_t l1[] = { 7, 5 };   /* id, lost */
+
+	ring = mmap(NULL, 2 * ps, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	BT_REQUIRE(t, ring != MAP_FAILED);
+	d = ring + ps;
+	n += put_rec(d + n, PERF_RECORD_AUX, a1, 3);
+	n += put_rec(d + n, PERF_RECORD_AUX, a2, 3);
+	n += put_rec(d + n, PERF_RECORD_LOST, l1, 2);
+	n += put_rec(d + n, PERF_RECORD_AUX, a3, 3);
+	pc = (void *)ring;
+	pc->data_head = n;
+	engine_opts(&o, &rec);
+	rec.flags = BTRACE_RECORD_QUIET | BTRACE_RECORD_NO_CODE;
+	memset(&e, 0, sizeof(e));
+	e.o = &o;
+	e.rec = &rec;
+	e.res = &res;
+	e.pidfd = -1;
+	e.sigfd = -1;
+	e.pid = getpid();
+	BT_REQUIRE(t, bt_engine_prepare(&e, &err) == 0);
+	bt_sideband_init(&e.sb, e.pid);
+	BT_REQUIRE(t, bt_grow((void **)&e.tevs, &e.ctev, 0, sizeof(*e.tevs)) == 0);
+	tv = &e.tevs[0];
+	memset(tv, 0, sizeof(*tv));
+	bt_perf_ring_init(&tv->ring);
+	tv->tid = getpid();
+	tv->per_task = true;
+	tv->ring.base = ring;
+	tv->ring.data_size = ps;
+	tv->ring.writable = true;
+	e.ntev = 1;
+	bt_engine_drain_trace(&e);
+	BT_EQ_U64(t, n, pc->data_tail);
+	BT_EQ_INT(t, BTRACE_BUF_TRUNCATED | BTRACE_BUF_PARTIAL, (int)tv->flags);
+	BT_EQ_U64(t, 5, tv->records_lost);
+	BT_EQ_U64(t, 0, tv->lost);
+	BT_EQ_U64(t, 2, tv->marks.seen);
+	BT_EQ_U64(t, 4096, tv->marks.m[0].offset);
+	BT_EQ_U64(t, 12288, tv->marks.m[1].offset);
+	BT_REQUIRE(t, bt_engine_write(&e, out, BTRACE_CRASH_ONDEMAND, NULL, true,
+				      &err) == 0);
+	BT_REQUIRE(t, btrace_snapshot_read(out, 0, &s, &err) == 0);
+	snprintf(key, sizeof(key), "capture.aux_marks.tid-%d", (int)getpid());
+	v = btrace_snapshot_meta(s, key);
+	BT_REQUIRE(t, v != NULL);
+	bt_test_diag("%s: %s", key, v);
+	BT_CONTAINS(t, v, "4096+512:T 12288+64:P");
+	v = btrace_snapshot_meta(s, "limit.trace-records-lost");
+	BT_REQUIRE(t, v != NULL);
+	BT_CONTAINS(t, v, "5 record(s)");
+	btrace_snapshot_free(s);
+	bt_engine_release(&e);   /* unmaps the ring, frees the sideband */
+}
+
 /* --- code mapped over while recording; the perf clock --- */
 
 static void test_replaced_code_and_time(struct bt_test *t)
@@ -657,6 +748,7 @@ int main(void)
 		BT_TEST_CASE(test_perf_fds_cloexec),
 		BT_TEST_CASE(test_nofile_raised),
 		BT_TEST_CASE(test_data_ring_lost_records),
+		BT_TEST_CASE(test_aux_marks_kept),
 		BT_TEST_CASE(test_replaced_code_and_time),
 		BT_TEST_CASE(test_cap_in_user_namespace),
 	};
