@@ -29,6 +29,22 @@ struct bt_aux_marks {
 	} m[BT_AUX_MARKS];        /* the newest, m[seen % BT_AUX_MARKS] next */
 };
 
+/* A catch-all CPU ring is shared by the threads on that CPU: every stop of
+ * a thread's event there (sched-out, disable) writes a PERF_RECORD_AUX with
+ * the ring offset reached and, through sample_id, the thread and time.
+ * The slices between those offsets are that thread's trace. */
+struct bt_slice {
+	uint64_t head;            /* ring offset at the stop (aux_offset) */
+	uint64_t time;
+	int32_t tid;
+};
+#define BT_SLICES_MAX 65536
+struct bt_cpu_slices {
+	struct bt_slice *v;
+	size_t n, cap;
+	uint64_t dropped;         /* oldest ones forgotten (BT_SLICES_MAX) */
+};
+
 struct bt_tev {
 	pid_t tid;
 	bool per_task;            /* own buffer, else on the per-CPU rings */
@@ -69,6 +85,7 @@ struct bt_engine {
 	uint32_t *cpu_flags;
 	uint64_t *cpu_records_lost;
 	struct bt_aux_marks *cpu_marks;
+	struct bt_cpu_slices *cpu_slices;
 	bool cpu_rings_open;
 	struct bt_budget_env env;
 	struct bt_budget_state st;

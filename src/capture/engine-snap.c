@@ -34,7 +34,36 @@ struct flag_ctx {
 	uint32_t *flags;
 	uint64_t *records_lost;
 	struct bt_aux_marks *marks;
+	struct bt_cpu_slices *slices;   /* a catch-all CPU ring, else NULL */
 };
+
+/* sample_id of the catch-all events: { u32 pid, tid; u64 time; } last */
+#define CATCH_ALL_SAMPLE_ID 16
+
+static void add_slice(struct bt_cpu_slices *sl, const struct bt_rec *rec,
+		      uint64_t head)
+{
+	const uint8_t *p = rec->data;
+	struct bt_slice *v;
+
+	if (rec->size < 32 + CATCH_ALL_SAMPLE_ID)
+		return;
+	if (sl->n == BT_SLICES_MAX) {
+		size_t half = BT_SLICES_MAX / 2;
+
+		memmove(sl->v, sl->v + half, (sl->n - half) * sizeof(*sl->v));
+		sl->n -= half;
+		sl->dropped += half;
+	}
+	if (bt_grow((void **)&sl->v, &sl->cap, sl->n, sizeof(*sl->v)) < 0) {
+		sl->dropped++;
+		return;
+	}
+	v = &sl->v[sl->n++];
+	v->head = head;
+	v->tid = (int32_t)bt_le32(p + rec->size - 12);
+	v->time = bt_le64(p + rec->size - 8);
+}
 
 /*
  * The trace event's data ring carries PERF_RECORD_AUX (flags for the AUX
@@ -59,6 +88,8 @@ static int trace_rec(const struct bt_rec *rec, void *arg)
 			*f->flags |= BTRACE_BUF_PARTIAL;
 		if (ev.aux_flags & PERF_AUX_FLAG_COLLISION)
 			*f->flags |= BTRACE_BUF_LOST;
+		if (f->slices)
+			add_slice(f->slices, rec, ev.aux_offset);
 		if (fl) {
 			unsigned i = (unsigned)(f->marks->seen++ % BT_AUX_MARKS);
 
@@ -74,9 +105,9 @@ static int trace_rec(const struct bt_rec *rec, void *arg)
 
 static void drain_ring(struct bt_engine *e, struct bt_perf_ring *r,
 		       uint32_t *flags, uint64_t *records_lost,
-		       struct bt_aux_marks *marks)
+		       struct bt_aux_marks *marks, struct bt_cpu_slices *slices)
 {
-	struct flag_ctx f = { flags, records_lost, marks };
+	struct flag_ctx f = { flags, records_lost, marks, slices };
 	uint64_t head, tail;
 	bool corrupt;
 
@@ -94,11 +125,13 @@ void bt_engine_drain_trace(struct bt_engine *e)
 	for (size_t i = 0; i < e->ntev; i++)
 		if (e->tevs[i].per_task)
 			drain_ring(e, &e->tevs[i].ring, &e->tevs[i].flags,
-				   &e->tevs[i].records_lost, &e->tevs[i].marks);
+				   &e->tevs[i].records_lost, &e->tevs[i].marks,
+				   NULL);
 	if (e->cpu_rings_open)
 		for (int c = 0; c < e->ncpus; c++)
 			drain_ring(e, &e->cpu_rings[c], &e->cpu_flags[c],
-				   &e->cpu_records_lost[c], &e->cpu_marks[c]);
+				   &e->cpu_records_lost[c], &e->cpu_marks[c],
+				   &e->cpu_slices[c]);
 }
 
 static void each_fd(struct bt_engine *e, int (*fn)(int), pid_t only,
@@ -157,6 +190,206 @@ static int add_buffer(struct bt_engine *e, struct btrace_writer *w,
 	b.lost = lost;
 	*bytes += span.len;
 	return btrace_writer_add_ring(w, &b, r->aux, err);
+}
+
+/* --- splitting a catch-all CPU ring by thread --- */
+
+static int meta(struct btrace_writer *w, const char *k, const char *v,
+		struct btrace_error *err);
+
+struct piece {
+	int32_t tid;              /* -1: not attributed */
+	int c;                    /* index into e->cpus */
+	uint64_t last_time;       /* of its newest slice */
+	uint8_t *data;
+	uint64_t size;
+};
+
+struct range {
+	uint64_t start, end;      /* in the linearised ring */
+	int32_t tid;
+	uint64_t time;
+};
+
+/*
+ * Give each byte of CPU ring @c a thread.  The records' offsets are ring
+ * offsets (overwrite mode: pt_event_stop() publishes the write offset, and
+ * perf_aux_output_end() reports it as aux_offset); walking back from the
+ * newest, the slice of record i is (head[i-1], head[i]], head[-1] being the
+ * ring's start when no record was forgotten or lost.  A slice longer than
+ * the ring cannot be told from a short one: older owners may be wrong then.
+ */
+static size_t split_ranges(const struct bt_cpu_slices *sl, bool certain_start,
+			   uint64_t ring_size, uint64_t head, uint64_t len,
+			   struct range *out)
+{
+	uint64_t mask = ring_size - 1, end = len;
+	size_t nr = 0;
+
+	if (!sl->n) {
+		out[nr++] = (struct range){ 0, len, -1, 0 };
+		return nr;
+	}
+	{
+		uint64_t gap = (head - sl->v[sl->n - 1].head) & mask;
+
+		if (gap > end)
+			gap = end;
+		if (gap)
+			out[nr++] = (struct range){ end - gap, end, -1, 0 };
+		end -= gap;
+	}
+	for (size_t i = sl->n; i-- > 0 && end > 0;) {
+		uint64_t prev, slen, start;
+
+		if (i == 0 && !certain_start)
+			break;
+		prev = i ? sl->v[i - 1].head : 0;
+		slen = (sl->v[i].head - prev) & mask;
+		start = end > slen ? end - slen : 0;
+		if (slen)
+			out[nr++] = (struct range){ start, end, sl->v[i].tid,
+						    sl->v[i].time };
+		end = start;
+	}
+	if (end > 0)
+		out[nr++] = (struct range){ 0, end, -1, 0 };
+	return nr;
+}
+
+static int by_recency(const void *a, const void *b)
+{
+	const struct piece *x = a, *y = b;
+
+	if ((x->tid < 0) != (y->tid < 0))
+		return x->tid < 0 ? 1 : -1;
+	if (x->last_time != y->last_time)
+		return x->last_time > y->last_time ? -1 : 1;
+	return x->c - y->c;
+}
+
+static int write_cpu_rings(struct bt_engine *e, struct btrace_writer *w,
+			   uint64_t *bytes, struct btrace_error *err)
+{
+	struct piece *pc = NULL;
+	size_t npc = 0, cpc = 0;
+	uint64_t unattributed_total = 0;
+	char split[1024];
+	size_t slen = 0;
+	int r = 0;
+
+	split[0] = '\0';
+	for (int c = 0; c < e->ncpus && r == 0; c++) {
+		struct bt_perf_ring *ring = &e->cpu_rings[c];
+		const struct bt_cpu_slices *sl = &e->cpu_slices[c];
+		struct bt_aux_span span;
+		struct range *rg = NULL;
+		uint8_t *lin = NULL;
+		uint64_t unattributed = 0;
+		size_t nr, nthreads = 0;
+
+		if (!ring->aux)
+			continue;
+		bt_aux_locate(ring->aux, ring->aux_size, bt_perf_aux_head(ring), &span);
+		lin = malloc(span.len ? span.len : 1);
+		rg = malloc((sl->n + 2) * sizeof(*rg));
+		if (!lin || !rg) {
+			free(lin);
+			free(rg);
+			r = bt_error(err, -ENOMEM, "snapshot: splitting the ring of CPU %d failed: out of memory",
+				     e->cpus[c]);
+			break;
+		}
+		bt_aux_linearize(ring->aux, &span, lin);
+		nr = split_ranges(sl, !sl->dropped && !e->cpu_records_lost[c],
+				  ring->aux_size, span.head, span.len, rg);
+		/* one piece per thread: its slices oldest first (rg is newest first) */
+		for (size_t i = 0; i < nr && r == 0; i++) {
+			struct piece *p = NULL;
+
+			for (size_t k = 0; k < npc; k++)
+				if (pc[k].c == c && pc[k].tid == rg[i].tid)
+					p = &pc[k];
+			if (p)
+				continue;
+			if (bt_grow((void **)&pc, &cpc, npc, sizeof(*pc)) < 0) {
+				r = bt_error(err, -ENOMEM, "snapshot: out of memory");
+				break;
+			}
+			p = &pc[npc++];
+			memset(p, 0, sizeof(*p));
+			p->tid = rg[i].tid;
+			p->c = c;
+			if (p->tid >= 0)
+				nthreads++;
+			for (size_t k = 0; k < nr; k++)
+				if (rg[k].tid == p->tid)
+					p->size += rg[k].end - rg[k].start;
+			p->data = malloc(p->size ? p->size : 1);
+			if (!p->data) {
+				r = bt_error(err, -ENOMEM, "snapshot: out of memory");
+				break;
+			}
+			p->size = 0;
+			for (size_t k = nr; k-- > 0;) {
+				if (rg[k].tid != p->tid)
+					continue;
+				memcpy(p->data + p->size, lin + rg[k].start,
+				       rg[k].end - rg[k].start);
+				p->size += rg[k].end - rg[k].start;
+				if (rg[k].time > p->last_time)
+					p->last_time = rg[k].time;
+			}
+			if (p->tid < 0)
+				unattributed = p->size;
+		}
+		unattributed_total += unattributed;
+		if (slen < sizeof(split) - 128)
+			slen += (size_t)snprintf(split + slen, sizeof(split) - slen,
+						 "%scpu %d: %zu slice(s) of %zu thread(s), %" PRIu64 " of %" PRIu64 " bytes not attributed%s",
+						 slen ? "; " : "", e->cpus[c], sl->n,
+						 nthreads, unattributed, span.len,
+						 sl->dropped || e->cpu_records_lost[c] ?
+						 " (AUX records were lost: the oldest owners are unknown)" : "");
+		free(lin);
+		free(rg);
+	}
+	if (r == 0 && npc)
+		qsort(pc, npc, sizeof(*pc), by_recency);
+	for (size_t i = 0; i < npc && r == 0; i++) {
+		struct bt_perf_ring *ring = &e->cpu_rings[pc[i].c];
+		struct bt_aux_span span;
+		struct btrace_buffer b;
+
+		bt_aux_locate(ring->aux, ring->aux_size, bt_perf_aux_head(ring), &span);
+		memset(&b, 0, sizeof(b));
+		b.kind = e->o->cfg.trace_kind;
+		b.flags = e->cpu_flags[pc[i].c] | (span.wrapped ? BTRACE_BUF_WRAPPED : 0);
+		b.tid = pc[i].tid;
+		b.cpu = e->cpus[pc[i].c];
+		b.requested_size = e->plan.ring.history;
+		b.pad = e->plan.ring.pad;
+		b.ring_size = ring->aux_size;
+		b.head = span.head;
+		b.data = pc[i].data;
+		b.size = pc[i].size;
+		*bytes += b.size;
+		r = btrace_writer_add_buffer(w, &b, err);
+	}
+	for (size_t i = 0; i < npc; i++)
+		free(pc[i].data);
+	free(pc);
+	if (r == 0 && slen)
+		r = meta(w, "capture.cpu_split", split, err);
+	if (r == 0 && unattributed_total) {
+		char t[1400];
+
+		snprintf(t, sizeof(t),
+			 "%" PRIu64 " byte(s) of the per-CPU rings could not be given a thread (decoded as CPU-wide, tid -1): %s",
+			 unattributed_total, split);
+		r = meta(w, "limit.cpu-split", t, err);
+	}
+	return r;
 }
 
 static int copy_mem(pid_t pid, uint64_t addr, uint64_t len, uint8_t **out)
@@ -509,11 +742,8 @@ int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 				    t->lost, &bytes, err)) < 0)
 			goto fail;
 	}
-	if (e->cpu_rings_open)
-		for (int c = 0; c < e->ncpus; c++)
-			if ((r = add_buffer(e, w, &e->cpu_rings[c], -1, e->cpus[c],
-					    e->cpu_flags[c], 0, &bytes, err)) < 0)
-				goto fail;
+	if (e->cpu_rings_open && (r = write_cpu_rings(e, w, &bytes, err)) < 0)
+		goto fail;
 	for (size_t i = 0; i < e->sb.ntasks; i++) {
 		const struct bt_sb_task *st = &e->sb.tasks[i];
 		struct btrace_task tk = {

@@ -90,13 +90,19 @@ static const struct bt_tev *find_tev_const(const struct bt_engine *e, pid_t tid)
 }
 
 static void attr_for(const struct bt_engine *e, struct perf_event_attr *a,
-		     bool enable_on_exec)
+		     bool enable_on_exec, bool catch_all)
 {
 	*a = e->o->trace_attr;
 	a->size = sizeof(*a);
 	a->disabled = 1;
 	a->enable_on_exec = enable_on_exec ? 1 : 0;
 	a->inherit = 0;
+	/* on a shared CPU ring, every PERF_RECORD_AUX names its thread and
+	 * time (sample_id), so the ring can be split by thread */
+	if (catch_all) {
+		a->sample_id_all = 1;
+		a->sample_type |= PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+	}
 }
 
 int bt_engine_open_catch_all(struct bt_engine *e, struct bt_tev *t,
@@ -114,7 +120,7 @@ int bt_engine_open_catch_all(struct bt_engine *e, struct bt_tev *t,
 		struct bt_perf_ctx cx = ctx_for(e, t->tid, e->cpus[c]);
 		int fd, rfd;
 
-		attr_for(e, &a, enable_on_exec);
+		attr_for(e, &a, enable_on_exec, true);
 		fd = bt_perf_open(&a, t->tid, e->cpus[c], &cx, err);
 		if (fd < 0) {
 			r = fd;
@@ -218,7 +224,7 @@ int bt_engine_open_thread(struct bt_engine *e, pid_t tid, bool enable_on_exec,
 		struct bt_perf_ctx cx = ctx_for(e, tid, -1);
 		int fd;
 
-		attr_for(e, &a, enable_on_exec);
+		attr_for(e, &a, enable_on_exec, false);
 		fd = bt_perf_open(&a, tid, -1, &cx, err);
 		if (fd < 0)
 			return fd;
@@ -916,9 +922,10 @@ int bt_engine_prepare(struct bt_engine *e, struct btrace_error *err)
 	e->cpu_flags = calloc((size_t)e->ncpus, sizeof(*e->cpu_flags));
 	e->cpu_records_lost = calloc((size_t)e->ncpus, sizeof(*e->cpu_records_lost));
 	e->cpu_marks = calloc((size_t)e->ncpus, sizeof(*e->cpu_marks));
+	e->cpu_slices = calloc((size_t)e->ncpus, sizeof(*e->cpu_slices));
 	e->scratch = malloc(65536);
 	if (!e->cpu_rings || !e->cpu_flags || !e->scratch ||
-	    !e->cpu_records_lost || !e->cpu_marks)
+	    !e->cpu_records_lost || !e->cpu_marks || !e->cpu_slices)
 		return bt_error(err, -ENOMEM, "capture: out of memory");
 	for (int c = 0; c < e->ncpus; c++)
 		bt_perf_ring_init(&e->cpu_rings[c]);
@@ -937,6 +944,9 @@ void bt_engine_release(struct bt_engine *e)
 	free(e->cpu_flags);
 	free(e->cpu_records_lost);
 	free(e->cpu_marks);
+	for (int c = 0; e->cpu_slices && c < e->ncpus; c++)
+		free(e->cpu_slices[c].v);
+	free(e->cpu_slices);
 	free(e->cpus);
 	free(e->scratch);
 }

@@ -634,6 +634,163 @@ static void test_aux_marks_kept(struct bt_test *t)
 	bt_engine_release(&e);   /* unmaps the ring, frees the sideband */
 }
 
+/* --- a catch-all CPU ring split by thread from the AUX records --- */
+
+struct fake_stop {
+	uint64_t head;
+	int32_t tid;
+	uint64_t time;
+};
+
+/* An engine whose CPU ring (the first CPU) is laid out like the kernel's in
+ * overwrite mode: @aux (one page) written up to @aux_head, and one
+ * PERF_RECORD_AUX per stop in the data ring, each with the sample_id
+ * { pid, tid, time } of the catch-all events (offset = the write offset at
+ * the stop, size = the whole buffer, flags OVERWRITE: pt_event_stop() and
+ * perf_aux_output_end()).  Writes the snapshot to @out. */
+static int split_case(const char *out, const uint8_t *aux, uint64_t aux_head,
+		      const struct fake_stop *st, int nst, uint64_t records_lost,
+		      struct btrace_error *err)
+{
+	struct btrace_record_opts rec = { .sz = sizeof(rec) };
+	struct btrace_record_result res = { 0 };
+	struct perf_event_mmap_page *pc;
+	struct bt_engine_opts o;
+	struct bt_engine e;
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE), n = 0;
+	struct bt_perf_ring *r;
+	int ret;
+
+	engine_opts(&o, &rec);
+	o.has_aux = true;
+	rec.flags = BTRACE_RECORD_QUIET | BTRACE_RECORD_NO_CODE;
+	memset(&e, 0, sizeof(e));
+	e.o = &o;
+	e.rec = &rec;
+	e.res = &res;
+	e.pidfd = -1;
+	e.sigfd = -1;
+	e.pid = getpid();
+	if ((ret = bt_engine_prepare(&e, err)) < 0)
+		return ret;
+	bt_sideband_init(&e.sb, e.pid);
+	r = &e.cpu_rings[0];
+	r->base = mmap(NULL, 2 * ps, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	r->aux = mmap(NULL, ps, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (r->base == MAP_FAILED || r->aux == MAP_FAILED)
+		return -ENOMEM;
+	r->data_size = ps;
+	r->aux_size = ps;
+	r->writable = true;
+	memcpy(r->aux, aux, ps);
+	for (int i = 0; i < nst; i++) {
+		const uint64_t v[] = { st[i].head, ps,
+				       PERF_AUX_FLAG_OVERWRITE,
+				       (uint64_t)(uint32_t)e.pid |
+				       (uint64_t)(uint32_t)st[i].tid << 32,
+				       st[i].time };
+
+		n += put_rec(r->base + ps + n, PERF_RECORD_AUX, v, 5);
+	}
+	pc = (void *)r->base;
+	pc->data_head = n;
+	pc->aux_head = aux_head;
+	e.cpu_rings_open = true;
+	e.cpu_records_lost[0] = records_lost;
+	ret = bt_engine_write(&e, out, BTRACE_CRASH_ONDEMAND, NULL, true, err);
+	bt_engine_release(&e);
+	return ret;
+}
+
+static bool all_bytes(const struct btrace_buffer *b, uint8_t v, uint64_t from,
+		      uint64_t to)
+{
+	for (uint64_t i = from; i < to; i++)
+		if (b->data[i] != v)
+			return false;
+	return true;
+}
+
+static void test_cpu_ring_split(struct bt_test *t)
+{
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	struct btrace_error err = { 0 };
+	const char *out = out_path("split.btrace");
+	struct btrace_snapshot *s = NULL;
+	uint8_t *aux = calloc(1, ps);
+	const struct btrace_buffer *b;
+	const char *v;
+
+	BT_REQUIRE(t, aux != NULL && ps >= 4096);
+	/* A ran, then B, then A again; the ring has not wrapped */
+	memset(aux, 0x11, 1000);
+	memset(aux + 1000, 0x22, 800);
+	memset(aux + 1800, 0x33, 1200);
+	{
+		const struct fake_stop st[] = {
+			{ 1000, 101, 1 }, { 1800, 102, 2 }, { 3000, 101, 3 },
+		};
+
+		BT_REQUIRE(t, split_case(out, aux, 3000, st, 3, 0, &err) == 0);
+	}
+	BT_REQUIRE(t, btrace_snapshot_read(out, 0, &s, &err) == 0);
+	v = btrace_snapshot_meta(s, "capture.cpu_split");
+	bt_test_diag("%s", v ? v : "(none)");
+	BT_CONTAINS(t, v, "3 slice(s) of 2 thread(s), 0 of 3000 bytes not attributed");
+	BT_CHECK(t, btrace_snapshot_meta(s, "limit.cpu-split") == NULL);
+	BT_REQUIRE(t, s->nbuffers == 2);
+	b = &s->buffers[0];                 /* the thread that ran last first */
+	BT_EQ_INT(t, 101, b->tid);
+	BT_EQ_U64(t, 2200, b->size);
+	BT_CHECK(t, all_bytes(b, 0x11, 0, 1000) && all_bytes(b, 0x33, 1000, 2200));
+	BT_CHECK(t, !(b->flags & BTRACE_BUF_WRAPPED));
+	b = &s->buffers[1];
+	BT_EQ_INT(t, 102, b->tid);
+	BT_EQ_U64(t, 800, b->size);
+	BT_CHECK(t, all_bytes(b, 0x22, 0, 800));
+	btrace_snapshot_free(s);
+	s = NULL;
+
+	/* Wrapped: C wrote [0, 3000), then D wrote 2096 bytes across the end
+	 * (the ring is one page: only its first 4096 bytes are used when the
+	 * page is larger) */
+	if (ps == 4096) {
+		const struct fake_stop st[] = { { 3000, 201, 10 }, { 1000, 202, 11 } };
+
+		memset(aux, 0x44, ps);
+		memset(aux + 1000, 0x55, 2000);
+		BT_REQUIRE(t, split_case(out, aux, 1000, st, 2, 0, &err) == 0);
+		BT_REQUIRE(t, btrace_snapshot_read(out, 0, &s, &err) == 0);
+		BT_REQUIRE(t, s->nbuffers == 2);
+		b = &s->buffers[0];
+		BT_EQ_INT(t, 202, b->tid);
+		BT_EQ_U64(t, 2096, b->size);
+		BT_CHECK(t, all_bytes(b, 0x44, 0, 2096));
+		BT_CHECK(t, b->flags & BTRACE_BUF_WRAPPED);
+		b = &s->buffers[1];
+		BT_EQ_INT(t, 201, b->tid);
+		BT_EQ_U64(t, 2000, b->size);
+		BT_CHECK(t, all_bytes(b, 0x55, 0, 2000));
+		btrace_snapshot_free(s);
+		s = NULL;
+		/* the same with a record lost: C's slice start is unknown */
+		BT_REQUIRE(t, split_case(out, aux, 1000, st, 2, 1, &err) == 0);
+		BT_REQUIRE(t, btrace_snapshot_read(out, 0, &s, &err) == 0);
+		BT_REQUIRE(t, s->nbuffers == 2);
+		BT_EQ_INT(t, 202, s->buffers[0].tid);
+		BT_EQ_INT(t, -1, s->buffers[1].tid);
+		BT_EQ_U64(t, 2000, s->buffers[1].size);
+		v = btrace_snapshot_meta(s, "limit.cpu-split");
+		BT_REQUIRE(t, v != NULL);
+		bt_test_diag("%s", v);
+		BT_CONTAINS(t, v, "2000 byte(s)");
+		btrace_snapshot_free(s);
+	}
+	free(aux);
+}
+
 /* --- code mapped over while recording; the perf clock --- */
 
 static void test_replaced_code_and_time(struct bt_test *t)
@@ -749,6 +906,7 @@ int main(void)
 		BT_TEST_CASE(test_nofile_raised),
 		BT_TEST_CASE(test_data_ring_lost_records),
 		BT_TEST_CASE(test_aux_marks_kept),
+		BT_TEST_CASE(test_cpu_ring_split),
 		BT_TEST_CASE(test_replaced_code_and_time),
 		BT_TEST_CASE(test_cap_in_user_namespace),
 	};
