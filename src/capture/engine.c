@@ -622,6 +622,39 @@ static void sigchld_watch_stop(struct bt_engine *e)
 	pthread_sigmask(SIG_SETMASK, &e->old_mask, NULL);
 }
 
+/*
+ * Asked to stop while the target lives: end the ptrace link of every thread
+ * now, before the registry is released, so that a joiner taking over can
+ * seize it (otherwise the link ends only with this process, exit_ptrace(),
+ * and a library caller may live on).  A seized running thread is stopped
+ * with PTRACE_INTERRUPT first; a signal it was stopped for is passed on.
+ */
+static void detach_all(struct bt_engine *e)
+{
+	for (int round = 0; round < 5; round++) {
+		pid_t *tids = NULL;
+		int n = bt_proc_tids(e->pid, &tids), left = 0;
+
+		for (int i = 0; i < n; i++) {
+			int st, sig = 0;
+			pid_t w;
+
+			if (ptrace(PTRACE_INTERRUPT, tids[i], NULL, NULL) < 0)
+				continue;   /* not ours, or gone */
+			left++;
+			w = waitpid(tids[i], &st, __WALL);
+			if (w != tids[i] || !WIFSTOPPED(st))
+				continue;
+			if ((st >> 16) == 0)
+				sig = WSTOPSIG(st);   /* a signal-delivery stop */
+			ptrace(PTRACE_DETACH, tids[i], NULL, (void *)(long)sig);
+		}
+		free(tids);
+		if (!left)
+			break;   /* a clone during the detach: another round */
+	}
+}
+
 static void loop(struct bt_engine *e)
 {
 	int tick = e->o->tick_ms == 0 ? 20 : e->o->tick_ms < 0 ? -1 :
@@ -700,6 +733,8 @@ static void loop(struct bt_engine *e)
 			e->done = true;
 		}
 	}
+	if (!e->done && e->precise)
+		detach_all(e);
 	sigchld_watch_stop(e);
 }
 

@@ -434,6 +434,8 @@ static pid_t spawn_attach(pid_t target, int max_tasks, rlim_t nofile)
 		if (r < 0)
 			fprintf(stderr, "engine: %s\n", err.msg);
 		getrlimit(RLIMIT_NOFILE, &rl);
+		if (r == 0 && bt_proc_status_long(target, "TracerPid") == getpid())
+			_exit(4);   /* still ptraced by the engine that left */
 		_exit(r < 0 ? 1 : nofile && rl.rlim_cur != nofile ? 3 : 0);
 	}
 	return p;
@@ -474,6 +476,31 @@ static void test_perf_fds_cloexec(struct bt_test *t)
 	kill(eng, SIGTERM);
 	st = wait_exit(eng, 60000);
 	BT_CHECK(t, st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	end_target(target);
+}
+
+/* An owner asked to stop while the target lives ends its ptrace link
+ * itself, before it releases the registry (an heir taking over must be
+ * able to seize the target; the kernel ends the link only when the tracer
+ * exits, exit_ptrace(), and a library caller may live on). */
+static void test_stop_detaches(struct bt_test *t)
+{
+	char *targv[] = { child_path, "threads", "3", "60", NULL };
+	pid_t target, eng;
+	int st;
+
+	target = spawn(targv);
+	usleep(200000);
+	eng = spawn_attach(target, 0, 0);
+	BT_REQUIRE(t, engine_traces(target, eng, 4));
+	kill(eng, SIGTERM);
+	st = wait_exit(eng, 60000);
+	bt_test_diag("engine status %d (4: the target was still ptraced)",
+		     st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	BT_CHECK(t, st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* it runs on: not stopped, not killed by the detach */
+	BT_EQ_INT(t, 0, kill(target, 0));
+	BT_EQ_INT(t, 0, (int)bt_proc_status_long(target, "TracerPid"));
 	end_target(target);
 }
 
@@ -904,6 +931,7 @@ int main(void)
 		BT_TEST_CASE(test_untraced_threads_recorded),
 		BT_TEST_CASE(test_perf_fds_cloexec),
 		BT_TEST_CASE(test_nofile_raised),
+		BT_TEST_CASE(test_stop_detaches),
 		BT_TEST_CASE(test_data_ring_lost_records),
 		BT_TEST_CASE(test_aux_marks_kept),
 		BT_TEST_CASE(test_cpu_ring_split),
