@@ -98,8 +98,11 @@ enum btrace_crash_mode {
 struct btrace_buffer {
 	uint32_t kind;             /* enum btrace_trace_kind */
 	uint32_t flags;            /* BTRACE_BUF_* */
-	int32_t tid;               /* owning thread, -1 for a per-cpu buffer */
-	int32_t cpu;               /* owning cpu, -1 for a per-task buffer */
+	int32_t tid;               /* owning thread, -1 for per-cpu trace of
+				    * no known thread */
+	int32_t cpu;               /* owning cpu, -1 for a per-task buffer;
+				    * with a tid: that thread's slices of
+				    * the cpu's ring, oldest first */
 	uint64_t requested_size;   /* history the user asked for */
 	uint64_t pad;              /* pad added to it */
 	uint64_t ring_size;        /* size of the ring as allocated */
@@ -119,6 +122,8 @@ struct btrace_task {
 };
 #define BTRACE_TASK_CRASHED 0x1u  /* this thread received the fatal signal */
 #define BTRACE_TASK_EXITED  0x2u  /* exited before the snapshot */
+#define BTRACE_TASK_UNTRACED 0x4u /* had no trace buffer: no history (the
+				   * limit.untraced-threads metadata says why) */
 
 #define BTRACE_BUILD_ID_MAX 64
 

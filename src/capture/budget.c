@@ -33,7 +33,10 @@ void bt_budget_env_current(struct bt_budget_env *env)
 
 bool bt_budget_bypass(const struct bt_budget_env *env)
 {
-	return env->paranoid == -1 || env->cap_ipc_lock;
+	/* perf_mmap(): locked > lock_limit && perf_is_paranoid() &&
+	 * !capable(CAP_IPC_LOCK) -> EPERM; perf_is_paranoid() is
+	 * sysctl_perf_event_paranoid > -1 (include/linux/perf_event.h) */
+	return env->paranoid <= -1 || env->cap_ipc_lock;
 }
 
 uint64_t bt_budget_user_limit(const struct bt_budget_env *env)
@@ -253,6 +256,18 @@ int bt_budget_plan(const struct bt_budget_env *env,
 		plan->ring.shrunk = true;
 	}
 
+	/* Threads created later go to the catch-all rings once the per-task
+	 * budget is spent: reserve them now, beside the buffers at the size
+	 * chosen (they never shrink the history of the threads at hand). */
+	if (req->new_threads && !plan->catch_all_rings && avail != BT_UNLIMITED) {
+		if (plan->total + plan->cpu_cost <= avail) {
+			plan->catch_all_rings = true;
+			plan->total += plan->cpu_cost;
+		} else {
+			plan->unreserved = true;
+		}
+	}
+
 	{
 		char h[32], p[32], rs[32], t[32];
 
@@ -268,12 +283,18 @@ int bt_budget_plan(const struct bt_budget_env *env,
 				 plan->ring.pad_in_ring ? " (history reduced by the pad so that the ring need not double)" :
 				 plan->ring.shrunk ? " (history reduced to fit the budget)" : "",
 				 plan->per_task,
-				 plan->catch_all ? ", threads beyond that on per-CPU rings" : "",
+				 plan->catch_all ? ", threads beyond that on per-CPU rings" :
+				 plan->catch_all_rings ? ", per-CPU rings reserved for later threads" :
+				 plan->unreserved ? ", no room to reserve per-CPU rings for later threads" : "",
 				 t, plan->bypass ? " (limit bypassed)" : "");
 		else
 			snprintf(plan->summary, sizeof(plan->summary),
-				 "%d per-task buffer(s) of %" PRIu64 " data pages; %s locked",
-				 plan->per_task, req->data_pages + 1, t);
+				 "%d per-task buffer(s) of %" PRIu64 " data pages%s; %s locked",
+				 plan->per_task, req->data_pages + 1,
+				 plan->catch_all ? ", threads beyond that on per-CPU rings" :
+				 plan->catch_all_rings ? ", per-CPU rings reserved for later threads" :
+				 plan->unreserved ? ", no room to reserve per-CPU rings for later threads" : "",
+				 t);
 	}
 	return 0;
 }

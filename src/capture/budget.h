@@ -9,7 +9,7 @@
  *   locked = min(user->locked, limit) + P
  *   extra  = max(0, locked - limit)          charged to mm->pinned_vm
  *   ok     = pinned + extra <= RLIMIT_MEMLOCK/page
- *            || perf_event_paranoid == -1 || CAP_IPC_LOCK
+ *            || perf_event_paranoid <= -1 || CAP_IPC_LOCK
  *   on success user->locked += P - extra, pinned += extra; else EPERM.
  */
 #ifndef BT_CAPTURE_BUDGET_H
@@ -102,6 +102,8 @@ struct bt_plan_req {
 	bool has_aux;              /* false for the software test events */
 	bool allow_shrink;         /* shrink rings instead of refusing */
 	int max_tasks;             /* cap on per-task buffers, 0: none */
+	bool new_threads;          /* threads may appear later (launch, attach):
+				    * reserve the catch-all rings for them */
 };
 
 struct bt_plan {
@@ -109,6 +111,9 @@ struct bt_plan {
 	int per_task;              /* threads with their own buffers */
 	int catch_all;             /* threads left for the per-CPU rings */
 	bool catch_all_rings;      /* per-CPU rings are reserved */
+	bool unreserved;           /* new_threads, but the catch-all rings did
+				    * not fit beside the buffers: later threads
+				    * are traced only while the budget lasts */
 	uint64_t task_cost;        /* pages per per-task buffer */
 	uint64_t cpu_cost;         /* pages of all per-CPU catch-all rings */
 	uint64_t sideband_cost;    /* pages of the sideband rings */

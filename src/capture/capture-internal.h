@@ -12,8 +12,15 @@
 #define BT_CAP_SYS_ADMIN 21
 #define BT_CAP_PERFMON 38
 
-/* Effective capability @cap of the calling process (from /proc/self/status). */
+/* Capability @cap as the kernel's capable() sees it: effective (CapEff of
+ * /proc/self/status) and held in the initial user namespace. */
 bool bt_has_cap(int cap);
+
+/* The rule of bt_has_cap() over given inputs. */
+bool bt_cap_effective(uint64_t capeff, bool initial_userns, int cap);
+
+/* The calling process is in the initial user namespace. */
+bool bt_in_initial_userns(void);
 
 /* A "Key:  N kB" value of /proc/<pid>/status (pid 0: self); 0 if absent. */
 uint64_t bt_proc_status_kb(pid_t pid, const char *key);

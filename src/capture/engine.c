@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/ptrace.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -81,55 +83,115 @@ static int map_rings(struct bt_engine *e, struct bt_perf_ring *r, int fd,
 	return 0;
 }
 
+static const struct bt_tev *find_tev_const(const struct bt_engine *e, pid_t tid)
+{
+	for (size_t i = 0; i < e->ntev; i++)
+		if (e->tevs[i].tid == tid)
+			return &e->tevs[i];
+	return NULL;
+}
+
 static void attr_for(const struct bt_engine *e, struct perf_event_attr *a,
-		     bool enable_on_exec)
+		     bool enable_on_exec, bool catch_all)
 {
 	*a = e->o->trace_attr;
 	a->size = sizeof(*a);
 	a->disabled = 1;
 	a->enable_on_exec = enable_on_exec ? 1 : 0;
 	a->inherit = 0;
+	/* on a shared CPU ring, every PERF_RECORD_AUX names its thread and
+	 * time (sample_id), so the ring can be split by thread */
+	if (catch_all) {
+		a->sample_id_all = 1;
+		a->sample_type |= PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+	}
 }
 
-static int open_catch_all(struct bt_engine *e, struct bt_tev *t,
-			  bool enable_on_exec, struct btrace_error *err)
+int bt_engine_open_catch_all(struct bt_engine *e, struct bt_tev *t,
+			     bool enable_on_exec, struct btrace_error *err)
 {
 	struct perf_event_attr a;
-	int r;
+	int r = 0;
 
 	t->cpu_fds = malloc(sizeof(int) * (size_t)e->ncpus);
 	if (!t->cpu_fds)
 		return bt_error(err, -ENOMEM, "catch-all rings: out of memory");
 	for (int c = 0; c < e->ncpus; c++)
 		t->cpu_fds[c] = -1;
-	for (int c = 0; c < e->ncpus; c++) {
+	for (int c = 0; c < e->ncpus && r == 0; c++) {
 		struct bt_perf_ctx cx = ctx_for(e, t->tid, e->cpus[c]);
-		int fd;
+		int fd, rfd;
 
-		attr_for(e, &a, enable_on_exec);
+		attr_for(e, &a, enable_on_exec, true);
 		fd = bt_perf_open(&a, t->tid, e->cpus[c], &cx, err);
-		if (fd < 0)
-			return fd;
-		t->cpu_fds[c] = fd;
-		if (e->cpu_rings[c].fd < 0) {
-			r = map_rings(e, &e->cpu_rings[c], fd, &cx, err);
-			if (r < 0)
-				return r;
-			/* the ring keeps its own reference to the event */
-			e->cpu_rings[c].fd = dup(fd);
-		} else {
-			r = bt_perf_set_output(fd, e->cpu_rings[c].fd, &cx, err);
-			if (r < 0)
-				return r;
+		if (fd < 0) {
+			r = fd;
+			break;
 		}
+		t->cpu_fds[c] = fd;
+		if (e->cpu_rings[c].fd >= 0) {
+			r = bt_perf_set_output(fd, e->cpu_rings[c].fd, &cx, err);
+			continue;
+		}
+		/* The ring holds its own descriptor of the event from the
+		 * start (close-on-exec like every other), so that closing
+		 * the thread's never leaves the ring with a stale number. */
+		rfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		if (rfd < 0) {
+			r = bt_perf_explain(errno, BT_OP_OPEN, &cx, err);
+			break;
+		}
+		r = map_rings(e, &e->cpu_rings[c], rfd, &cx, err);
+		if (r < 0) {
+			if (e->cpu_rings[c].fd < 0)
+				close(rfd);
+			bt_perf_ring_close(&e->cpu_rings[c]);
+		}
+	}
+	if (r < 0) {
+		for (int c = 0; c < e->ncpus; c++)
+			if (t->cpu_fds[c] >= 0)
+				close(t->cpu_fds[c]);
+		free(t->cpu_fds);
+		t->cpu_fds = NULL;
+		return r;
 	}
 	e->cpu_rings_open = true;
 	return 0;
 }
 
-/* Open the trace event(s) of thread @tid, per-task while the budget allows. */
-static int open_task(struct bt_engine *e, pid_t tid, bool enable_on_exec,
-		     bool enable_now, struct btrace_error *err)
+static void note_untraced(struct bt_engine *e, pid_t tid, const char *why)
+{
+	struct bt_untraced *u;
+
+	for (size_t i = 0; i < e->nuntraced; i++)
+		if (e->untraced[i].tid == tid)
+			return;
+	say(e, "thread %d: not traced: %s", (int)tid, why);
+	if (bt_grow((void **)&e->untraced, &e->cuntraced, e->nuntraced,
+		    sizeof(*e->untraced)) < 0)
+		return;
+	u = &e->untraced[e->nuntraced++];
+	u->tid = tid;
+	snprintf(u->why, sizeof(u->why), "%s", why);
+}
+
+static bool is_untraced(const struct bt_engine *e, pid_t tid)
+{
+	for (size_t i = 0; i < e->nuntraced; i++)
+		if (e->untraced[i].tid == tid)
+			return true;
+	return false;
+}
+
+/* Pages the catch-all rings still need to be mapped. */
+static uint64_t cpu_rings_cost(const struct bt_engine *e)
+{
+	return e->cpu_rings_open ? 0 : e->plan.cpu_cost;
+}
+
+int bt_engine_open_thread(struct bt_engine *e, pid_t tid, bool enable_on_exec,
+			  bool enable_now, struct btrace_error *err)
 {
 	struct bt_tev *t;
 	uint64_t avail;
@@ -147,19 +209,24 @@ static int open_task(struct bt_engine *e, pid_t tid, bool enable_on_exec,
 	bt_perf_ring_init(&t->ring);
 	t->tid = tid;
 	avail = bt_budget_available(&e->env, &e->st);
-	/* per-task if the budget still leaves room for the catch-all rings */
+	/* per-task if the budget still leaves room for the reserved
+	 * catch-all rings */
 	t->per_task = avail == BT_UNLIMITED ||
 		avail >= e->plan.task_cost +
-			 (e->cpu_rings_open || !e->plan.catch_all_rings ? 0 :
-			  e->plan.cpu_cost);
+			 (e->plan.catch_all_rings ? cpu_rings_cost(e) : 0);
 	if (e->o->max_tasks && per_task_count >= e->o->max_tasks)
 		t->per_task = false;
+	if (!t->per_task && avail != BT_UNLIMITED && avail < cpu_rings_cost(e))
+		return bt_error(err, -EPERM,
+				"no trace buffer: the locked-memory budget has %" PRIu64 " pages left, a per-task buffer needs %" PRIu64 " and the per-CPU rings %" PRIu64 "%s",
+				avail, e->plan.task_cost, cpu_rings_cost(e),
+				e->plan.unreserved ? " (they did not fit beside the buffers when recording began)" : "");
 	if (t->per_task) {
 		struct perf_event_attr a;
 		struct bt_perf_ctx cx = ctx_for(e, tid, -1);
 		int fd;
 
-		attr_for(e, &a, enable_on_exec);
+		attr_for(e, &a, enable_on_exec, false);
 		fd = bt_perf_open(&a, tid, -1, &cx, err);
 		if (fd < 0)
 			return fd;
@@ -171,15 +238,9 @@ static int open_task(struct bt_engine *e, pid_t tid, bool enable_on_exec,
 			return r;
 		}
 	} else {
-		r = open_catch_all(e, t, enable_on_exec, err);
-		if (r < 0) {
-			if (t->cpu_fds)
-				for (int c = 0; c < e->ncpus; c++)
-					if (t->cpu_fds[c] >= 0)
-						close(t->cpu_fds[c]);
-			free(t->cpu_fds);
+		r = bt_engine_open_catch_all(e, t, enable_on_exec, err);
+		if (r < 0)
 			return r;
-		}
 	}
 	e->ntev++;
 	if (enable_now) {
@@ -190,6 +251,19 @@ static int open_task(struct bt_engine *e, pid_t tid, bool enable_on_exec,
 				bt_perf_enable(t->cpu_fds[c]);
 	}
 	return 0;
+}
+
+/* A thread that appeared while recording: trace it, or record why not. */
+static void open_new_thread(struct bt_engine *e, pid_t tid)
+{
+	struct btrace_error err = { 0 };
+	int r;
+
+	if (find_tev_const(e, tid) || is_untraced(e, tid))
+		return;
+	r = bt_engine_open_thread(e, tid, false, true, &err);
+	if (r < 0 && r != -ESRCH)
+		note_untraced(e, tid, err.msg);
 }
 
 static void close_all(struct bt_engine *e)
@@ -208,6 +282,9 @@ static void close_all(struct bt_engine *e)
 	free(e->tevs);
 	e->tevs = NULL;
 	e->ntev = e->ctev = 0;
+	free(e->untraced);
+	e->untraced = NULL;
+	e->nuntraced = e->cuntraced = 0;
 	if (e->cpu_rings)
 		for (int c = 0; c < e->ncpus; c++)
 			bt_perf_ring_close(&e->cpu_rings[c]);
@@ -228,6 +305,7 @@ static int make_plan(struct bt_engine *e, int nthreads, struct btrace_error *err
 		.has_aux = e->o->has_aux,
 		.allow_shrink = e->allow_shrink,
 		.max_tasks = e->o->max_tasks,
+		.new_threads = true,
 	};
 	int r;
 
@@ -301,7 +379,7 @@ static void precise_snapshot(struct bt_engine *e, pid_t tid, int sig,
 	struct btrace_signal s;
 	char how[160];
 
-	bt_engine_disable_all(e);
+	bt_engine_disable_siblings_first(e, tid);
 	memset(&s, 0, sizeof(s));
 	s.tid = tid;
 	s.signo = sig;
@@ -339,7 +417,7 @@ static struct bt_tev *find_tev(struct bt_engine *e, pid_t tid)
 	return NULL;
 }
 
-static void handle_stop(struct bt_engine *e, pid_t tid, int status)
+void bt_engine_handle_stop(struct bt_engine *e, pid_t tid, int status)
 {
 	int event = status >> 16, sig = WSTOPSIG(status);
 	struct btrace_error err = { 0 };
@@ -348,8 +426,8 @@ static void handle_stop(struct bt_engine *e, pid_t tid, int status)
 		unsigned long msg = 0;
 
 		ptrace(PTRACE_GETEVENTMSG, tid, NULL, &msg);
-		if (msg && open_task(e, (pid_t)msg, false, true, &err) < 0)
-			say(e, "thread %lu: not traced: %s", msg, err.msg);
+		if (msg)
+			open_new_thread(e, (pid_t)msg);
 		ptrace(PTRACE_CONT, tid, NULL, NULL);
 		return;
 	}
@@ -362,7 +440,7 @@ static void handle_stop(struct bt_engine *e, pid_t tid, int status)
 			struct btrace_signal s = { .tid = tid,
 						   .exit_status = (int)msg };
 
-			bt_engine_disable_all(e);
+			bt_engine_disable_siblings_first(e, tid);
 			if (bt_engine_write(e, e->output, BTRACE_CRASH_EXIT, &s,
 					    true, &err) == 0) {
 				e->snapshotted = true;
@@ -375,7 +453,11 @@ static void handle_stop(struct bt_engine *e, pid_t tid, int status)
 		return;
 	}
 	if (event == PTRACE_EVENT_STOP) {
-		/* group-stop (job control) or the first stop of a new thread */
+		/* group-stop (job control) or the first stop of a new thread.
+		 * That stop may be reported before the parent's
+		 * PTRACE_EVENT_CLONE: the thread's event is opened before it
+		 * runs, not when the parent's event comes. */
+		open_new_thread(e, tid);
 		if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN ||
 		    sig == SIGTTOU)
 			ptrace(PTRACE_LISTEN, tid, NULL, NULL);
@@ -500,12 +582,91 @@ static long proc_exit_code(pid_t pid)
 	return code;
 }
 
+/*
+ * A ptrace stop of a tracee sends SIGCHLD to the tracer
+ * (do_notify_parent_cldstop() in kernel/signal.c): with SIGCHLD blocked and
+ * read through a signalfd, the stop wakes the loop at once instead of at
+ * the next tick, so the siblings of a crashed thread are stopped before
+ * they overwrite their history.  A blocked signal is never discarded as
+ * ignored (sig_ignored()), whatever the caller's disposition.  In a
+ * multi-threaded caller another thread may take the signal: the tick is
+ * then the fallback.
+ */
+static void sigchld_watch_start(struct bt_engine *e)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	if (pthread_sigmask(SIG_BLOCK, &set, &e->old_mask) != 0)
+		return;
+	e->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (e->sigfd < 0)
+		pthread_sigmask(SIG_SETMASK, &e->old_mask, NULL);
+}
+
+static void sigchld_drain(struct bt_engine *e)
+{
+	struct signalfd_siginfo si;
+
+	while (e->sigfd >= 0 && read(e->sigfd, &si, sizeof(si)) == sizeof(si))
+		;
+}
+
+static void sigchld_watch_stop(struct bt_engine *e)
+{
+	if (e->sigfd < 0)
+		return;
+	/* the stops of our tracees are ours: not handed to the caller */
+	sigchld_drain(e);
+	close(e->sigfd);
+	e->sigfd = -1;
+	pthread_sigmask(SIG_SETMASK, &e->old_mask, NULL);
+}
+
+/*
+ * Asked to stop while the target lives: end the ptrace link of every thread
+ * now, before the registry is released, so that a joiner taking over can
+ * seize it (otherwise the link ends only with this process, exit_ptrace(),
+ * and a library caller may live on).  A seized running thread is stopped
+ * with PTRACE_INTERRUPT first; a signal it was stopped for is passed on.
+ */
+static void detach_all(struct bt_engine *e)
+{
+	for (int round = 0; round < 5; round++) {
+		pid_t *tids = NULL;
+		int n = bt_proc_tids(e->pid, &tids), left = 0;
+
+		for (int i = 0; i < n; i++) {
+			int st, sig = 0;
+			pid_t w;
+
+			if (ptrace(PTRACE_INTERRUPT, tids[i], NULL, NULL) < 0)
+				continue;   /* not ours, or gone */
+			left++;
+			w = waitpid(tids[i], &st, __WALL);
+			if (w != tids[i] || !WIFSTOPPED(st))
+				continue;
+			if ((st >> 16) == 0)
+				sig = WSTOPSIG(st);   /* a signal-delivery stop */
+			ptrace(PTRACE_DETACH, tids[i], NULL, (void *)(long)sig);
+		}
+		free(tids);
+		if (!left)
+			break;   /* a clone during the detach: another round */
+	}
+}
+
 static void loop(struct bt_engine *e)
 {
-	struct btrace_error err = { 0 };
+	int tick = e->o->tick_ms == 0 ? 20 : e->o->tick_ms < 0 ? -1 :
+		   e->o->tick_ms;
+	bool first = true;
 
+	if (e->launched || e->precise)
+		sigchld_watch_start(e);
 	while (!e->done && !stop_requested) {
-		struct pollfd pfd[70];
+		struct pollfd pfd[71];
 		int n = 0, pidfd_slot = -1, reg_slot = -1;
 
 		for (int i = 0; i < e->sbr.ncpus && n < 64; i++) {
@@ -522,15 +683,19 @@ static void loop(struct bt_engine *e)
 			pfd[n].fd = e->pidfd;
 			pfd[n++].events = POLLIN;
 		}
-		poll(pfd, (nfds_t)n, 20);
+		if (e->sigfd >= 0) {
+			pfd[n].fd = e->sigfd;
+			pfd[n++].events = POLLIN;
+		}
+		/* stops that came before the watch started: look at once */
+		poll(pfd, (nfds_t)n, first ? 0 : tick);
+		first = false;
+		sigchld_drain(e);
 		bt_sb_rings_drain(&e->sbr, &e->sb);
 		bt_engine_drain_trace(e);
 		/* new threads seen in FORK records (passive mode) */
 		for (size_t i = 0; i < e->sb.nnew; i++)
-			if (!find_tev(e, e->sb.new_tids[i]) &&
-			    open_task(e, e->sb.new_tids[i], false, true, &err) < 0)
-				say(e, "thread %d: not traced: %s", e->sb.new_tids[i],
-				    err.msg);
+			open_new_thread(e, e->sb.new_tids[i]);
 		e->sb.nnew = 0;
 		if (reg_slot >= 0 && (pfd[reg_slot].revents & POLLIN)) {
 			int client, kind = bt_registry_accept(e->reg, &client);
@@ -548,7 +713,7 @@ static void loop(struct bt_engine *e)
 				if (w <= 0)
 					break;
 				if (WIFSTOPPED(status)) {
-					handle_stop(e, w, status);
+					bt_engine_handle_stop(e, w, status);
 					continue;
 				}
 				if (w == e->pid) {
@@ -570,6 +735,9 @@ static void loop(struct bt_engine *e)
 			e->done = true;
 		}
 	}
+	if (!e->done && e->precise)
+		detach_all(e);
+	sigchld_watch_stop(e);
 }
 
 /* --- setup --- */
@@ -629,6 +797,9 @@ static int setup_launch(struct bt_engine *e, struct btrace_error *err)
 		close(go[1]);
 		close(ep[0]);
 		signal(SIGINT, SIG_DFL);
+		/* the program runs with the caller's limit, not btrace's */
+		if (e->nofile_raised)
+			setrlimit(RLIMIT_NOFILE, &e->old_nofile);
 		if (read(go[0], &c, 1) != 1)
 			_exit(127);
 		execvp(e->rec->argv[0], e->rec->argv);
@@ -659,7 +830,7 @@ static int setup_launch(struct bt_engine *e, struct btrace_error *err)
 	if (r == 0)
 		r = bt_sb_rings_open(&e->sbr, pid, true, e->o->sideband_pages, err);
 	if (r == 0)
-		r = open_task(e, pid, true, false, err);
+		r = bt_engine_open_thread(e, pid, true, false, err);
 	if (r < 0) {
 		kill(pid, SIGKILL);
 		close(go[1]);
@@ -743,9 +914,16 @@ static int setup_attach(struct bt_engine *e, struct btrace_error *err)
 			continue;
 		}
 		if (r == 0)
-			r = open_task(e, tids[i], false, false, err);
+			r = bt_engine_open_thread(e, tids[i], false, false, err);
 		if (r == -ESRCH)
 			r = 0;
+		/* The first thread's failure is the recording's; a later
+		 * one's leaves that thread untraced, and the snapshot says so. */
+		if (r < 0 && e->ntev > 0) {
+			note_untraced(e, tids[i], err->msg);
+			bt_error_clear(err);
+			r = 0;
+		}
 	}
 	free(tids);
 	if (r < 0)
@@ -769,6 +947,7 @@ static void engine_init(struct bt_engine *e, const struct bt_engine_opts *o,
 	res->snapshots = 0;
 	res->snapshot_path[0] = '\0';
 	e->pidfd = -1;
+	e->sigfd = -1;
 	e->exit_status = -1;
 	e->precise = !(o->rec->flags & BTRACE_RECORD_NO_PTRACE);
 	e->allow_shrink = o->allow_shrink;
@@ -778,7 +957,7 @@ static void engine_init(struct bt_engine *e, const struct bt_engine_opts *o,
 	e->t0 = bt_now_ns();
 }
 
-static int engine_prepare(struct bt_engine *e, struct btrace_error *err)
+int bt_engine_prepare(struct bt_engine *e, struct btrace_error *err)
 {
 	int r = bt_online_cpus(&e->cpus);
 
@@ -787,15 +966,19 @@ static int engine_prepare(struct bt_engine *e, struct btrace_error *err)
 	e->ncpus = r;
 	e->cpu_rings = calloc((size_t)e->ncpus, sizeof(*e->cpu_rings));
 	e->cpu_flags = calloc((size_t)e->ncpus, sizeof(*e->cpu_flags));
+	e->cpu_records_lost = calloc((size_t)e->ncpus, sizeof(*e->cpu_records_lost));
+	e->cpu_marks = calloc((size_t)e->ncpus, sizeof(*e->cpu_marks));
+	e->cpu_slices = calloc((size_t)e->ncpus, sizeof(*e->cpu_slices));
 	e->scratch = malloc(65536);
-	if (!e->cpu_rings || !e->cpu_flags || !e->scratch)
+	if (!e->cpu_rings || !e->cpu_flags || !e->scratch ||
+	    !e->cpu_records_lost || !e->cpu_marks || !e->cpu_slices)
 		return bt_error(err, -ENOMEM, "capture: out of memory");
 	for (int c = 0; c < e->ncpus; c++)
 		bt_perf_ring_init(&e->cpu_rings[c]);
 	return 0;
 }
 
-static void engine_fini(struct bt_engine *e)
+void bt_engine_release(struct bt_engine *e)
 {
 	close_all(e);
 	bt_registry_release(e->reg);
@@ -805,6 +988,11 @@ static void engine_fini(struct bt_engine *e)
 	bt_sideband_fini(&e->sb);
 	free(e->cpu_rings);
 	free(e->cpu_flags);
+	free(e->cpu_records_lost);
+	free(e->cpu_marks);
+	for (int c = 0; e->cpu_slices && c < e->ncpus; c++)
+		free(e->cpu_slices[c].v);
+	free(e->cpu_slices);
 	free(e->cpus);
 	free(e->scratch);
 }
@@ -947,6 +1135,32 @@ static int run_joined(struct bt_engine *e, struct bt_registry_sub *sub,
 	return 0;
 }
 
+/*
+ * One event per CPU per thread (sideband in attach mode, catch-all rings)
+ * runs past a soft `ulimit -n` of 1024 on a large host: raise the soft
+ * limit to the hard one, as perf does (rlimit__increase_nofile() in
+ * tools/perf), and give the caller its own back at the end.
+ */
+static void raise_nofile(struct bt_engine *e)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &e->old_nofile) < 0 ||
+	    e->old_nofile.rlim_cur >= e->old_nofile.rlim_max)
+		return;
+	rl = e->old_nofile;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+		e->nofile_raised = true;
+}
+
+static void restore_nofile(struct bt_engine *e)
+{
+	if (e->nofile_raised)
+		setrlimit(RLIMIT_NOFILE, &e->old_nofile);
+	e->nofile_raised = false;
+}
+
 int bt_engine_join(const struct bt_engine_opts *o, bool can_take_over,
 		   const char *why, struct btrace_record_result *res,
 		   struct btrace_error *err)
@@ -966,15 +1180,17 @@ int bt_engine_join(const struct bt_engine_opts *o, bool can_take_over,
 	bt_proc_comm(e.pid, e.pid, e.comm, sizeof(e.comm));
 	r = bt_registry_join(e.pid, &sub, &owner, &backend, &jerr);
 	if (r < 0) {
-		engine_fini(&e);
+		bt_engine_release(&e);
 		return r == -ESRCH ? 1 : bt_error(err, r, "%s", jerr.msg);
 	}
-	r = engine_prepare(&e, err);
+	raise_nofile(&e);
+	r = bt_engine_prepare(&e, err);
 	if (r == 0)
 		r = run_joined(&e, sub, owner, backend, err);
 	else
 		bt_registry_sub_close(sub);
-	engine_fini(&e);
+	bt_engine_release(&e);
+	restore_nofile(&e);
 	return r;
 }
 
@@ -986,7 +1202,8 @@ int bt_engine_run(const struct bt_engine_opts *o,
 	int r;
 
 	engine_init(&e, o, res);
-	r = engine_prepare(&e, err);
+	raise_nofile(&e);
+	r = bt_engine_prepare(&e, err);
 	if (r < 0)
 		goto out;
 	stop_requested = 0;
@@ -1037,6 +1254,7 @@ int bt_engine_run(const struct bt_engine_opts *o,
 	sigaction(SIGTERM, &old_term, NULL);
 	sigaction(SIGHUP, &old_hup, NULL);
 out:
-	engine_fini(&e);
+	bt_engine_release(&e);
+	restore_nofile(&e);
 	return r;
 }

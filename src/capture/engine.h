@@ -35,6 +35,9 @@ struct bt_engine_opts {
 	bool use_registry;                  /* single owner per target */
 	bool allow_shrink;                  /* default size: shrink to the budget */
 	bool test_event;                    /* a software stand-in, say so */
+	int tick_ms;                        /* drain period of the loop, 0: 20 ms,
+					     * < 0: none (tests: every wake-up
+					     * must come from an event) */
 };
 
 /* Run a recording to its end (see btrace_record()). */

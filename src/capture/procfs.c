@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,13 +31,37 @@ static char *status_line(pid_t pid, const char *key, char **buf)
 	return NULL;
 }
 
+/* PROC_USER_INIT_INO (include/linux/proc_ns.h): the inode number of the
+ * initial user namespace, fixed by the kernel. */
+#define BT_USER_INIT_INO 0xEFFFFFFDu
+
+bool bt_in_initial_userns(void)
+{
+	struct stat st;
+
+	/* no namespace files (before 3.8): no user namespaces either */
+	if (stat("/proc/self/ns/user", &st) < 0)
+		return errno == ENOENT;
+	return st.st_ino == BT_USER_INIT_INO;
+}
+
+/*
+ * The perf checks ask capable() / perfmon_capable(), i.e.
+ * ns_capable(&init_user_ns, cap) (kernel/capability.c): a capability held
+ * in a user namespace of a container (CapEff shows it) does not count.
+ */
+bool bt_cap_effective(uint64_t capeff, bool initial_userns, int cap)
+{
+	return initial_userns && ((capeff >> cap) & 1);
+}
+
 bool bt_has_cap(int cap)
 {
 	char *buf = NULL, *v = status_line(0, "CapEff", &buf);
 	unsigned long long caps = v ? strtoull(v, NULL, 16) : 0;
 
 	free(buf);
-	return (caps >> cap) & 1;
+	return bt_cap_effective(caps, bt_in_initial_userns(), cap);
 }
 
 uint64_t bt_proc_status_kb(pid_t pid, const char *key)

@@ -140,6 +140,10 @@ void bt_sideband_fini(struct bt_sideband *sb)
 	free(sb->maps);
 	free(sb->tasks);
 	free(sb->new_tids);
+	for (size_t i = 0; i < sb->nreplaced; i++) {
+		free(sb->replaced[i].path);
+		free(sb->replaced[i].by);
+	}
 	memset(sb, 0, sizeof(*sb));
 }
 
@@ -196,9 +200,49 @@ static int punch(struct bt_sideband *sb, uint64_t start, uint64_t end)
 	return 0;
 }
 
+static bool same_str(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+/* Note the parts of existing mappings that @m maps other code over. */
+static void note_replaced(struct bt_sideband *sb, const struct btrace_mapping *m)
+{
+	for (size_t i = 0; i < sb->nmaps; i++) {
+		const struct btrace_mapping *o = &sb->maps[i];
+		uint64_t s = o->start > m->start ? o->start : m->start;
+		uint64_t e = o->end < m->end ? o->end : m->end;
+		struct bt_sb_replaced *r;
+
+		if (s >= e)
+			continue;
+		/* the same bytes of the same file again: no replacement */
+		if (same_str(o->path, m->path) &&
+		    o->pgoff + (s - o->start) == m->pgoff + (s - m->start) &&
+		    (!o->build_id_size || !m->build_id_size ||
+		     (o->build_id_size == m->build_id_size &&
+		      !memcmp(o->build_id, m->build_id, o->build_id_size))))
+			continue;
+		sb->replaced_total++;
+		if (sb->nreplaced >= BT_SB_REPLACED_MAX)
+			continue;
+		r = &sb->replaced[sb->nreplaced++];
+		r->start = s;
+		r->end = e;
+		r->pgoff = o->pgoff + (s - o->start);
+		r->time = sb->now;
+		r->path = o->path ? strdup(o->path) : NULL;
+		r->by = m->path ? strdup(m->path) : NULL;
+		r->by_pgoff = m->pgoff + (s - m->start);
+	}
+}
+
 int bt_sideband_add_map(struct bt_sideband *sb, const struct btrace_mapping *m)
 {
-	int r = punch(sb, m->start, m->end);
+	int r;
+
+	note_replaced(sb, m);
+	r = punch(sb, m->start, m->end);
 
 	if (r < 0)
 		return r;
@@ -216,6 +260,7 @@ int bt_sideband_apply(struct bt_sideband *sb, const struct bt_sb_event *ev)
 	struct bt_sb_task *t;
 
 	sb->records++;
+	sb->now = ev->time;
 	switch (ev->type) {
 	case PERF_RECORD_MMAP2: {
 		struct btrace_mapping m;
@@ -304,6 +349,7 @@ int bt_sideband_synthesize(struct bt_sideband *sb, pid_t pid,
 	pid_t *tids = NULL;
 	int n, r;
 
+	sb->now = 0;   /* synthesized records have no time */
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	r = bt_read_file(path, &buf, NULL, 64 << 20);
 	if (r < 0)

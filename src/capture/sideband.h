@@ -55,6 +55,17 @@ struct bt_sb_task {
 	char comm[16];
 };
 
+/* An executable range mapped over while recording (dlclose + dlopen at the
+ * same address, a JIT, MAP_FIXED): trace older than @time ran the old code. */
+struct bt_sb_replaced {
+	uint64_t start, end;           /* the part that was replaced */
+	uint64_t pgoff;                /* of the old mapping at @start */
+	uint64_t time;                 /* perf time of the new mapping, 0: unknown */
+	char *path, *by;               /* old and new file (NULL: anonymous) */
+	uint64_t by_pgoff;
+};
+#define BT_SB_REPLACED_MAX 16
+
 struct bt_sideband {
 	int32_t pid;                   /* the traced process */
 	struct btrace_mapping *maps;   /* current mappings (exec ones) */
@@ -64,6 +75,10 @@ struct bt_sideband {
 	uint64_t lost;                 /* PERF_RECORD_LOST total */
 	uint64_t records;
 	uint64_t comm_execs;           /* COMM records caused by exec */
+	uint64_t now;                  /* time of the record being applied */
+	struct bt_sb_replaced replaced[BT_SB_REPLACED_MAX]; /* the first ones */
+	size_t nreplaced;              /* kept */
+	uint64_t replaced_total;       /* all of them */
 	/* FORK records of new threads not yet handled by the engine */
 	int32_t *new_tids;
 	size_t nnew, cnew;

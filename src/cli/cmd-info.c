@@ -238,10 +238,11 @@ static void print_text(const char *path, const struct btrace_snapshot *s)
 	for (size_t i = 0; i < s->ntasks; i++) {
 		const struct btrace_task *t = &s->tasks[i];
 
-		printf("  pid %d tid %d %-16s %s%s%s\n", t->pid, t->tid,
+		printf("  pid %d tid %d %-16s %s%s%s%s\n", t->pid, t->tid,
 		       t->comm ? cli_esc(t->comm) : "?", t->exe ? cli_esc(t->exe) : "",
 		       t->flags & BTRACE_TASK_CRASHED ? " [crashed]" : "",
-		       t->flags & BTRACE_TASK_EXITED ? " [exited]" : "");
+		       t->flags & BTRACE_TASK_EXITED ? " [exited]" : "",
+		       t->flags & BTRACE_TASK_UNTRACED ? " [untraced]" : "");
 	}
 	printf("\nmappings: %zu (%zu executable)\n", s->nmappings,
 	       exec_mappings(s));

@@ -9,6 +9,10 @@
  *   sbchild threads N SEC start N threads that sleep, then crash in thread 1
  *   sbchild loop N        N calls of a small function, then crash (a trace
  *                         that wraps a small ring)
+ *   sbchild faults N      three rounds of N fresh page faults, 100 ms apart,
+ *                         then crash
+ *   sbchild remap LIB     map LIB executable, map it again over the same
+ *                         range at another offset, then crash
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -17,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static volatile int sink;
@@ -127,6 +133,40 @@ int main(int argc, char **argv)
 		crash_here();
 		return 0;
 	}
-	fprintf(stderr, "usage: sbchild exec|run|crash|handler|sleep|threads|loop ...\n");
+	if (argc >= 3 && !strcmp(argv[1], "faults")) {
+		size_t n = (size_t)atoi(argv[2]);
+
+		for (int round = 0; round < 3; round++) {
+			char *p = mmap(NULL, n * 4096, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+			if (p == MAP_FAILED)
+				return 5;
+			for (size_t i = 0; i < n; i++)
+				p[i * 4096] = 1;
+			usleep(100000);
+		}
+		crash_here();
+		return 0;
+	}
+	if (argc >= 3 && !strcmp(argv[1], "remap")) {
+		int fd = open(argv[2], O_RDONLY);
+		char *p, *q;
+
+		if (fd < 0)
+			return 6;
+		p = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+		if (p == MAP_FAILED)
+			return 7;
+		usleep(100000);
+		q = mmap(p, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED,
+			 fd, 4096);
+		if (q != p)
+			return 8;
+		usleep(100000);
+		crash_here();
+		return 0;
+	}
+	fprintf(stderr, "usage: sbchild exec|run|crash|handler|sleep|threads|loop|faults|remap ...\n");
 	return 2;
 }

@@ -5,6 +5,7 @@
 
 #include "bt-test.h"
 #include "capture/budget.h"
+#include "capture/capture-internal.h"
 
 static void env_default(struct bt_budget_env *e)
 {
@@ -250,6 +251,79 @@ static void test_plan_sideband(struct bt_test *t)
 	BT_EQ_U64(t, 68 + 100 + 3 * 25, p.total);
 }
 
-BT_TESTS(test_plan_prefers_pad_in_slack, test_user_limit, test_charge_sequence, test_split_charge,
+/* Threads created later (launch, attach): the plan reserves the catch-all
+ * rings beside the buffers when they fit, without shrinking the history;
+ * when they do not fit it says so instead. */
+static void test_plan_new_threads(struct bt_test *t)
+{
+	struct btrace_error err = { 0 };
+	struct bt_budget_env e;
+	struct bt_plan p;
+	struct bt_plan_req r = {
+		.nthreads = 1, .ncpus = 2, .history = 60 << 10, .pad = 4096,
+		.data_pages = 8, .has_aux = true, .allow_shrink = true,
+		.new_threads = true,
+	};
+
+	env_default(&e);
+	e.rlimit_memlock = 0;          /* 258 pages */
+	/* 1 x 25 + catch-all 2 x 25 = 75 pages */
+	BT_EQ_INT(t, 0, bt_budget_plan(&e, &r, &p, &err));
+	BT_EQ_INT(t, 1, p.per_task);
+	BT_CHECK(t, p.catch_all_rings);
+	BT_CHECK(t, !p.unreserved);
+	BT_EQ_U64(t, 50, p.cpu_cost);
+	BT_EQ_U64(t, 75, p.total);
+	BT_CONTAINS(t, p.summary, "reserved for later threads");
+	/* 16 CPUs: 16 x 25 = 400 pages do not fit beside the buffer; the
+	 * history is kept and the plan says the rings are not reserved */
+	r.ncpus = 16;
+	BT_EQ_INT(t, 0, bt_budget_plan(&e, &r, &p, &err));
+	BT_EQ_INT(t, 1, p.per_task);
+	BT_CHECK(t, !p.catch_all_rings);
+	BT_CHECK(t, p.unreserved);
+	BT_CHECK(t, !p.ring.shrunk);
+	BT_EQ_U64(t, 64 << 10, p.ring.ring);
+	BT_EQ_U64(t, 25, p.total);
+	BT_CONTAINS(t, p.summary, "no room to reserve");
+	/* no limit: nothing to reserve */
+	e.rlimit_memlock = BT_UNLIMITED;
+	BT_EQ_INT(t, 0, bt_budget_plan(&e, &r, &p, &err));
+	BT_CHECK(t, !p.catch_all_rings && !p.unreserved);
+}
+
+/* perf_mmap() refuses beyond the limit only if perf_is_paranoid(), which is
+ * sysctl_perf_event_paranoid > -1 (include/linux/perf_event.h): -1 and
+ * every value below bypass the limit. */
+static void test_paranoid_bypass(struct bt_test *t)
+{
+	struct bt_budget_env e;
+	struct bt_budget_state st;
+
+	env_default(&e);
+	e.rlimit_memlock = 0;
+	for (int p = 2; p >= -3; p--) {
+		e.paranoid = p;
+		bt_budget_state_init(&e, &st);
+		BT_EQ_INT(t, p <= -1, bt_budget_bypass(&e));
+		BT_EQ_INT(t, p <= -1 ? 0 : -EPERM, bt_budget_charge(&e, &st, 1000));
+	}
+}
+
+/* capable() is ns_capable(&init_user_ns, ...) (kernel/capability.c): a
+ * capability in CapEff counts only in the initial user namespace. */
+static void test_cap_initial_userns(struct bt_test *t)
+{
+	uint64_t all = (1ull << 41) - 1;
+
+	BT_CHECK(t, bt_cap_effective(all, true, BT_CAP_IPC_LOCK));
+	BT_CHECK(t, !bt_cap_effective(all, false, BT_CAP_IPC_LOCK));
+	BT_CHECK(t, !bt_cap_effective(all & ~(1ull << BT_CAP_IPC_LOCK), true,
+				      BT_CAP_IPC_LOCK));
+	BT_CHECK(t, bt_cap_effective(1ull << BT_CAP_PERFMON, true, BT_CAP_PERFMON));
+}
+
+BT_TESTS(test_plan_new_threads, test_paranoid_bypass, test_cap_initial_userns,
+	 test_plan_prefers_pad_in_slack, test_user_limit, test_charge_sequence, test_split_charge,
 	 test_ring_choose, test_plan_fits, test_plan_catch_all,
 	 test_plan_refused, test_plan_sideband)

@@ -233,6 +233,62 @@ static void test_threads_catch_all(struct bt_test *t)
 	threads_case(t, 0, 2, 2, 2);
 }
 
+/* A launch-mode engine in a child process (a hang can be killed);
+ * exit code 0 = ran. */
+static pid_t spawn_launcher(char **argv, const char *out, int tick_ms,
+			    int max_tasks)
+{
+	pid_t p = fork();
+
+	if (p == 0) {
+		struct btrace_record_opts rec = { .sz = sizeof(rec) };
+		struct btrace_record_result res;
+		struct btrace_error err = { 0 };
+		struct bt_engine_opts o;
+		int r;
+
+		rec.argv = argv;
+		rec.output = out;
+		rec.flags = getenv("BT_TEST_VERBOSE") ? 0 : BTRACE_RECORD_QUIET;
+		rec.on = BTRACE_ON_DEFAULT;
+		engine_opts(&o, &rec);
+		o.tick_ms = tick_ms;
+		o.max_tasks = max_tasks;
+		r = bt_engine_run(&o, &res, &err);
+		if (r < 0)
+			fprintf(stderr, "engine: %s\n", err.msg);
+		_exit(r < 0 ? 1 : res.snapshots == 1 ? 0 : 2);
+	}
+	return p;
+}
+
+static int wait_exit(pid_t p, int ms);
+
+/* The crash stop wakes the loop by itself (SIGCHLD through a signalfd):
+ * with the periodic tick switched off, an engine that only polled would
+ * never see the stop of a thread that crashes after the sideband went
+ * quiet, and the time limit (a hang guard) would end it. */
+static void test_stop_wakes_loop(struct bt_test *t)
+{
+	char *argv[] = { child_path, "threads", "2", "1", NULL };
+	const char *out = out_path("nowake.btrace");
+	struct btrace_snapshot *s;
+	uint64_t t0 = bt_now_ns();
+	pid_t eng;
+	int st;
+
+	eng = spawn_launcher(argv, out, -1, 0);
+	st = wait_exit(eng, 120000);
+	BT_REQUIRE(t, st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	bt_test_diag("engine ran %.1f ms (the crash comes after 1000 ms)",
+		     (double)(bt_now_ns() - t0) / 1e6);
+	s = read_snap(t, out);
+	BT_REQUIRE(t, s && s->signal);
+	BT_EQ_INT(t, BTRACE_CRASH_PRECISE, s->config.crash_mode);
+	BT_EQ_INT(t, SIGSEGV, s->signal->signo);
+	btrace_snapshot_free(s);
+}
+
 /* --- attach: gdb beside, two btrace processes --- */
 
 static pid_t spawn(char **argv)
@@ -607,6 +663,7 @@ int main(void)
 		BT_TEST_CASE(test_threads_precise),
 		BT_TEST_CASE(test_threads_passive_fork_records),
 		BT_TEST_CASE(test_threads_catch_all),
+		BT_TEST_CASE(test_stop_wakes_loop),
 		BT_TEST_CASE(test_attach_beside_gdb),
 		BT_TEST_CASE(test_two_btrace_join_and_snapshots),
 		BT_TEST_CASE(test_two_btrace_handover),
