@@ -796,10 +796,9 @@ static void bt_keep_rings(struct bt_rings *rs)
 static void bt_untraced_children_text(uint32_t n, char *out, size_t len)
 {
 	snprintf(out, len, "%u forked child process%s of this process ran "
-		 "untraced: btrace could not back or receive %s ring (the "
-		 "plugin said why on stderr), so %s no trace and no snapshot",
-		 n, n == 1 ? "" : "es", n == 1 ? "its" : "their",
-		 n == 1 ? "it has" : "they have");
+		 "untraced: %s ring could not be made or handed to btrace, so "
+		 "%s no trace and no snapshot", n, n == 1 ? "" : "es",
+		 n == 1 ? "its" : "their", n == 1 ? "it has" : "they have");
 }
 
 
