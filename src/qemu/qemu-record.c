@@ -536,6 +536,8 @@ static pid_t bt_janitor_start(const char *dir, int *wfd)
 		int nul;
 		ssize_t n;
 
+		close(p[1]);   /* only btrace holds the write end */
+
 		memset(&ign, 0, sizeof(ign));
 		ign.sa_handler = SIG_IGN;
 		for (int sig = 1; sig < NSIG; sig++)
@@ -596,6 +598,23 @@ static int bt_rings_init(struct bt_rings *rs, struct btrace_error *err)
 			       "little free space (the rings are memory; the "
 			       "directory holds QEMU's guest core of a "
 			       "crashing program)");
+	}
+	/* Absolute: the emulator reaches it from the guest's working
+	 * directory, which the guest may change. */
+	if (rs->dir[0] != '/') {
+		char *abs = realpath(rs->dir, NULL);
+
+		if (!abs || strlen(abs) >= sizeof(rs->dir)) {
+			e = abs ? ENAMETOOLONG : errno;
+			free(abs);
+			bt_rmtree(rs->dir);
+			bt_error(err, -e, "%s: resolve ring directory failed: %s",
+				 rs->dir, strerror(e));
+			rs->dir[0] = 0;
+			return bt_hint(err, "set TMPDIR to an absolute path");
+		}
+		snprintf(rs->dir, sizeof(rs->dir), "%s", abs);
+		free(abs);
 	}
 	rs->janitor = bt_janitor_start(rs->dir, &rs->janitor_fd);
 	if (rs->janitor < 0) {
@@ -2045,14 +2064,19 @@ static void bt_untraced_children_warn(const char *ring_path, int pid)
 static void bt_child_died_1(struct bt_tree *t, struct bt_proc *p);
 
 /* A forked child died: its own snapshot, when its death asks for one.
- * Then its ring goes (its pages with it), unless it holds a TB table (a
- * re-executed child's) that its own children still use. */
+ * Then its pidfd and its ring go (the ring's pages with it), unless the
+ * ring holds a TB table (a re-executed child's) that its own children
+ * still use: a program that forks thousands of children does not run
+ * btrace out of descriptors or memory. */
 static void bt_child_died(struct bt_tree *t, struct bt_proc *p)
 {
 	struct bt_ring_hdr h;
 	int fd;
 
 	bt_child_died_1(t, p);
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	p->pidfd = -1;
 	fd = bt_rings_fd(t->j->rs, p->pid);
 	if (fd >= 0 && pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
 	    !h.tb_offset)
