@@ -8,11 +8,15 @@
  * ring.h; docs/qemu-backend.md explains the whole backend.
  *
  * Arguments (comma-separated after the plugin path):
- *   dir=PATH      directory for the ring files (required)
- *   fd=N          the ring file of this (the launched) process is the open
+ *   dir=PATH      btrace's private directory (required): its socket
+ *                 "sock" takes every other process's ring, and QEMU's guest
+ *                 core goes there (preload.c)
+ *   fd=N          the ring of this (the launched) process is the open
  *                 descriptor N, a memfd btrace created: the plugin sizes it,
- *                 maps it and closes it before the guest starts.  Forked
- *                 children still create files in dir=.
+ *                 maps it and closes it before the guest starts.  Without
+ *                 it (a re-executed emulator) and in forked children, the
+ *                 plugin creates a memfd itself and hands it to btrace over
+ *                 dir=/sock (bt_file_publish)
  *   slots=N       thread slots per process (default 64)
  *   entries=N     ring entries per thread, rounded up to a power of two
  *                 (default 1M = 4 MiB)
@@ -22,7 +26,7 @@
  *   tbmax=N       TB table capacity (default 4M)
  *   fixpage=0|1   work around QEMU 7.2's page-crossing instruction bug (1)
  *   watch=0|1     1: a forked child waits (up to 2 s) until btrace marks
- *                 its ring file watched (default 0)
+ *                 its ring watched (default 0)
  *   exec=0|1      1: at the guest's execve(), run the new program under a
  *                 new emulator with this plugin, so it stays traced
  *                 (plugin-exec.c; default 0: it runs natively)
@@ -40,8 +44,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -116,17 +123,19 @@ static pid_t bt_gettid(void)
 /* ---- the ring file ---- */
 
 /*
- * A ring file for process @pid: the descriptor @fd when >= 0 (a memfd from
- * btrace: shmem pages, no page cache or writeback of a disk file), else a
- * new file in dir=, created under a temporary name that bt_file_publish()
- * renames once the header is complete, so a watcher never sees half a
- * header.  With @fd_out, only the header page is mapped and the descriptor
- * is kept open in *@fd_out for bt_map_root().
+ * A ring for process @pid: the descriptor @fd when >= 0 (the launched
+ * process's memfd from btrace), else a new memfd.  Either way its pages are
+ * shmem: no page cache or writeback of a disk file, and nothing in TMPDIR,
+ * so a full or read-only TMPDIR cannot make a write to the ring fail (a
+ * sparse file there did: SIGBUS in the guest).  The descriptor stays open in
+ * *@fd_out (for bt_file_publish() and bt_map_root()); with @whole the whole
+ * ring is mapped, else only the header page.
  */
 static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs, int fd,
-					  size_t *size_out, int *fd_out)
+					  int whole, size_t *size_out,
+					  int *fd_out)
 {
-	char path[PATH_MAX + 32];
+	char what[64];
 	uint64_t slot_size = bt_ring_slot_size(g.entries);
 	uint64_t xslot_size = bt_ring_slot_size(g.xentries);
 	uint64_t maps_off = BT_RING_HDR_SIZE;
@@ -139,36 +148,44 @@ static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs, int fd,
 	struct bt_ring_hdr *h;
 	void *p;
 
-	if (fd >= 0) {
-		snprintf(path, sizeof(path), "ring fd %d", fd);
+	const char *op = "memfd_create";
+	int given = fd >= 0;
+
+	if (given) {
+		snprintf(what, sizeof(what), "ring fd %d", fd);
 	} else {
-		snprintf(path, sizeof(path), "%s/.ring.%d.new", g.dir, (int)pid);
-		fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		snprintf(what, sizeof(what), "ring of process %d", (int)pid);
+		fd = memfd_create("btrace-ring", MFD_CLOEXEC);
 	}
-	if (fd < 0) {
-		fprintf(stderr, "btrace-qemu: %s: create failed: %s\n", path,
-			strerror(errno));
-		return NULL;
+	p = MAP_FAILED;
+	if (fd >= 0) {
+		op = "resize";
+		if (ftruncate(fd, (off_t)size) == 0) {
+			op = "mmap";
+			p = mmap(NULL, whole ? size : BT_RING_HDR_SIZE,
+				 PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		}
 	}
-	if (ftruncate(fd, (off_t)size) < 0) {
-		fprintf(stderr, "btrace-qemu: %s: resize failed: %s\n", path,
-			strerror(errno));
-		close(fd);
-		return NULL;
-	}
-	p = mmap(NULL, fd_out ? BT_RING_HDR_SIZE : size,
-		 PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (fd_out && p != MAP_FAILED)
-		*fd_out = fd;
-	else
-		close(fd);
 	if (p == MAP_FAILED) {
-		fprintf(stderr, "btrace-qemu: %s: mmap failed: %s\n", path,
-			strerror(errno));
-		return NULL;
+		fprintf(stderr, "btrace-qemu: %s: %s failed: %s; not tracing "
+			"this process\n", what, op, strerror(errno));
+		if (fd >= 0 && !given)
+			close(fd);
+		if (given)
+			return NULL;
+		/* Not traced, but running as it would: private memory in
+		 * the ring's place that nobody reads (bt_map_root() maps the
+		 * rest the same way). */
+		fd = -1;
+		p = mmap(NULL, whole ? size : BT_RING_HDR_SIZE,
+			 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
+			 MAP_NORESERVE, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
 	}
-	/* Sparse, written in scattered places: no readahead of holes. */
-	if (!fd_out)
+	*fd_out = fd;
+	/* Written in scattered places: no readahead. */
+	if (whole)
 		madvise(p, size, MADV_RANDOM);
 	h = p;
 	memcpy(h->magic, BT_RING_MAGIC, 8);
@@ -200,6 +217,68 @@ static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs, int fd,
 }
 
 /*
+ * Hand ring descriptor @fd (header complete) to btrace: one datagram with
+ * the descriptor (SCM_RIGHTS) to the socket "sock" in dir=; the kernel adds
+ * our pid (btrace sets SO_PASSCRED).  btrace keeps its own reference, so
+ * the ring outlives this process whatever ends it.  The path goes through
+ * /proc/self/fd/N of the directory, so a long TMPDIR does not overflow
+ * sun_path.  Everything is opened and closed here, while no guest code runs
+ * (the guest never sees these descriptors).  Fails at once when btrace is
+ * gone (the directory removed: ENOENT; no reader: ECONNREFUSED), and after
+ * at most 2 s when btrace's queue stays full.  Returns 0 or -errno.
+ */
+static int bt_file_publish(int fd)
+{
+	struct sockaddr_un a;
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} c;
+	uint32_t magic = BT_RING_SOCK_MAGIC;
+	struct iovec iov = { &magic, sizeof(magic) };
+	struct msghdr m;
+	struct cmsghdr *cm;
+	struct timeval tv = { 2, 0 };
+	int dfd, s, rc = 0;
+
+	dfd = open(g.dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0) {
+		rc = -errno;
+		close(dfd);
+		return rc;
+	}
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/sock", dfd);
+	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	memset(&m, 0, sizeof(m));
+	memset(&c, 0, sizeof(c));
+	m.msg_name = &a;
+	m.msg_namelen = sizeof(a);
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = c.buf;
+	m.msg_controllen = sizeof(c.buf);
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	while (sendmsg(s, &m, MSG_NOSIGNAL) < 0) {
+		if (errno != EINTR) {
+			rc = -errno;
+			break;
+		}
+	}
+	close(s);
+	close(dfd);
+	return rc;
+}
+
+/*
  * The launched process's whole ring, mapped at the first translation
  * rather than at install.  QEMU allocates its code buffer after installing
  * the plugin, top-down below the mappings that exist then: a ring mapped
@@ -213,11 +292,18 @@ static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs, int fd,
 static int bt_map_root(void)
 {
 	size_t sink_size = bt_ring_slot_size(g.entries);
-	void *p = mmap(NULL, g.map_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-		       g.ring_fd, 0);
+	void *p = g.ring_fd >= 0 ?
+		  mmap(NULL, g.map_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       g.ring_fd, 0) :
+		  /* No ring (bt_file_create() failed): private memory. */
+		  mmap(NULL, g.map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+		       MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	int e = errno;
 
-	close(g.ring_fd);
+	if (g.ring_fd >= 0)
+		close(g.ring_fd);
+	else if (p != MAP_FAILED)
+		memcpy(p, g.hdr, BT_RING_HDR_SIZE);
 	g.ring_fd = -1;
 	/* Threads beyond the slots write into a private sink (mapped here
 	 * too, for the same reason). */
@@ -248,17 +334,6 @@ static int bt_map_root(void)
 	g.tbs = (struct bt_tb_info *)((uint8_t *)p + g.hdr->tb_offset);
 	g.mapped = 1;
 	return 0;
-}
-
-static void bt_file_publish(pid_t pid)
-{
-	char from[PATH_MAX + 32], to[PATH_MAX + 32];
-
-	snprintf(from, sizeof(from), "%s/.ring.%d.new", g.dir, (int)pid);
-	snprintf(to, sizeof(to), "%s/ring.%d", g.dir, (int)pid);
-	if (rename(from, to))
-		fprintf(stderr, "btrace-qemu: %s: rename failed: %s\n", from,
-			strerror(errno));
 }
 
 /* ---- the guest's memory map ---- */
@@ -1316,40 +1391,71 @@ static void bt_syscall(qemu_plugin_id_t id, unsigned int vcpu, int64_t num,
 	}
 }
 
-/* In a forked child: a file of its own, fresh slots, same TB table. */
+/* Whether a failure to hand a ring to btrace means btrace is gone (its
+ * directory removed, or nobody reading its socket): then the process runs
+ * on untraced, silently. */
+static int bt_btrace_gone(int rc)
+{
+	return rc == -ENOENT || rc == -ECONNREFUSED || rc == -ENOTDIR;
+}
+
+/*
+ * In a forked child: a ring of its own (a memfd handed to btrace), fresh
+ * slots, same TB table.  When the ring cannot be made or handed over, the
+ * child runs on untraced (its threads write into the private sink) and the
+ * parent's header counts it (untraced_children); it never waits then.
+ */
 static void bt_child_init(void)
 {
-	struct bt_ring_hdr *h;
-	size_t size;
+	struct bt_ring_hdr *h, *ph = g.hdr;
+	size_t size, psize = g.map_size;
+	int fd = -1, rc = -1;
 
 	if (!g.mapped)
 		return;   /* not tracing */
 	/* The forking thread's slot and cursor are the parent's. */
 	memset(g_vslot, 0, sizeof(g_vslot));
 	memset(&t_bt, 0, sizeof(t_bt));
-	h = bt_file_create(getpid(), 0, -1, &size, NULL);
+	h = bt_file_create(getpid(), 0, -1, 1, &size, &fd);
 	if (!h) {
 		g.detached = 1;   /* untraced, and out of the parent's file */
+		__atomic_add_fetch(&ph->untraced_children, 1, __ATOMIC_RELAXED);
 		return;
 	}
 	h->tb_pid = g.tbhdr->pid;
 	h->flags = BT_RING_F_FORKED | BT_RING_F_READY;
-	snprintf(h->exe, sizeof(h->exe), "%s", g.hdr->exe);
-	memcpy(h->handlers, g.hdr->handlers, sizeof(h->handlers));
-	h->nhandlers = g.hdr->nhandlers;
-	bt_limits_inherit(h, g.hdr);
-	/* Keep the parent's mapping if it holds the TB table. */
-	if (g.hdr != g.tbhdr)
-		munmap(g.hdr, g.map_size);
+	snprintf(h->exe, sizeof(h->exe), "%s", ph->exe);
+	memcpy(h->handlers, ph->handlers, sizeof(h->handlers));
+	h->nhandlers = ph->nhandlers;
+	bt_limits_inherit(h, ph);
 	g.hdr = h;
 	bt_limits_set_hdr(g.hdr);
 	g.map_size = size;
 	pthread_mutex_init(&g.lock, NULL);
 	bt_refresh_maps();
-	bt_file_publish(getpid());
+	/* A child of an untraced process stays untraced: its parent's ring
+	 * (and perhaps the TB table) is not btrace's. */
+	if (fd >= 0 && !g.detached) {
+		rc = bt_file_publish(fd);
+		if (rc && !bt_btrace_gone(rc))
+			fprintf(stderr, "btrace-qemu: ring of process %d: hand "
+				"to btrace failed: %s; not tracing this "
+				"process\n", (int)getpid(), strerror(-rc));
+	}
+	if (fd >= 0)
+		close(fd);
+	if (rc) {
+		if (!g.detached)
+			__atomic_add_fetch(&ph->untraced_children, 1,
+					   __ATOMIC_RELAXED);
+		g.detached = 1;
+	}
+	/* Keep the parent's mapping if it holds the TB table. */
+	if (ph != g.tbhdr)
+		munmap(ph, psize);
 	/* watch=1: btrace watches the tree; let it open a pidfd on us before
 	 * the child runs, so even an instant crash is seen (at most 2 s). */
-	for (int i = 0; g.watch && i < 20000 &&
+	for (int i = 0; !rc && g.watch && i < 20000 &&
 	     !__atomic_load_n(&h->watched, __ATOMIC_ACQUIRE); i++) {
 		struct timespec ts = { 0, 100000 };
 
@@ -1550,12 +1656,22 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 	/* The header now (btrace sees the plugin started), the rest at the
 	 * first translation (bt_map_root), which also closes the descriptor
 	 * before any guest code runs. */
-	g.hdr = bt_file_create(getpid(), 1, fd, &size, &g.ring_fd);
+	g.hdr = bt_file_create(getpid(), 1, fd, 0, &size, &g.ring_fd);
 	bt_limits_set_hdr(g.hdr);
 	if (!g.hdr)
 		return -1;
-	if (fd < 0)
-		bt_file_publish(getpid());
+	if (fd < 0) {
+		/* A re-executed emulator: its own ring, handed to btrace.
+		 * Failing that, the program runs on untraced. */
+		int rc = g.ring_fd >= 0 ? bt_file_publish(g.ring_fd) : -1;
+
+		if (rc && g.ring_fd >= 0 && !bt_btrace_gone(rc))
+			fprintf(stderr, "btrace-qemu: ring of process %d: hand "
+				"to btrace failed: %s; not tracing this "
+				"process\n", (int)getpid(), strerror(-rc));
+		if (rc)
+			g.detached = 1;
+	}
 	g.map_size = size;
 	g.cs_ok = cs_open(CS_ARCH_X86, CS_MODE_64, &g.cs) == CS_ERR_OK;
 	if (!dumpable)

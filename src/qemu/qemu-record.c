@@ -20,14 +20,15 @@
 #include <string.h>
 #include <poll.h>
 #include <stddef.h>
-#include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -222,14 +223,97 @@ int bt_qemu_check_program(char *const *argv, char *out, size_t len,
 
 /* ---- running ---- */
 
+/*
+ * Signals sent to btrace alone go on to the program, as if btrace were not
+ * there: every signal a user or a supervisor sends to stop, reload, wake or
+ * poke a process.  Not forwarded: SIGKILL and SIGSTOP (cannot be caught),
+ * the job-control signals SIGTSTP, SIGTTIN, SIGTTOU and SIGCONT (the
+ * terminal and the shell send them to the whole process group, which holds
+ * the emulator too), SIGCHLD (ours), and the synchronous ones SIGSEGV,
+ * SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGABRT and SIGSYS (btrace's own).
+ * Signals from the kernel (si_code > 0: a terminal's ^C or ^\ reaches the
+ * whole foreground process group already) and those btrace raised itself
+ * (SIGPIPE of a write to a closed pipe) are not sent a second time.  The
+ * emulator starts with the dispositions btrace was given (a background
+ * job's ignored SIGINT and SIGQUIT stay ignored unless the program installs
+ * handlers, as natively); btrace forwards even those, since the program
+ * decides what it ignores.
+ */
+static const int bt_fwd_sigs[] = {
+	SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM,
+	SIGPIPE, SIGWINCH, SIGURG, SIGVTALRM, SIGPROF, SIGXCPU, SIGXFSZ,
+	SIGPWR, SIGSTKFLT,
+};
+#define BT_FWD_MAX 64
+
 static volatile sig_atomic_t bt_child_pid;
+/* Signals that came before the emulator's pid was known (bit per signal). */
+static volatile sig_atomic_t bt_fwd_pending[BT_FWD_MAX + 1];
 
 static void bt_forward(int sig, siginfo_t *si, void *uc)
 {
-	/* Signals from the terminal reach the child's process group
-	 * already; forward the ones sent to us alone. */
-	if (bt_child_pid > 0 && si->si_code <= 0)
+	(void)uc;
+	if (si->si_code > 0 || (si->si_code == SI_USER && si->si_pid == getpid()))
+		return;
+	if (bt_child_pid > 0)
 		kill(bt_child_pid, sig);
+	else if (sig > 0 && sig <= BT_FWD_MAX)
+		bt_fwd_pending[sig] = 1;
+}
+
+struct bt_fwd {
+	struct sigaction old[BT_FWD_MAX + 1];
+	unsigned char set[BT_FWD_MAX + 1];
+};
+
+static int bt_fwd_wanted(int sig)
+{
+	if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+		return 1;
+	for (size_t i = 0; i < sizeof(bt_fwd_sigs) / sizeof(bt_fwd_sigs[0]); i++)
+		if (bt_fwd_sigs[i] == sig)
+			return 1;
+	return 0;
+}
+
+/* Install the forwarding handler (before the emulator starts, so nothing
+ * sent meanwhile is lost or kills btrace). */
+static void bt_fwd_install(struct bt_fwd *f)
+{
+	struct sigaction sa;
+
+	memset(f, 0, sizeof(*f));
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = bt_forward;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (int sig = 1; sig <= BT_FWD_MAX && sig < NSIG; sig++) {
+		bt_fwd_pending[sig] = 0;
+		if (!bt_fwd_wanted(sig) || sigaction(sig, NULL, &f->old[sig]))
+			continue;
+		if (!sigaction(sig, &sa, NULL))
+			f->set[sig] = 1;
+	}
+}
+
+/* The caller's dispositions back (in btrace, and in the emulator before
+ * its execve(): what was ignored stays ignored for the program). */
+static void bt_fwd_restore(struct bt_fwd *f)
+{
+	for (int sig = 1; sig <= BT_FWD_MAX && sig < NSIG; sig++)
+		if (f->set[sig])
+			sigaction(sig, &f->old[sig], NULL);
+}
+
+/* The emulator runs: forward what came before, from now on directly. */
+static void bt_fwd_start(pid_t pid)
+{
+	bt_child_pid = pid;
+	for (int sig = 1; sig <= BT_FWD_MAX && sig < NSIG; sig++)
+		if (bt_fwd_pending[sig]) {
+			bt_fwd_pending[sig] = 0;
+			kill(pid, sig);
+		}
 }
 
 static uint64_t bt_pow2(uint64_t v)
@@ -260,47 +344,345 @@ static int bt_rmtree(const char *dir)
 }
 
 /*
- * The launched process's ring lives in a memfd that btrace creates and
- * QEMU inherits (plugin argument fd=): its pages are shmem, so the ring
- * written for the whole run costs no disk page cache, no block allocation
- * at the first write of each page and no writeback (see docs/performance.md).
- * btrace keeps its own descriptor, so the ring outlives the emulator
- * whatever kills it.  The rest of the backend reads rings by path:
- * <dir>/.ring.memfd is a symlink to /proc/self/fd/N, checked here, and is
- * renamed to ring.<pid> once the emulator's pid is known.  Returns the
- * descriptor, or -1 to use a file in @dir as before (forked children
- * always do).
+ * Every process's ring is a memfd (shmem pages): the launched process's is
+ * created here and inherited by QEMU (plugin argument fd=); every other
+ * (a forked child, a re-executed emulator) is created by the plugin and
+ * handed to us as a descriptor over the socket "sock" in the private ring
+ * directory (bt_rings_recv()).  Nothing the rings write goes to TMPDIR, so
+ * a full or read-only TMPDIR cannot make a ring write fail: a sparse file
+ * there killed the guest with SIGBUS at the first page the disk had no room
+ * for.  The pages cost no disk page cache, no block allocation at the first
+ * write of each page and no writeback (docs/performance.md).  We keep our
+ * own descriptor of each, so a ring outlives the emulator whatever kills it;
+ * the rest of the backend reads rings by path: <dir>/ring.<pid> is a
+ * symlink to our /proc/self/fd/N.
+ *
+ * The directory holds only those links, the socket and QEMU's guest cores.
+ * A janitor process (bt_janitor_start()) removes it when we are gone,
+ * however we went (SIGKILL included).
  */
-static int bt_ring_memfd(const char *dir, int quiet)
+struct bt_ringfd {
+	pid_t pid;
+	int fd;
+};
+
+struct bt_rings {
+	char dir[PATH_MAX];
+	int sock;              /* <dir>/sock, SO_PASSCRED, non-blocking */
+	int janitor_fd;        /* write end: EOF tells the janitor to clean */
+	pid_t janitor;
+	struct bt_ringfd *r;
+	size_t n, cap;
+};
+
+/* Whether @fd of a ring belongs to process @pid: a regular file (a memfd)
+ * with the ring's magic and that pid. */
+static int bt_ring_fd_ok(int fd, pid_t pid)
+{
+	struct bt_ring_hdr h;
+	struct stat st;
+
+	return !fstat(fd, &st) && S_ISREG(st.st_mode) &&
+	       pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+	       !memcmp(h.magic, BT_RING_MAGIC, 8) &&
+	       h.version == BT_RING_VERSION && h.pid == pid;
+}
+
+/* Make <dir>/ring.<pid> reach ring descriptor @fd (replacing what it
+ * reached), and keep @fd as that process's.  Returns 0 or -errno. */
+static int bt_rings_add(struct bt_rings *rs, pid_t pid, int fd)
+{
+	char tmp[PATH_MAX + 48], path[PATH_MAX + 32], target[64];
+	size_t i;
+
+	snprintf(tmp, sizeof(tmp), "%s/.ring.%d.lnk", rs->dir, (int)pid);
+	snprintf(path, sizeof(path), "%s/ring.%d", rs->dir, (int)pid);
+	snprintf(target, sizeof(target), "/proc/self/fd/%d", fd);
+	unlink(tmp);
+	if (symlink(target, tmp) || rename(tmp, path)) {
+		int e = errno;
+
+		unlink(tmp);
+		return -e;
+	}
+	for (i = 0; i < rs->n && rs->r[i].pid != pid; i++)
+		;
+	if (i == rs->n) {
+		if (bt_grow((void **)&rs->r, &rs->cap, rs->n, sizeof(*rs->r))) {
+			unlink(path);
+			return -ENOMEM;
+		}
+		rs->n++;
+	} else {
+		close(rs->r[i].fd);
+	}
+	rs->r[i].pid = pid;
+	rs->r[i].fd = fd;
+	return 0;
+}
+
+/* The ring descriptor of process @pid, or -1. */
+static int bt_rings_fd(const struct bt_rings *rs, pid_t pid)
+{
+	for (size_t i = 0; i < rs->n; i++)
+		if (rs->r[i].pid == pid)
+			return rs->r[i].fd;
+	return -1;
+}
+
+/* Forget process @pid's ring: its pages are freed once no emulator maps
+ * it. */
+static void bt_rings_drop(struct bt_rings *rs, pid_t pid)
+{
+	char path[PATH_MAX + 32];
+
+	for (size_t i = 0; i < rs->n; i++) {
+		if (rs->r[i].pid != pid)
+			continue;
+		close(rs->r[i].fd);
+		rs->r[i] = rs->r[--rs->n];
+		snprintf(path, sizeof(path), "%s/ring.%d", rs->dir, (int)pid);
+		unlink(path);
+		return;
+	}
+}
+
+/*
+ * One ring handed over by the plugin: *@pid (the sender's, from the
+ * kernel's SCM_CREDENTIALS, not from the message) and its descriptor,
+ * linked as <dir>/ring.<pid>.  Returns 1 for one, 0 when the queue is
+ * empty.  Anything else in the queue (not a ring of the sending process)
+ * is dropped.
+ */
+static int bt_rings_recv(struct bt_rings *rs, pid_t *pid)
+{
+	for (;;) {
+		union {
+			char buf[CMSG_SPACE(sizeof(struct ucred)) +
+				 CMSG_SPACE(4 * sizeof(int))];
+			struct cmsghdr align;
+		} c;
+		uint32_t magic = 0;
+		struct iovec iov = { &magic, sizeof(magic) };
+		struct msghdr m;
+		struct ucred cr = { 0, (uid_t)-1, (gid_t)-1 };
+		int fds[4], nfd = 0, have_cr = 0;
+		ssize_t n;
+
+		if (rs->sock < 0)
+			return 0;
+		memset(&m, 0, sizeof(m));
+		m.msg_iov = &iov;
+		m.msg_iovlen = 1;
+		m.msg_control = c.buf;
+		m.msg_controllen = sizeof(c.buf);
+		n = recvmsg(rs->sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return 0;
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm;
+		     cm = CMSG_NXTHDR(&m, cm)) {
+			if (cm->cmsg_level != SOL_SOCKET)
+				continue;
+			if (cm->cmsg_type == SCM_RIGHTS) {
+				size_t k = (cm->cmsg_len - CMSG_LEN(0)) /
+					   sizeof(int);
+
+				for (size_t i = 0; i < k && nfd < 4; i++)
+					memcpy(&fds[nfd++], CMSG_DATA(cm) +
+					       i * sizeof(int), sizeof(int));
+			} else if (cm->cmsg_type == SCM_CREDENTIALS &&
+				   cm->cmsg_len >= CMSG_LEN(sizeof(cr))) {
+				memcpy(&cr, CMSG_DATA(cm), sizeof(cr));
+				have_cr = 1;
+			}
+		}
+		if (n == (ssize_t)sizeof(magic) && magic == BT_RING_SOCK_MAGIC &&
+		    have_cr && cr.pid > 0 && nfd == 1 &&
+		    bt_ring_fd_ok(fds[0], cr.pid) &&
+		    bt_rings_add(rs, cr.pid, fds[0]) == 0) {
+			*pid = cr.pid;
+			return 1;
+		}
+		for (int i = 0; i < nfd; i++)
+			close(fds[i]);
+	}
+}
+
+/* A process that removes @dir once @fd (the read end of a pipe only we
+ * hold) reads EOF, i.e. once we are gone, whatever ended us; a byte 'k'
+ * first means keep it.  It sits in a process group of its own, ignores
+ * every signal it can, and holds no other descriptor (no ring, no pipe of
+ * the program's).  Returns its pid, or -errno. */
+static pid_t bt_janitor_start(const char *dir, int *wfd)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+
+		close(p[0]);
+		close(p[1]);
+		return -e;
+	}
+	if (pid == 0) {
+		struct sigaction ign;
+		char c = 0;
+		int nul;
+		ssize_t n;
+
+		close(p[1]);   /* only btrace holds the write end */
+
+		memset(&ign, 0, sizeof(ign));
+		ign.sa_handler = SIG_IGN;
+		for (int sig = 1; sig < NSIG; sig++)
+			if (sig != SIGKILL && sig != SIGSTOP && sig != SIGCHLD)
+				sigaction(sig, &ign, NULL);
+		setpgid(0, 0);
+		prctl(PR_SET_NAME, (unsigned long)"btrace-janitor", 0, 0, 0);
+		if (p[0] != 3 && dup2(p[0], 3) < 0)
+			_exit(1);
+		nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+		for (int fd = 0; fd < 3 && nul >= 0; fd++)
+			if (fd != nul)
+				dup2(nul, fd);
+		syscall(SYS_close_range, 4u, ~0u, 0u);
+		if (nul > 3)
+			close(nul);
+		do
+			n = read(3, &c, 1);
+		while (n < 0 && errno == EINTR);
+		if (n == 1 && c == 'k')
+			_exit(0);
+		/* A guest core may still be being written: retry a while. */
+		for (int i = 0; i < 100; i++) {
+			struct timespec ts = { 0, 50 * 1000 * 1000 };
+
+			if (!bt_rmtree(dir) || errno == ENOENT)
+				break;
+			nanosleep(&ts, NULL);
+		}
+		_exit(0);
+	}
+	close(p[0]);
+	*wfd = p[1];
+	return pid;
+}
+
+/*
+ * The private ring directory $TMPDIR/btrace-qemu-XXXXXX, its socket and its
+ * janitor.  Every failure is said here, before the program runs: a TMPDIR
+ * we cannot use fails the recording, it never changes the program.
+ */
+static int bt_rings_init(struct bt_rings *rs, struct btrace_error *err)
+{
+	const char *tmp = getenv("TMPDIR");
+	struct sockaddr_un a;
+	int dfd, one = 1, e;
+
+	memset(rs, 0, sizeof(*rs));
+	rs->sock = rs->janitor_fd = -1;
+	snprintf(rs->dir, sizeof(rs->dir), "%s/btrace-qemu-XXXXXX",
+		 tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(rs->dir)) {
+		e = errno;
+		bt_error(err, -e, "%s: create ring directory failed: %s",
+			 rs->dir, strerror(e));
+		rs->dir[0] = 0;
+		return bt_hint(err, "set TMPDIR to a writable directory with a "
+			       "little free space (the rings are memory; the "
+			       "directory holds QEMU's guest core of a "
+			       "crashing program)");
+	}
+	/* Absolute: the emulator reaches it from the guest's working
+	 * directory, which the guest may change. */
+	if (rs->dir[0] != '/') {
+		char *abs = realpath(rs->dir, NULL);
+
+		if (!abs || strlen(abs) >= sizeof(rs->dir)) {
+			e = abs ? ENAMETOOLONG : errno;
+			free(abs);
+			bt_rmtree(rs->dir);
+			bt_error(err, -e, "%s: resolve ring directory failed: %s",
+				 rs->dir, strerror(e));
+			rs->dir[0] = 0;
+			return bt_hint(err, "set TMPDIR to an absolute path");
+		}
+		snprintf(rs->dir, sizeof(rs->dir), "%s", abs);
+		free(abs);
+	}
+	rs->janitor = bt_janitor_start(rs->dir, &rs->janitor_fd);
+	if (rs->janitor < 0) {
+		e = (int)-rs->janitor;
+		rs->janitor = 0;
+		bt_rmtree(rs->dir);
+		return bt_error(err, -e, "%s: start cleanup process failed: %s",
+				rs->dir, strerror(e));
+	}
+	rs->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	dfd = open(rs->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/sock", dfd);
+	if (rs->sock < 0 || dfd < 0 ||
+	    setsockopt(rs->sock, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) ||
+	    bind(rs->sock, (struct sockaddr *)&a, sizeof(a))) {
+		e = errno;
+		if (dfd >= 0)
+			close(dfd);
+		bt_error(err, -e, "%s/sock: create ring socket failed: %s",
+			 rs->dir, strerror(e));
+		return bt_hint(err, e == ENOSPC || e == EDQUOT ?
+			       "free space (or inodes) in TMPDIR, or set "
+			       "TMPDIR to another directory" :
+			       "btrace needs /proc and Unix sockets in TMPDIR; "
+			       "set TMPDIR to a local directory");
+	}
+	close(dfd);
+	return 0;
+}
+
+/*
+ * The launched process's ring: a memfd that QEMU inherits (fd=), linked as
+ * <dir>/ring.<pid> once the pid is known.  Returns the descriptor, or
+ * -errno (said in @err).
+ */
+static int bt_ring_memfd(const struct bt_rings *rs, struct btrace_error *err)
 {
 	char link[PATH_MAX + 32], target[64];
 	struct stat a, b;
-	int fd, lfd;
+	int fd, lfd, e;
 
-	if (getenv("BTRACE_QEMU_KEEP_RINGS"))
-		return -1;   /* kept rings must be files */
 	fd = memfd_create("btrace-ring", MFD_CLOEXEC);
 	if (fd < 0) {
-		if (!quiet)
-			fprintf(stderr, "btrace record: ring memfd: create failed: "
-				"%s; using a file in %s (slower)\n",
-				strerror(errno), dir);
-		return -1;
+		e = errno;
+		bt_error(err, -e, "ring memfd: create failed: %s", strerror(e));
+		return bt_hint(err, e == EMFILE || e == ENFILE ?
+			       "raise the open-file limit (ulimit -n)" :
+			       "btrace's QEMU backend needs memfd_create() "
+			       "(Linux 3.17+)");
 	}
-	snprintf(link, sizeof(link), "%s/.ring.memfd", dir);
+	/* Readers find rings through /proc/self/fd: check it works. */
+	snprintf(link, sizeof(link), "%s/.ring.memfd", rs->dir);
 	snprintf(target, sizeof(target), "/proc/self/fd/%d", fd);
 	lfd = symlink(target, link) ? -1 : open(link, O_RDONLY | O_CLOEXEC);
+	e = errno;
+	unlink(link);
 	if (lfd < 0 || fstat(lfd, &a) || fstat(fd, &b) || a.st_ino != b.st_ino ||
 	    a.st_dev != b.st_dev) {
-		if (!quiet)
-			fprintf(stderr, "btrace record: ring memfd: not reachable "
-				"through /proc/self/fd; using a file in %s "
-				"(slower)\n", dir);
 		if (lfd >= 0)
 			close(lfd);
-		unlink(link);
 		close(fd);
-		return -1;
+		bt_error(err, lfd < 0 ? -e : -EIO, "%s: ring memfd: not "
+			 "reachable through /proc/self/fd: %s", rs->dir,
+			 lfd < 0 ? strerror(e) : "another file");
+		return bt_hint(err, "mount /proc (QEMU needs it too) and set "
+			       "TMPDIR to a local directory");
 	}
 	close(lfd);
 	return fd;
@@ -321,16 +703,123 @@ static int bt_ring_present(const char *path)
 	return ok;
 }
 
-/* Remove the ring directory (and drop the memfd, if any). */
-static void bt_drop_rings(const char *dir, int *ringfd)
+/* The janitor's end: @keep tells it to leave the directory. */
+static void bt_janitor_stop(struct bt_rings *rs, int keep)
 {
-	if (*ringfd >= 0)
-		close(*ringfd);
-	*ringfd = -1;
-	bt_rmtree(dir);
+	if (rs->janitor_fd >= 0) {
+		if (keep && write(rs->janitor_fd, "k", 1) != 1)
+			keep = 0;
+		close(rs->janitor_fd);
+		rs->janitor_fd = -1;
+	}
+	if (rs->janitor > 0)
+		while (waitpid(rs->janitor, NULL, 0) < 0 && errno == EINTR)
+			;
+	rs->janitor = 0;
+}
+
+/* Remove the ring directory and drop every ring. */
+static void bt_drop_rings(struct bt_rings *rs)
+{
+	if (rs->sock >= 0)
+		close(rs->sock);
+	rs->sock = -1;
+	for (size_t i = 0; i < rs->n; i++)
+		close(rs->r[i].fd);
+	free(rs->r);
+	rs->r = NULL;
+	rs->n = rs->cap = 0;
+	if (rs->dir[0])
+		bt_rmtree(rs->dir);
+	bt_janitor_stop(rs, 0);
+}
+
+/* Copy ring descriptor @fd into the new file @path, skipping holes. */
+static int bt_copy_sparse(int fd, const char *path)
+{
+	static char buf[1 << 16];
+	off_t end = lseek(fd, 0, SEEK_END), pos = 0;
+	int out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+		       O_CLOEXEC, 0600), rc = 0;
+
+	if (out < 0)
+		return -errno;
+	if (end < 0 || ftruncate(out, end))
+		rc = -errno;
+	while (!rc && pos < end) {
+		off_t d = lseek(fd, pos, SEEK_DATA), h;
+
+		if (d < 0)
+			break;   /* ENXIO: only a hole is left */
+		h = lseek(fd, d, SEEK_HOLE);
+		if (h < 0)
+			h = end;
+		for (pos = d; !rc && pos < h;) {
+			size_t want = (size_t)(h - pos) < sizeof(buf) ?
+				      (size_t)(h - pos) : sizeof(buf);
+			ssize_t n = pread(fd, buf, want, pos);
+
+			if (n <= 0 || pwrite(out, buf, (size_t)n, pos) != n)
+				rc = n < 0 ? -errno : -EIO;
+			else
+				pos += n;
+		}
+	}
+	if (close(out) && !rc)
+		rc = -errno;
+	if (rc)
+		unlink(path);
+	return rc;
+}
+
+/* BTRACE_QEMU_KEEP_RINGS: every ring becomes a file ring.<pid> (a sparse
+ * copy of its memfd) in the directory, which is kept. */
+static void bt_keep_rings(struct bt_rings *rs)
+{
+	char tmp[PATH_MAX + 48], path[PATH_MAX + 32];
+
+	for (size_t i = 0; i < rs->n; i++) {
+		int rc;
+
+		snprintf(tmp, sizeof(tmp), "%s/.ring.%d.copy", rs->dir,
+			 (int)rs->r[i].pid);
+		snprintf(path, sizeof(path), "%s/ring.%d", rs->dir,
+			 (int)rs->r[i].pid);
+		rc = bt_copy_sparse(rs->r[i].fd, tmp);
+		if (!rc && rename(tmp, path))
+			rc = -errno;
+		if (rc) {
+			unlink(tmp);
+			fprintf(stderr, "btrace: %s: keep ring failed: %s\n",
+				path, strerror(-rc));
+		}
+		close(rs->r[i].fd);
+	}
+	free(rs->r);
+	rs->r = NULL;
+	rs->n = rs->cap = 0;
+	if (rs->sock >= 0)
+		close(rs->sock);
+	rs->sock = -1;
+	{
+		char sp[PATH_MAX + 8];
+
+		snprintf(sp, sizeof(sp), "%s/sock", rs->dir);
+		unlink(sp);
+	}
+	bt_janitor_stop(rs, 1);
 }
 
 /* ---- the snapshot ---- */
+
+static void bt_untraced_children_text(uint32_t n, char *out, size_t len)
+{
+	snprintf(out, len, "%u forked child process%s of this process ran "
+		 "untraced: %s ring could not be made or handed to btrace, so "
+		 "%s no trace and no snapshot", n, n == 1 ? "" : "es",
+		 n == 1 ? "its" : "their", n == 1 ? "it has" : "they have");
+}
+
 
 struct bt_enc_ctx {
 	struct bt_pt_enc *pt;
@@ -368,6 +857,7 @@ struct bt_job {
 	const struct btrace_record_opts *opts;
 	const char *prog;               /* resolved program path */
 	const char *dir;                /* ring directory */
+	struct bt_rings *rs;            /* every process's ring descriptor */
 	const char *start_cwd;
 	int pid;
 	int status;
@@ -1351,6 +1841,14 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 						    j->err);
 		}
 	}
+	if (!rc && r.hdr->untraced_children) {
+		char text[256];
+
+		bt_untraced_children_text(r.hdr->untraced_children, text,
+					  sizeof(text));
+		rc = btrace_writer_add_meta(j->w, "limit.untraced-children",
+					    text, j->err);
+	}
 	if (!rc && (r.hdr->flags & BT_RING_F_EXEC))
 		rc = btrace_writer_add_meta(j->w, "qemu.exec",
 					    r.hdr->exec_path, j->err);
@@ -1481,7 +1979,7 @@ struct bt_proc {
 struct bt_tree {
 	struct bt_job *j;
 	struct btrace_record_result *res;
-	int ino;
+	int ino;                        /* the ring socket */
 	struct bt_proc *p;
 	size_t n, cap;
 };
@@ -1581,8 +2079,60 @@ static int bt_child_status(struct bt_proc *p)
 	return c ? atoi(c + 1) : -1;
 }
 
-/* A forked child died: its own snapshot, when its death asks for one. */
+/* The forked children of the process whose ring is @ring_path that ran
+ * untraced (their ring could not be made or handed to us), or 0. */
+static uint32_t bt_untraced_children(const char *ring_path)
+{
+	struct bt_ring_hdr h;
+	int fd = open(ring_path, O_RDONLY | O_CLOEXEC);
+	uint32_t n = 0;
+
+	if (fd < 0)
+		return 0;
+	if (pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+	    !memcmp(h.magic, BT_RING_MAGIC, 8))
+		n = h.untraced_children;
+	close(fd);
+	return n;
+}
+
+/* Says on stderr, once per process, that some of its children went
+ * untraced. */
+static void bt_untraced_children_warn(const char *ring_path, int pid)
+{
+	uint32_t n = bt_untraced_children(ring_path);
+	char text[256];
+
+	if (!n)
+		return;
+	bt_untraced_children_text(n, text, sizeof(text));
+	fprintf(stderr, "btrace: warning: process %d (limit.untraced-children): "
+		"%s\n", pid, text);
+}
+
+static void bt_child_died_1(struct bt_tree *t, struct bt_proc *p);
+
+/* A forked child died: its own snapshot, when its death asks for one.
+ * Then its pidfd and its ring go (the ring's pages with it), unless the
+ * ring holds a TB table (a re-executed child's) that its own children
+ * still use: a program that forks thousands of children does not run
+ * btrace out of descriptors or memory. */
 static void bt_child_died(struct bt_tree *t, struct bt_proc *p)
+{
+	struct bt_ring_hdr h;
+	int fd;
+
+	bt_child_died_1(t, p);
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	p->pidfd = -1;
+	fd = bt_rings_fd(t->j->rs, p->pid);
+	if (fd >= 0 && pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+	    !h.tb_offset)
+		bt_rings_drop(t->j->rs, p->pid);
+}
+
+static void bt_child_died_1(struct bt_tree *t, struct bt_proc *p)
 {
 	struct bt_job cj = *t->j;
 	struct btrace_error e;
@@ -1616,6 +2166,7 @@ static void bt_child_died(struct bt_tree *t, struct bt_proc *p)
 	memset(&e, 0, sizeof(e));
 	cj.err = &e;
 	bt_qemu_limits_warn(ring_path, p->pid);
+	bt_untraced_children_warn(ring_path, p->pid);
 	if (!bt_wants(&cj, ring_path)) {
 		/* No snapshot: its guest core goes now, not at the end. */
 		char core_path[PATH_MAX];
@@ -1629,55 +2180,57 @@ static void bt_child_died(struct bt_tree *t, struct bt_proc *p)
 	}
 }
 
-/* New ring files in the directory: forked children to watch. */
+/* Rings handed over by the plugin: forked children to watch (and
+ * re-executed emulators, whose new ring replaces the old one). */
 static void bt_tree_scan(struct bt_tree *t)
 {
-	char buf[4096];
-	DIR *d;
-	struct dirent *de;
+	pid_t pid;
 
-	if (t->ino >= 0)
-		while (read(t->ino, buf, sizeof(buf)) > 0)
-			;
-	d = opendir(t->j->dir);
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		char path[PATH_MAX + 32];
+	while (bt_rings_recv(t->j->rs, &pid)) {
 		uint32_t one = 1;
 		struct bt_proc *p;
-		long v;
-		char *end;
 		size_t i;
 		int fd;
 
-		if (strncmp(de->d_name, "ring.", 5))
-			continue;
-		v = strtol(de->d_name + 5, &end, 10);
-		if (*end || v <= 0 || v == t->j->pid)
-			continue;
-		for (i = 0; i < t->n && t->p[i].pid != v; i++)
+		if (pid == t->j->pid)
+			continue;   /* the launched process re-executed */
+		for (i = 0; i < t->n && t->p[i].pid != pid; i++)
 			;
-		if (i < t->n || bt_grow((void **)&t->p, &t->cap, t->n,
-					sizeof(*t->p)))
+		if (i < t->n && !t->p[i].done) {
+			p = NULL;   /* a child re-executed: same process */
+		} else if (i < t->n) {
+			p = &t->p[i];   /* a new process with a reused pid */
+			if (p->pidfd >= 0)
+				close(p->pidfd);
+		} else if (bt_grow((void **)&t->p, &t->cap, t->n,
+				   sizeof(*t->p))) {
 			continue;
-		p = &t->p[t->n++];
-		p->pid = (pid_t)v;
-		p->done = 0;
-		p->pidfd = bt_pidfd_open(p->pid);
-		/* Let the child run: it waits for this mark. */
-		snprintf(path, sizeof(path), "%s/%s", t->j->dir, de->d_name);
-		fd = open(path, O_WRONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			if (pwrite(fd, &one, sizeof(one),
-				   offsetof(struct bt_ring_hdr, watched)) < 0)
-				one = 0;
-			close(fd);
+		} else {
+			p = &t->p[t->n++];
 		}
-		if (p->pidfd < 0)
+		if (p) {
+			p->pid = pid;
+			p->done = 0;
+			p->pidfd = bt_pidfd_open(pid);
+		}
+		/* Let the child run: it waits for this mark. */
+		fd = bt_rings_fd(t->j->rs, pid);
+		if (fd >= 0 && pwrite(fd, &one, sizeof(one),
+				      offsetof(struct bt_ring_hdr, watched)) < 0)
+			one = 0;
+		if (p && p->pidfd < 0)
 			bt_child_died(t, p);   /* already gone */
 	}
-	closedir(d);
+}
+
+static void bt_tree_free(struct bt_tree *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->p[i].pidfd >= 0)
+			close(t->p[i].pidfd);
+	free(t->p);
+	t->p = NULL;
+	t->n = t->cap = 0;
 }
 
 /*
@@ -1692,17 +2245,24 @@ static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
 	int rootfd = bt_pidfd_open(j->pid);
 
 	if (rootfd < 0) {
-		/* No pidfd (Linux < 5.3): the launched process only. */
-		while (waitpid(j->pid, &j->status, 0) < 0 && errno == EINTR)
-			;
+		/* No pidfd (Linux < 5.3): the launched process only.  Rings
+		 * handed over are taken (their senders would wait otherwise),
+		 * and a re-executed launched process's replaces its own. */
+		for (;;) {
+			struct pollfd q = { .fd = j->rs->sock, .events = POLLIN };
+			pid_t w = waitpid(j->pid, &j->status, WNOHANG);
+
+			bt_tree_scan(&t);
+			if (w == j->pid || (w < 0 && errno != EINTR))
+				break;
+			poll(&q, 1, 50);
+		}
+		bt_tree_scan(&t);
 		clock_gettime(CLOCK_MONOTONIC, &j->died);
+		bt_tree_free(&t);
 		return 0;
 	}
-	t.ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (t.ino >= 0 && inotify_add_watch(t.ino, j->dir, IN_MOVED_TO) < 0) {
-		close(t.ino);
-		t.ino = -1;
-	}
+	t.ino = j->rs->sock;
 	for (;;) {
 		size_t k = 2;
 		int r;
@@ -1719,15 +2279,11 @@ static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
 			pf[k].fd = t.p[i].done ? -1 : t.p[i].pidfd;
 			pf[k++].events = POLLIN;
 		}
-		/* Without inotify, look for new files every 50 ms. */
-		r = poll(pf, k, t.ino >= 0 ? -1 : 50);
+		r = poll(pf, k, -1);
 		if (r < 0 && errno != EINTR)
 			break;
-		if (r <= 0) {
-			if (t.ino < 0)
-				bt_tree_scan(&t);
+		if (r <= 0)
 			continue;
-		}
 		if (pf[0].revents)
 			bt_tree_scan(&t);
 		for (size_t i = 0; i < t.n && 2 + i < k; i++)
@@ -1741,19 +2297,17 @@ static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
 		;
 	clock_gettime(CLOCK_MONOTONIC, &j->died);
 	close(rootfd);
-	/* Children that died with the root; the living ones are left. */
+	/* Children that died with the root; the living ones are left.  The
+	 * queue also holds the root's own ring if it re-executed just
+	 * before it died. */
 	bt_tree_scan(&t);
 	for (size_t i = 0; i < t.n; i++) {
 		struct pollfd q = { .fd = t.p[i].pidfd, .events = POLLIN };
 
 		if (!t.p[i].done && t.p[i].pidfd >= 0 && poll(&q, 1, 0) == 1)
 			bt_child_died(&t, &t.p[i]);
-		if (t.p[i].pidfd >= 0)
-			close(t.p[i].pidfd);
 	}
-	free(t.p);
-	if (t.ino >= 0)
-		close(t.ino);
+	bt_tree_free(&t);
 	return 0;
 }
 
@@ -1815,10 +2369,10 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 {
 	char qemu[PATH_MAX], plugin[PATH_MAX], prog[PATH_MAX];
 	char preload[PATH_MAX], *pre_env = NULL, dir_env[PATH_MAX + 32];
-	char dir[PATH_MAX], cwd[PATH_MAX], plugarg[PATH_MAX * 2 + 128];
+	char cwd[PATH_MAX], plugarg[PATH_MAX * 2 + 128];
 	char ring_path[PATH_MAX + 32];
-	const char *tmp = getenv("TMPDIR");
-	struct sigaction sa, old_int, old_term, old_hup;
+	struct bt_rings rs;
+	struct bt_fwd fwd;
 	struct bt_job j;
 	long oom0;
 	uint64_t on, entries;
@@ -1872,21 +2426,27 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	if (rc)
 		return rc;
 
-	snprintf(dir, sizeof(dir), "%s/btrace-qemu-XXXXXX",
-		 tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(dir))
-		return bt_error(err, -errno, "%s: create ring directory failed: "
-				"%s", dir, strerror(errno));
-	j.dir = dir;
-	ringfd = bt_ring_memfd(dir, !!(opts->flags & BTRACE_RECORD_QUIET));
-	if (ringfd >= 0)
-		snprintf(fdarg, sizeof(fdarg), ",fd=%d", ringfd);
+	/* Everything that could fail for want of TMPDIR, memory or
+	 * descriptors fails here, before the program runs. */
+	rc = bt_rings_init(&rs, err);
+	if (rc) {
+		bt_drop_rings(&rs);
+		return rc;
+	}
+	j.dir = rs.dir;
+	j.rs = &rs;
+	ringfd = bt_ring_memfd(&rs, err);
+	if (ringfd < 0) {
+		bt_drop_rings(&rs);
+		return ringfd;
+	}
+	snprintf(fdarg, sizeof(fdarg), ",fd=%d", ringfd);
 	/* watch=1 (children wait for our pidfd) only if pidfds work. */
 	k = bt_pidfd_open(getpid());
 	if (k >= 0)
 		close(k);
 	snprintf(plugarg, sizeof(plugarg),
-		 "%s,dir=%s,entries=%llu,dumpable=0,exec=1,watch=%d%s", plugin, dir,
+		 "%s,dir=%s,entries=%llu,dumpable=0,exec=1,watch=%d%s", plugin, rs.dir,
 		 (unsigned long long)entries, k >= 0, fdarg);
 
 	/* The guest's argv: a script's has its interpreter first. */
@@ -1908,13 +2468,14 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	 * sends QEMU's guest core to the ring directory. */
 	if (asprintf(&pre_env, "LD_PRELOAD=%s", preload) < 0)
 		pre_env = NULL;
-	snprintf(dir_env, sizeof(dir_env), "BTRACE_QEMU_CORE_DIR=%s", dir);
+	snprintf(dir_env, sizeof(dir_env), "BTRACE_QEMU_CORE_DIR=%s", rs.dir);
 	if (!argv || !envp || !pre_env) {
 		free(argv);
 		free(envp);
 		free(pre_env);
 		free(extra);
-		bt_drop_rings(dir, &ringfd);
+		close(ringfd);
+		bt_drop_rings(&rs);
 		return bt_error(err, -ENOMEM, "qemu backend: out of memory");
 	}
 	argv[0] = qemu;
@@ -1965,12 +2526,16 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 		free(envp);
 		free(pre_env);
 		free(extra);
-		bt_drop_rings(dir, &ringfd);
-		return bt_error(err, -errno, "pipe failed: %s", strerror(errno));
+		rc = -errno;
+		close(ringfd);
+		bt_drop_rings(&rs);
+		return bt_error(err, rc, "pipe failed: %s", strerror(-rc));
 	}
+	bt_fwd_install(&fwd);
 	pid = fork();
 	if (pid < 0) {
 		rc = -errno;
+		bt_fwd_restore(&fwd);
 		if (subreaper >= 0)
 			prctl(PR_SET_CHILD_SUBREAPER, (unsigned long)subreaper,
 			      0, 0, 0);
@@ -1980,7 +2545,8 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 		free(extra);
 		close(pipefd[0]);
 		close(pipefd[1]);
-		bt_drop_rings(dir, &ringfd);
+		close(ringfd);
+		bt_drop_rings(&rs);
 		return bt_error(err, rc, "fork failed: %s", strerror(-rc));
 	}
 	if (pid == 0) {
@@ -1988,8 +2554,8 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 
 		/* The ring memfd is the emulator's to inherit (the plugin
 		 * closes it before the guest starts). */
-		if (ringfd >= 0)
-			fcntl(ringfd, F_SETFD, 0);
+		fcntl(ringfd, F_SETFD, 0);
+		bt_fwd_restore(&fwd);
 		execve(qemu, argv, envp);
 		e = errno;
 		if (write(pipefd[1], &e, sizeof(e)) < 0)
@@ -2008,33 +2574,27 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	if (cerr) {
 		while (waitpid(pid, &j.status, 0) < 0 && errno == EINTR)
 			;
-		bt_drop_rings(dir, &ringfd);
+		bt_fwd_restore(&fwd);
+		close(ringfd);
+		bt_drop_rings(&rs);
 		return bt_error(err, -cerr, "%s: exec failed: %s", qemu,
 				strerror(cerr));
 	}
-	snprintf(ring_path, sizeof(ring_path), "%s/ring.%d", dir, (int)pid);
-	if (ringfd >= 0) {
-		char link[PATH_MAX + 32];
-
-		snprintf(link, sizeof(link), "%s/.ring.memfd", dir);
-		if (rename(link, ring_path))
-			unlink(link);
+	bt_fwd_start(pid);
+	snprintf(ring_path, sizeof(ring_path), "%s/ring.%d", rs.dir, (int)pid);
+	k = bt_rings_add(&rs, pid, ringfd);
+	if (k) {
+		/* Only our own directory's link can fail here: the emulator
+		 * runs on, its ring unread, and this is said. */
+		close(ringfd);
+		fprintf(stderr, "btrace: %s: link ring failed: %s\n", ring_path,
+			strerror(-k));
 	}
-	bt_child_pid = pid;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = bt_forward;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
-	sigaction(SIGHUP, &sa, &old_hup);
 	j.pid = pid;
 	j.on = on;
 	rc = bt_watch_tree(&j, res);
 	bt_child_pid = 0;
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	sigaction(SIGHUP, &old_hup, NULL);
+	bt_fwd_restore(&fwd);
 	if (subreaper >= 0)
 		prctl(PR_SET_CHILD_SUBREAPER, (unsigned long)subreaper, 0, 0, 0);
 
@@ -2044,7 +2604,7 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 			    WIFSIGNALED(j.status) ? 128 + WTERMSIG(j.status) : 1;
 
 	if (!bt_ring_present(ring_path)) {
-		bt_drop_rings(dir, &ringfd);
+		bt_drop_rings(&rs);
 		bt_error(err, -BTRACE_ERR_UNSUPPORTED, "%s: load plugin failed: "
 			 "qemu-x86_64 did not start the btrace plugin (exit "
 			 "status %d)", plugin, res->shell_status);
@@ -2052,13 +2612,16 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 			       "QEMU 7.2's plugin API version 1");
 	}
 	bt_qemu_limits_warn(ring_path, pid);
+	bt_untraced_children_warn(ring_path, pid);
 	bt_say_killed(&j, oom0);
 	if (!rc && bt_wants(&j, ring_path))
 		rc = bt_snapshot_timed(&j, ring_path, res);
-	if (getenv("BTRACE_QEMU_KEEP_RINGS"))
-		fprintf(stderr, "btrace: ring files kept in %s\n", dir);
-	else
-		bt_drop_rings(dir, &ringfd);
+	if (getenv("BTRACE_QEMU_KEEP_RINGS")) {
+		bt_keep_rings(&rs);
+		fprintf(stderr, "btrace: ring files kept in %s\n", rs.dir);
+	} else {
+		bt_drop_rings(&rs);
+	}
 	return rc;
 }
 

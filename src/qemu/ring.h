@@ -47,7 +47,10 @@
 #include <stdint.h>
 
 #define BT_RING_MAGIC "BTQRING1"
-#define BT_RING_VERSION 4
+#define BT_RING_VERSION 5
+/* The payload of the datagram that hands a ring descriptor to btrace
+ * (plugin.c bt_file_publish(), qemu-record.c). */
+#define BT_RING_SOCK_MAGIC 0x42545152u   /* "BTQR" */
 #define BT_RING_HDR_SIZE 4096
 
 /* Ring entry that stands for "a TB the table had no room for". */
@@ -217,6 +220,11 @@ struct bt_ring_hdr {
 	uint64_t code_offset;
 	uint64_t code_cap;
 	uint64_t code_len;       /* bytes reserved (atomic) */
+	/* Forked children of this process that run untraced: their ring
+	 * could not be made or handed to btrace (atomic; counted by the
+	 * child in its parent's header). */
+	uint32_t untraced_children;
+	uint32_t reserved_c;
 };
 #define BT_RING_F_READY    0x1u  /* the plugin finished initialising */
 #define BT_RING_F_EXITED   0x2u  /* normal exit (exit_group seen) */

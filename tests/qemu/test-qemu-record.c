@@ -857,8 +857,8 @@ static int count_entries(const char *dir, int ring)
 
 /* The launched process's ring is a memfd: the guest and what it execs
  * never see its descriptor, and nothing is left in $TMPDIR.  With
- * BTRACE_QEMU_KEEP_RINGS=1 the ring is a file in the ring directory
- * instead (the fallback), and a crash recorded that way is as exact. */
+ * BTRACE_QEMU_KEEP_RINGS=1 the rings are also copied into files in the
+ * kept ring directory, and a crash recorded that way is as exact. */
 static void test_ring_storage(struct bt_test *t)
 {
 	struct btrace_record_result res;
