@@ -34,6 +34,9 @@ static void prog_path(char *out, size_t len, const char *name)
 }
 
 /* Record @argv (argv[0] a program name in $BT_PROGS). */
+/* Set in a child whose standard output is not the TAP stream. */
+static int own_stdout;
+
 /* Run the recording with the program's standard output on our standard
  * error: standard output carries TAP only. */
 static int run_record(struct btrace_record_opts *o,
@@ -41,6 +44,8 @@ static int run_record(struct btrace_record_opts *o,
 {
 	int saved, r;
 
+	if (own_stdout)
+		return bt_qemu_record(o, res, err);
 	fflush(stdout);
 	saved = dup(1);
 	if (saved < 0 || dup2(2, 1) < 0)
@@ -487,6 +492,7 @@ static void test_signal_forwarded(struct bt_test *t)
 		struct btrace_error err;
 
 		dup2(pfd[1], 1);
+		own_stdout = 1;
 		close(pfd[0]);
 		record("exit-code", "wait", 0, NULL, &res, &err);
 		_exit(res.shell_status);
