@@ -142,6 +142,8 @@ if ! command -v qemu-x86_64 >/dev/null 2>&1; then
 	exit $((fails > 0))
 fi
 cp "$demo" crashdemo
+(ulimit -c 0; exec ./crashdemo) >/dev/null 2>&1
+want=$?
 if command -v strace >/dev/null 2>&1; then
 	set -- strace -f -qq -s 4096 -e trace=execve -o "$tmp/strace.log"
 else
@@ -151,10 +153,10 @@ fi
 	>"$tmp/record.out" 2>"$tmp/record.err"
 rc=$?
 diag "$tmp/record.err"
-if [ $rc -ne 0 ] && [ -s crash.btrace ]; then
-	ok "branchtrace record of the demo wrote a snapshot (exit $rc, the demo's)"
+if [ $rc -eq $want ] && [ -s crash.btrace ]; then
+	ok "branchtrace record of the demo wrote a snapshot and exited $rc, as the demo does"
 else
-	not_ok "branchtrace record of the demo wrote a snapshot (exit $rc)"
+	not_ok "branchtrace record of the demo wrote a snapshot (exit $rc, the demo's $want)"
 fi
 if [ -f "$tmp/strace.log" ]; then
 	plugin=$(sed -n 's/.*execve(".*qemu-x86_64".*"-plugin", "\([^",]*\).*/\1/p' \
