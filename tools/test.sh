@@ -33,7 +33,7 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 # The fuzz build instruments every object for coverage, so only the fuzz
 # targets (and the libraries they link) are built there.
 if [ ! -f build-fuzz/build.ninja ]; then
-	CC=clang meson setup build-fuzz -Dfuzz=true -Dbuildtype=debug \
+	CC=clang meson setup build-fuzz -Dwerror=true -Dfuzz=true -Dbuildtype=debug \
 		-Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 fi
 fuzz_targets=$(meson introspect build-fuzz --targets | python3 -c '

@@ -117,11 +117,25 @@ static int bt_try_plugin(char *out, size_t len, const char *dir,
 	return access(out, R_OK) == 0;
 }
 
+/* Whether the running program is one of this build tree's (decided from
+ * where it is, against the build directory recorded at configure time): an
+ * installed btrace never uses a build tree's files, wherever it runs. */
+static int bt_exe_in_build_tree(const char *exe)
+{
+	char root[PATH_MAX];
+	size_t n;
+
+	if (!realpath(BTRACE_QEMU_BUILD_ROOT, root))
+		return 0;
+	n = strlen(root);
+	return n > 1 && !strncmp(exe, root, n) && exe[n] == '/';
+}
+
 int bt_qemu_find_plugin(char *out, size_t len, struct btrace_error *err)
 {
 	const char *env = getenv("BTRACE_QEMU_PLUGIN");
 	char exe[PATH_MAX], *slash;
-	ssize_t n;
+	const char *rel = BTRACE_QEMU_PLUGIN_RELDIR "/libbtrace-qemu.so";
 
 	if (env && *env) {
 		snprintf(out, len, "%s", env);
@@ -132,27 +146,37 @@ int bt_qemu_find_plugin(char *out, size_t len, struct btrace_error *err)
 		return bt_hint(err, "BTRACE_QEMU_PLUGIN must name "
 			       "libbtrace-qemu.so");
 	}
-	/* The build tree: <builddir>/src/cli/btrace or
-	 * <builddir>/tests/qemu/<test> -> <builddir>/src/qemu/. */
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = 0;
-		for (int up = 0; up < 4; up++) {
-			slash = strrchr(exe, '/');
-			if (!slash || slash == exe)
-				break;
-			*slash = 0;
-			if (bt_try_plugin(out, len, exe,
-					  "src/qemu/libbtrace-qemu.so"))
-				return 0;
-		}
+	/* An installed btrace: <prefix>/<bindir>/btrace ->
+	 * <prefix>/<libdir>/btrace/, relative to the program itself, so a
+	 * copied or moved prefix finds its own plugin. */
+	if (realpath("/proc/self/exe", exe) && (slash = strrchr(exe, '/'))) {
+		*slash = 0;
+		if (rel[0] != '/' &&
+		    bt_try_plugin(out, len, exe, rel))
+			goto found;
+		*slash = '/';
+		/* A program of this build tree (src/cli/btrace, the tests):
+		 * the build tree's plugin, never searched for elsewhere. */
+		if (bt_exe_in_build_tree(exe) &&
+		    bt_try_plugin(out, len, BTRACE_QEMU_BUILD_PLUGIN_DIR,
+				  "libbtrace-qemu.so"))
+			goto found;
 	}
+	/* The configured install directory (libbtrace used by a program
+	 * installed elsewhere, or libdir outside the prefix). */
 	if (bt_try_plugin(out, len, BTRACE_QEMU_PLUGIN_DIR, "libbtrace-qemu.so"))
-		return 0;
+		goto found;
 	bt_error(err, -ENOENT, "libbtrace-qemu.so: find plugin failed: not in "
-		 "the build tree or %s", BTRACE_QEMU_PLUGIN_DIR);
-	return bt_hint(err, "reinstall btrace or set BTRACE_QEMU_PLUGIN to the "
-		       "plugin's path");
+		 "%s relative to the program, nor in %s",
+		 BTRACE_QEMU_PLUGIN_RELDIR,
+		 BTRACE_QEMU_PLUGIN_DIR);
+	return bt_hint(err, "reinstall btrace (the plugin is installed with "
+		       "it) or set BTRACE_QEMU_PLUGIN to the plugin's path");
+found:
+	/* QEMU resolves the path itself: hand it an absolute, clean one. */
+	if (realpath(out, exe))
+		snprintf(out, len, "%s", exe);
+	return 0;
 }
 
 int bt_qemu_find_preload(const char *plugin, char *out, size_t len,

@@ -21,8 +21,11 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 /* Locate qemu-x86_64 (env BTRACE_QEMU, then PATH) and check that it can
  * load plugins.  @out gets the path. */
 int bt_qemu_find_emulator(char *out, size_t len, struct btrace_error *err);
-/* Locate the plugin (env BTRACE_QEMU_PLUGIN, the build tree next to the
- * running executable, the install directory). */
+/* Locate the plugin: env BTRACE_QEMU_PLUGIN, then <libdir>/btrace relative
+ * to the running program's directory (an installed btrace, wherever its
+ * prefix is), then the build tree's plugin only for a program inside the
+ * build directory recorded at configure time, then the configured install
+ * directory.  @out gets an absolute path. */
 int bt_qemu_find_plugin(char *out, size_t len, struct btrace_error *err);
 /* Locate libbtrace-qemu-preload.so (env BTRACE_QEMU_PRELOAD, else next to
  * @plugin); @out gets its absolute path. */
