@@ -518,10 +518,11 @@ static void usage(FILE *f)
 		"  --no-disk          never read code from files on disk\n"
 		"  -v, --verbose      list every mapping without code, also those the\n"
 		"                     trace never entered\n"
-		"  -h, --help         this help\n"
+		"  -h, --help         this text\n"
 		"\n"
 		"Instructions capstone cannot disassemble (some EVEX encodings) are\n"
 		"printed as \"(bad)\" with their bytes; their size is libipt's.\n");
+	cli_help_end(f, "decode");
 }
 
 int cmd_decode(int argc, char **argv)
@@ -547,7 +548,7 @@ int cmd_decode(int argc, char **argv)
 	uint64_t last = 0, v;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "hv", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hv", lo, NULL)) != -1) {
 		switch (c) {
 		case 'v': d.flags |= BTRACE_DECODE_ALL_NOTES; break;
 		case 'i': case 'b': case 'c': {
@@ -569,7 +570,7 @@ int cmd_decode(int argc, char **argv)
 		case 'D': d.debug_dir = optarg; break;
 		case 'N': d.flags |= BTRACE_DECODE_NO_DISK; break;
 		case 'h': usage(stdout); return CLI_EXIT_OK;
-		default: return cli_usage(CMD, "unknown option");
+		default: return cli_bad_option(CMD, c, argv);
 		}
 	}
 	if (mode < 0)

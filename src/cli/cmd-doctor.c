@@ -21,7 +21,8 @@ static void help(void)
 "would pick.\n\n"
 "  --json             one JSON object on standard output\n"
 "  --sysfs-root DIR   read PMUs from DIR instead of /sys\n"
-"  --help             this text\n");
+"  -h, --help         this text\n");
+	cli_help_end(stdout, "doctor");
 }
 
 static const char *backend_name(uint32_t b)
@@ -205,11 +206,11 @@ static void as_json(const struct btrace_doctor_report *r)
 
 int cmd_doctor(int argc, char **argv)
 {
-	enum { O_JSON = 256, O_ROOT, O_HELP };
+	enum { O_JSON = 256, O_ROOT };
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, O_JSON },
 		{ "sysfs-root", required_argument, NULL, O_ROOT },
-		{ "help", no_argument, NULL, O_HELP },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct btrace_doctor_report rep;
@@ -219,7 +220,7 @@ int cmd_doctor(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case O_JSON:
 			json = true;
@@ -227,11 +228,11 @@ int cmd_doctor(int argc, char **argv)
 		case O_ROOT:
 			root = optarg;
 			break;
-		case O_HELP:
+		case 'h':
 			help();
 			return CLI_EXIT_OK;
 		default:
-			return cli_usage("doctor", "unknown option");
+			return cli_bad_option("doctor", c, argv);
 		}
 	}
 	if (optind != argc)

@@ -1008,7 +1008,7 @@ static void usage(FILE *f)
 		"Explain a crash from a snapshot: the fault, the call stack rebuilt\n"
 		"from the trace, the last calls and blocks, and what is missing.\n"
 		"\n"
-		"  --json             machine-readable report (docs/report.md)\n"
+		"  --json             machine-readable report\n"
 		"  --calls N          last calls to show (default 16)\n"
 		"  --blocks N         last blocks to show (default 16)\n"
 		"  --thread TID       report this thread only\n"
@@ -1018,11 +1018,12 @@ static void usage(FILE *f)
 		"  --no-disk          never read code from files on disk\n"
 		"  -v, --verbose      list every mapping without code, also those the\n"
 		"                     trace never entered\n"
-		"  -h, --help         this help\n"
+		"  -h, --help         this text\n"
 		"\n"
 		"Binaries and debug info are found by build ID: next to FILE, in\n"
 		"BTRACE_DEBUG_PATH (colon-separated), in the debug directory's\n"
-		".build-id, then at the recorded path (docs/report.md).\n");
+		".build-id, then at the recorded path.\n");
+	cli_help_end(f, "report");
 }
 
 int cmd_report(int argc, char **argv)
@@ -1050,7 +1051,7 @@ int cmd_report(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "hv", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hv", lo, NULL)) != -1) {
 		switch (c) {
 		case 'j': o.json = 1; break;
 		case 'v': o.verbose = 1; d.flags |= BTRACE_DECODE_ALL_NOTES; break;
@@ -1072,7 +1073,7 @@ int cmd_report(int argc, char **argv)
 		case 'D': d.debug_dir = optarg; break;
 		case 'N': d.flags |= BTRACE_DECODE_NO_DISK; break;
 		case 'h': usage(stdout); return CLI_EXIT_OK;
-		default: return cli_usage(CMD, "unknown option");
+		default: return cli_bad_option(CMD, c, argv);
 		}
 	}
 	if (optind + 1 != argc)
