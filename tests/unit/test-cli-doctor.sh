@@ -1,0 +1,90 @@
+#!/bin/sh
+# btrace doctor checks the QEMU backend for real (emulator, version, plugin,
+# a probe run) and its text fits 80 columns.
+#   test-cli-doctor.sh BTRACE
+set -u
+BTRACE=$1
+n=0
+fails=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+notok() {
+	n=$((n + 1)); echo "not ok $n - $1"; fails=$((fails + 1))
+	[ -f "$tmp/out" ] && sed 's/^/# /' "$tmp/out" | head -40
+}
+skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+
+# No emulator: PATH is an empty directory, BTRACE_QEMU unset.
+mkdir "$tmp/empty"
+env -u BTRACE_QEMU PATH="$tmp/empty" "$BTRACE" doctor >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 0 ] && ok "doctor without QEMU: exit 0" || notok "doctor without QEMU: exit $rc"
+if grep -q '^QEMU: *not found' "$tmp/out" &&
+   grep -q 'why: qemu-x86_64: find emulator failed: not found in PATH' "$tmp/out"; then
+	ok "doctor without QEMU: says qemu-x86_64 is missing"
+else
+	notok "doctor without QEMU: says qemu-x86_64 is missing"
+fi
+if grep -q 'hint: install the qemu-user package' "$tmp/out"; then
+	ok "doctor without QEMU: says how to fix it"
+else
+	notok "doctor without QEMU: says how to fix it"
+fi
+if grep -q '^Backend auto: *qemu' "$tmp/out" && grep -q 'QEMU software trace is used' "$tmp/out"; then
+	notok "doctor without QEMU: does not claim the QEMU trace is used"
+else
+	ok "doctor without QEMU: does not claim the QEMU trace is used"
+fi
+env -u BTRACE_QEMU PATH="$tmp/empty" "$BTRACE" doctor --json >"$tmp/json" 2>/dev/null
+if command -v python3 >/dev/null; then
+	if python3 -c 'import json,sys; q=json.load(open(sys.argv[1]))["qemu"]; sys.exit(not (q["emulator"] is None and q["usable"] is False and q["hint"]))' "$tmp/json"; then
+		ok "doctor --json without QEMU: qemu.emulator null, usable false, a hint"
+	else
+		cp "$tmp/json" "$tmp/out"; notok "doctor --json without QEMU: qemu.emulator null, usable false, a hint"
+	fi
+else
+	skip "doctor --json without QEMU" "python3 is not installed"
+fi
+
+# Width: every line fits 80 columns, unless it is one word (a long path).
+"$BTRACE" doctor >"$tmp/out" 2>&1
+if awk 'length($0) > 80 && NF > 1 && !($0 ~ /^ +[^ ]+$/) { bad = 1 } END { exit bad }' "$tmp/out"; then
+	ok "doctor: every line fits 80 columns"
+else
+	notok "doctor: every line fits 80 columns"
+fi
+
+# With the emulator of this machine: its version and a probe run.
+qemu=$(command -v qemu-x86_64 2>/dev/null)
+if [ -z "$qemu" ]; then
+	skip "doctor with QEMU: version and probe run" "qemu-x86_64 is not in PATH"
+elif ! "$qemu" --version >/dev/null 2>&1; then
+	skip "doctor with QEMU: version and probe run" "$qemu --version does not run"
+else
+	want=$("$qemu" --version | sed -n '1s/.* version \([^ ]*\).*/\1/p')
+	env -u BTRACE_QEMU "$BTRACE" doctor >"$tmp/out" 2>&1
+	if grep -q "^QEMU: *$qemu, version $want\$" "$tmp/out"; then
+		ok "doctor with QEMU: path and version ($want) as qemu-x86_64 --version says"
+	else
+		notok "doctor with QEMU: path and version ($want) as qemu-x86_64 --version says"
+	fi
+	# the probe's verdict must agree with a real recording of /bin/true
+	if env -u BTRACE_QEMU "$BTRACE" record --backend qemu -q -- /bin/true >/dev/null 2>&1; then
+		if grep -q 'usable: a probe run recorded /bin/true' "$tmp/out"; then
+			ok "doctor with QEMU: usable, as record --backend qemu works"
+		else
+			notok "doctor with QEMU: usable, as record --backend qemu works"
+		fi
+	else
+		if grep -A3 '^QEMU:' "$tmp/out" | grep -q 'unavailable'; then
+			ok "doctor with QEMU: unavailable, as record --backend qemu fails"
+		else
+			notok "doctor with QEMU: unavailable, as record --backend qemu fails"
+		fi
+	fi
+fi
+
+echo "1..$n"
+[ $fails -eq 0 ]
