@@ -1368,8 +1368,8 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 	res->snapshots++;
 	snprintf(res->snapshot_path, sizeof(res->snapshot_path), "%s", out);
 	if (!(o->flags & BTRACE_RECORD_QUIET))
-		fprintf(stderr, "btrace record: wrote %s: %s in thread %d at %#llx%s, "
-			"%s of trace kept of %s asked (%llu thread%s, qemu)\n",
+		bt_msg("btrace record: wrote %s: %s in thread %d at %#llx%s, "
+			"%s of trace kept of %s asked (%llu thread%s, qemu)",
 			out, sig.signo ? bt_signame(sig.signo) : "exit",
 			crashed_tid,
 			(unsigned long long)sig.fault_ip,

@@ -86,5 +86,20 @@ else
 	fi
 fi
 
+# record's own lines on stderr fit 80 columns too (a crash under QEMU)
+if grep -q 'usable: a probe run recorded' "$tmp/out" 2>/dev/null; then
+	"$BTRACE" record --backend auto -o "$tmp/s.btrace" -- /bin/sh -c 'kill -SEGV $$' \
+		>/dev/null 2>"$tmp/out"
+	if ! grep -q 'wrote' "$tmp/out"; then
+		notok "record: says where it wrote the snapshot"
+	elif awk 'length($0) > 80 && NF > 1 { bad = 1 } END { exit bad }' "$tmp/out"; then
+		ok "record: every line of its own on stderr fits 80 columns"
+	else
+		notok "record: every line of its own on stderr fits 80 columns"
+	fi
+else
+	skip "record: lines fit 80 columns" "the QEMU backend is not usable here"
+fi
+
 echo "1..$n"
 [ $fails -eq 0 ]
