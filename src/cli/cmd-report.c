@@ -231,11 +231,29 @@ static void print_gap(FILE *f, const struct btrace_thread *t, uint32_t g,
 	fprintf(f, "]\n%s  %s\n", indent, gp->reason ? cli_esc(gp->reason) : "");
 }
 
+/*
+ * Where the history ends, for the headings: "the fault", or "the exit"
+ * for a snapshot taken at an exit (--on exit) with no signal, "the
+ * request" for an on-demand snapshot.  Set by report_text().
+ */
+static const char *at_end = "the fault";
+
+static const char *end_word(const struct btrace_snapshot *snap)
+{
+	if (snap->signal || !snap->has_config)
+		return "the fault";
+	switch (snap->config.crash_mode) {
+	case BTRACE_CRASH_EXIT: return "the exit";
+	case BTRACE_CRASH_ONDEMAND: return "the request";
+	}
+	return "the fault";
+}
+
 static void print_stack(FILE *f, const struct btrace_thread *t)
 {
 	char a[128], b[128], c[64];
 
-	fprintf(f, "\nstack at the fault (from the trace, innermost first)\n");
+	fprintf(f, "\nstack at %s (from the trace, innermost first)\n", at_end);
 	if (!t->nstack)
 		fprintf(f, "  (no frames: nothing was decoded)\n");
 	for (size_t i = 0; i < t->nstack; i++) {
@@ -342,7 +360,7 @@ static void print_blocks(FILE *f, const struct btrace_thread *t, uint64_t want)
 		if (t->blocks[start].kind == BTRACE_ITEM_BLOCK)
 			n++;
 	}
-	fprintf(f, "\nlast blocks before the fault (oldest first, %zu)\n", n);
+	fprintf(f, "\nlast blocks before %s (oldest first, %zu)\n", at_end, n);
 	for (size_t i = start; i < end; i++) {
 		const struct btrace_block *bl = &t->blocks[i];
 		if (bl->kind == BTRACE_ITEM_GAP) {
@@ -543,6 +561,8 @@ static void report_text(FILE *f, const char *path,
 {
 	const struct btrace_signal *s = r->signal;
 
+	at_end = end_word(o->snap);
+
 	fprintf(f, "btrace report: %s\n", cli_esc(path));
 	fprintf(f, "process   %d (%s)", r->pid, r->command ? cli_esc(r->command) : "?");
 	if (backend_name(r->backend))
@@ -563,7 +583,11 @@ static void report_text(FILE *f, const char *path,
 			fprintf(f, ", sent by pid %d", s->sender_pid);
 		fputc('\n', f);
 	} else {
+		const char *st = btrace_snapshot_meta(o->snap, "exit_status");
+
 		fprintf(f, "signal    none recorded\n");
+		if (st)
+			fprintf(f, "exit      status %s\n", cli_esc(st));
 	}
 	char cause[256];
 	const char *kind;

@@ -1323,6 +1323,17 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 		rc = bt_write_maps(j, &r);
 	if (!rc && sig.signo)
 		rc = btrace_writer_set_signal(j->w, &sig, j->err);
+	if (!rc && !sig.signo && j->status >= 0) {
+		/* an exit snapshot (--on exit): how the process ended */
+		char v[64];
+
+		if (WIFEXITED(j->status))
+			snprintf(v, sizeof(v), "%d", WEXITSTATUS(j->status));
+		else
+			snprintf(v, sizeof(v), "killed by %s",
+				 bt_signame(WTERMSIG(j->status)));
+		rc = btrace_writer_add_meta(j->w, "exit_status", v, j->err);
+	}
 	if (!rc)
 		rc = bt_write_meta(j);
 	if (!rc && reraise) {
