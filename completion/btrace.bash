@@ -9,9 +9,9 @@ _btrace_opts()
 		--on -p --pid --no-ptrace --no-code --keep-core -q --quiet -h --help" ;;
 	snapshot) echo "-o --output -h --help" ;;
 	report) echo "--json --calls --blocks --thread --all-threads --full
-		--debug-dir --no-disk -v --verbose -h --help" ;;
+		--debug-dir --no-disk --no-debuginfod -v --verbose -h --help" ;;
 	decode) echo "--insn --blocks --calls --last --thread --debug-dir
-		--no-disk -v --verbose -h --help" ;;
+		--no-disk --no-debuginfod -v --verbose -h --help" ;;
 	info) echo "--json -h --help" ;;
 	export) echo "-o --perf-data --buildid-dir --no-cache --use-disk --tid
 		--chunk -f --force --lenient -q --quiet -h --help" ;;

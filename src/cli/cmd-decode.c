@@ -516,6 +516,7 @@ static void usage(FILE *f)
 		"  --thread TID       only this thread\n"
 		"  --debug-dir DIR    separate debug info root (default /usr/lib/debug)\n"
 		"  --no-disk          never read code from files on disk\n"
+		"  --no-debuginfod    never download debug info (DEBUGINFOD_URLS)\n"
 		"  -v, --verbose      list every mapping without code, also those the\n"
 		"                     trace never entered\n"
 		"  -h, --help         this text\n"
@@ -535,6 +536,7 @@ int cmd_decode(int argc, char **argv)
 		{ "thread", required_argument, NULL, 't' },
 		{ "debug-dir", required_argument, NULL, 'D' },
 		{ "no-disk", no_argument, NULL, 'N' },
+		{ "no-debuginfod", no_argument, NULL, 'U' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -569,6 +571,7 @@ int cmd_decode(int argc, char **argv)
 			break;
 		case 'D': d.debug_dir = optarg; break;
 		case 'N': d.flags |= BTRACE_DECODE_NO_DISK; break;
+		case 'U': unsetenv("DEBUGINFOD_URLS"); break;  /* libdw's client */
 		case 'h': usage(stdout); return CLI_EXIT_OK;
 		default: return cli_bad_option(CMD, c, argv);
 		}

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <btrace/decode.h>
 #include <btrace/snapshot.h>
@@ -97,15 +98,31 @@ static const char *srcline(char *buf, size_t len, const struct btrace_symbol *s)
 	return buf;
 }
 
+/*
+ * @s in @w columns (@buf holds w + 1 bytes).  A longer name is cut with a
+ * '~'; the "+0x..." offset at its end is kept, so that frames in one long
+ * module name ("_ctypes.cpython-311-x86_64-linux-gnu.so+0x9a2b") stay
+ * distinguishable: "_ctypes.cpython-311-x~+0x9a2b".  Cuts fall between
+ * UTF-8 sequences.
+ */
 static const char *fit(char *buf, size_t w, const char *s)
 {
-	size_t n = strlen(s);
+	size_t n = strlen(s), head, tail = 0;
+	const char *off;
 
 	if (n <= w) {
 		snprintf(buf, w + 1, "%s", s);
 		return buf;
 	}
-	snprintf(buf, w + 1, "%.*s~", (int)(w - 1), s);
+	off = strstr(s, "+0x");
+	while (off && strstr(off + 1, "+0x"))
+		off = strstr(off + 1, "+0x");
+	if (off && off > s && (size_t)(s + n - off) <= w / 2)
+		tail = (size_t)(s + n - off);
+	head = w - 1 - tail;
+	while (head > 0 && ((unsigned char)s[head] & 0xc0) == 0x80)
+		head--;
+	snprintf(buf, w + 1, "%.*s~%s", (int)head, s, s + n - tail);
 	return buf;
 }
 
@@ -218,17 +235,33 @@ static size_t calls_end(const struct btrace_thread *t)
 	return n;
 }
 
+/*
+ * Color for the key lines (signal, fault, gaps) when the report goes to a
+ * terminal, unless NO_COLOR is set (https://no-color.org) or TERM is dumb.
+ */
+static int use_color;
+#define C_RED "\033[1;31m"
+#define C_YELLOW "\033[33m"
+#define C_OFF "\033[0m"
+
+static const char *col(const char *c)
+{
+	return use_color ? c : "";
+}
+
 static void print_gap(FILE *f, const struct btrace_thread *t, uint32_t g,
 		      const char *indent)
 {
 	const struct btrace_gap *gp = &t->gaps[g];
 
-	fprintf(f, "%s[gap: %s", indent, btrace_gap_kind_name(gp->kind));
+	fprintf(f, "%s%s[gap: %s", indent, col(C_YELLOW),
+		btrace_gap_kind_name(gp->kind));
 	if (gp->kind != BTRACE_GAP_UNUSABLE && gp->kind != BTRACE_GAP_LOST)
 		fprintf(f, " at trace offset %llu", (unsigned long long)gp->offset);
 	if (gp->ip)
 		fprintf(f, ", ip 0x%llx", (unsigned long long)gp->ip);
-	fprintf(f, "]\n%s  %s\n", indent, gp->reason ? cli_esc(gp->reason) : "");
+	fprintf(f, "]%s\n%s  %s\n", col(C_OFF), indent,
+		gp->reason ? cli_esc(gp->reason) : "");
 }
 
 /*
@@ -386,16 +419,17 @@ static void print_blocks(FILE *f, const struct btrace_thread *t, uint64_t want)
 		i += rep - 1;
 	}
 	if (fault_in_block(&t->fault))
-		fprintf(f, "  0x%012llx  => fault: in the block up to 0x%llx "
-			"(the instruction is not known)\n",
+		fprintf(f, "  %s0x%012llx  => fault: in the block up to 0x%llx "
+			"(the instruction is not known)%s\n", col(C_RED),
 			(unsigned long long)t->fault.block_ip,
-			(unsigned long long)t->fault.block_end_ip);
+			(unsigned long long)t->fault.block_end_ip, col(C_OFF));
 	else if (t->fault.found)
-		fprintf(f, "  0x%012llx  => %s: %s\n",
+		fprintf(f, "  %s0x%012llx  => %s: %s%s\n", col(C_RED),
 			(unsigned long long)t->fault.ip,
 			t->fault.kind == BTRACE_FAULT_KIND_SENT ?
 			"signal (sent; the next instruction)" : "fault",
-			t->fault.insn[0] ? cli_esc(t->fault.insn) : "(no code)");
+			t->fault.insn[0] ? cli_esc(t->fault.insn) : "(no code)",
+			col(C_OFF));
 	size_t after = 0;
 	for (size_t i = end + 1; i < t->nblocks; i++)
 		after += t->blocks[i].kind == BTRACE_ITEM_BLOCK;
@@ -560,8 +594,11 @@ static void report_text(FILE *f, const char *path,
 			const struct rep_opts *o)
 {
 	const struct btrace_signal *s = r->signal;
+	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
 
 	at_end = end_word(o->snap);
+	use_color = isatty(fileno(f)) && !(nc && *nc) &&
+		    !(term && !strcmp(term, "dumb"));
 
 	fprintf(f, "btrace report: %s\n", cli_esc(path));
 	fprintf(f, "process   %d (%s)", r->pid, r->command ? cli_esc(r->command) : "?");
@@ -570,8 +607,9 @@ static void report_text(FILE *f, const char *path,
 	fprintf(f, ", %s trace\n", r->kind == BTRACE_TRACE_BTS ? "BTS" : "Intel PT");
 	if (s) {
 		const char *cn = code_name(s->signo, s->code);
-		fprintf(f, "signal    %s (%d), ", r->signal_name ? r->signal_name : "?",
-			s->signo);
+		fprintf(f, "signal    %s%s (%d)%s, ", col(C_RED),
+			r->signal_name ? r->signal_name : "?", s->signo,
+			col(C_OFF));
 		if (s->code == BTRACE_SIGCODE_UNKNOWN)
 			fputs("code unknown", f);
 		else
@@ -1040,6 +1078,7 @@ static void usage(FILE *f)
 		"  --full             decode whole buffers, not just their tails\n"
 		"  --debug-dir DIR    separate debug info root (default /usr/lib/debug)\n"
 		"  --no-disk          never read code from files on disk\n"
+		"  --no-debuginfod    never download debug info (DEBUGINFOD_URLS)\n"
 		"  -v, --verbose      list every mapping without code, also those the\n"
 		"                     trace never entered\n"
 		"  -h, --help         this text\n"
@@ -1061,6 +1100,7 @@ int cmd_report(int argc, char **argv)
 		{ "full", no_argument, NULL, 'F' },
 		{ "debug-dir", required_argument, NULL, 'D' },
 		{ "no-disk", no_argument, NULL, 'N' },
+		{ "no-debuginfod", no_argument, NULL, 'U' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -1096,6 +1136,7 @@ int cmd_report(int argc, char **argv)
 		case 'F': d.flags |= BTRACE_DECODE_FULL; break;
 		case 'D': d.debug_dir = optarg; break;
 		case 'N': d.flags |= BTRACE_DECODE_NO_DISK; break;
+		case 'U': unsetenv("DEBUGINFOD_URLS"); break;  /* libdw's client */
 		case 'h': usage(stdout); return CLI_EXIT_OK;
 		default: return cli_bad_option(CMD, c, argv);
 		}

@@ -97,8 +97,24 @@ if grep -q 'usable: a probe run recorded' "$tmp/out" 2>/dev/null; then
 	else
 		notok "record: every line of its own on stderr fits 80 columns"
 	fi
+	# frames of a module with a long name keep their offsets when cut
+	long="$tmp/a_very_long_program_name_to_see_truncation"
+	cp /bin/sh "$long"
+	"$BTRACE" record -q -o "$tmp/t.btrace" -- "$long" -c 'kill -SEGV $$' >/dev/null 2>&1
+	"$BTRACE" report --blocks 64 "$tmp/t.btrace" 2>/dev/null |
+		grep -o 'a_very_long[^ ]*~[^ ]*' >"$tmp/names"  # the cut ones
+	if [ "$(wc -l <"$tmp/names")" -lt 2 ]; then
+		notok "report: frames in a long module name (fewer than 2 found)"
+	elif grep -qv '~+0x[0-9a-f]*$' "$tmp/names"; then
+		cp "$tmp/names" "$tmp/out"; notok "report: a long module name is cut before its offset"
+	elif [ "$(sort -u "$tmp/names" | wc -l)" -lt 2 ]; then
+		cp "$tmp/names" "$tmp/out"; notok "report: cut names stay distinguishable"
+	else
+		ok "report: long module names are cut before their offsets, distinguishable"
+	fi
 else
 	skip "record: lines fit 80 columns" "the QEMU backend is not usable here"
+	skip "report: long module names" "the QEMU backend is not usable here"
 fi
 
 echo "1..$n"

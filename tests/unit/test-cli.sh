@@ -76,5 +76,31 @@ check "record: bad size" 2 "invalid --size" -- "$BTRACE" record --size 12Q -- tr
 check "record: bad --on" 2 "invalid --on" -- "$BTRACE" record --on KILL -- true
 check "record: pid and program" 2 "not both" -- "$BTRACE" record -p 1 -- true
 
+# Color: on a terminal (script(1) gives one), never in a pipe or with NO_COLOR.
+esc=$(printf '\033')
+n=$((n + 1))
+if "$BTRACE" report "$SAMPLE" 2>/dev/null | grep -q "$esc"; then
+	echo "not ok $n - report: no color in a pipe"; fails=$((fails + 1))
+else
+	echo "ok $n - report: no color in a pipe"
+fi
+if command -v script >/dev/null && script -qec true /dev/null >/dev/null 2>&1; then
+	n=$((n + 1))
+	if env -u NO_COLOR TERM=xterm script -qec "'$BTRACE' report '$SAMPLE'" /dev/null 2>/dev/null |
+	   grep "^signal" | grep -q "$esc\[1;31mSIGSEGV"; then
+		echo "ok $n - report: the signal is colored on a terminal"
+	else
+		echo "not ok $n - report: the signal is colored on a terminal"; fails=$((fails + 1))
+	fi
+	n=$((n + 1))
+	if NO_COLOR=1 TERM=xterm script -qec "'$BTRACE' report '$SAMPLE'" /dev/null 2>/dev/null | grep -q "$esc"; then
+		echo "not ok $n - report: NO_COLOR turns color off"; fails=$((fails + 1))
+	else
+		echo "ok $n - report: NO_COLOR turns color off"
+	fi
+else
+	n=$((n + 1)); echo "ok $n - report: color on a terminal # SKIP script(1) cannot run here"
+fi
+
 echo "1..$n"
 [ $fails -eq 0 ]
