@@ -1158,7 +1158,22 @@ int cmd_report(int argc, char **argv)
 	if (dir[0])
 		d.search_dir = dir;
 	d.tid = o.tid;
-	if (btrace_decode(snap, &d, &r, &err) < 0) {
+	/* A progress line while a large trace is decoded (or debug info is
+	 * downloaded), on a terminal only; erased once done. */
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < snap->nbuffers; i++)
+		bytes += snap->buffers[i].size;
+	int progress = isatty(STDERR_FILENO) &&
+		       bytes >= ((d.flags & BTRACE_DECODE_FULL) ? 1u << 20 : 8u << 20);
+	if (progress)
+		fprintf(stderr, "btrace report: decoding %.1f MiB of trace%s...",
+			(double)bytes / (1 << 20),
+			getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS") ?
+			" (debug info may be downloaded)" : "");
+	rc = btrace_decode(snap, &d, &r, &err);
+	if (progress)
+		fprintf(stderr, "\r\033[K");
+	if (rc < 0) {
 		btrace_snapshot_free(snap);
 		return cli_fail(CMD, &err);
 	}
