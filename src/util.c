@@ -212,6 +212,8 @@ void bt_msg(const char *fmt, ...)
 			out[n++] = ' ';
 			col++;
 		}
+		if (n + 8 >= sizeof(out))
+			break;
 		if (len > sizeof(out) - 8 - n)
 			len = sizeof(out) - 8 - n;
 		memcpy(out + n, p, len);
