@@ -30,7 +30,9 @@ for spec in 100000:4M 1000000:4M 4000000:16M 4000000:64M; do
 		best=$(echo "$ms ${best:-$ms}" | awk '{ print ($1 < $2) ? $1 : $2 }')
 	done
 	bytes=$(stat -c %s "$work/s.btrace")
-	trace=$(sed -n 's/.*, \([0-9.]* [KMG]*i*B\) of trace kept.*/\1/p' "$work/err")
+	# (the line wraps at 80 columns: joined first)
+	trace=$(tr '\n' ' ' <"$work/err" | tr -s ' ' |
+		sed -n 's/.*, \([0-9.]* [KMG]*i*B\) of trace kept.*/\1/p')
 	# Baseline: the same number of bytes written and fsynced.
 	base=999999
 	for run in 1 2 3; do

@@ -56,17 +56,17 @@ static uint32_t pick_auto(const struct btrace_record_opts *opts, int quiet)
 		bt_error_clear(&why);
 		if (probe(order[i], opts, &why) == 0) {
 			if (!quiet)
-				fprintf(stderr, "btrace record: using %s\n",
-					backend_label(order[i]));
+				bt_msg("btrace record: using %s",
+				       backend_label(order[i]));
 			return order[i];
 		}
 		if (!quiet)
-			fprintf(stderr, "btrace record: %s unavailable: %s\n",
-				backend_label(order[i]), why.msg);
+			bt_msg("btrace record: %s unavailable: %s",
+			       backend_label(order[i]), why.msg);
 	}
 	if (!quiet)
-		fprintf(stderr, "btrace record: using the QEMU software trace "
-			"(the program runs emulated, 3-10x slower than natively)\n");
+		bt_msg("btrace record: using the QEMU software trace "
+		       "(the program runs emulated, 3-10x slower than natively)");
 	return BTRACE_BACKEND_QEMU;
 }
 

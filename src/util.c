@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -176,4 +178,50 @@ void bt_strip_controls(char *s)
 	for (; *s; s++)
 		if ((unsigned char)*s < 0x20 || (unsigned char)*s == 0x7f)
 			*s = '?';
+}
+
+void bt_msg(const char *fmt, ...)
+{
+	enum { WIDTH = 80, INDENT = 2 };
+	char buf[4096], out[4608];
+	const char *p = buf, *e;
+	size_t col = 0, n = 0, len;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	/* one write: lines of concurrent writers do not interleave */
+	while (*p && n + 8 < sizeof(out)) {
+		if (*p == '\n') {          /* the caller's own line break */
+			out[n++] = *p++;
+			col = 0;
+			continue;
+		}
+		if (*p == ' ') {
+			p++;
+			continue;
+		}
+		e = p + strcspn(p, " \n");
+		len = (size_t)(e - p);
+		if (col && col + 1 + len > WIDTH) {
+			out[n++] = '\n';
+			for (col = 0; col < INDENT; col++)
+				out[n++] = ' ';
+		} else if (col) {
+			out[n++] = ' ';
+			col++;
+		}
+		if (n + 8 >= sizeof(out))
+			break;
+		if (len > sizeof(out) - 8 - n)
+			len = sizeof(out) - 8 - n;
+		memcpy(out + n, p, len);
+		n += len;
+		col += len;
+		p = e;
+	}
+	if (!n || out[n - 1] != '\n')
+		out[n++] = '\n';
+	fwrite(out, 1, n, stderr);
 }

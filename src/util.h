@@ -80,5 +80,11 @@ int bt_tmp_commit(int fd, const char *tmp, const char *path, int rc);
 /* Replace control characters (C0, DEL) of @s in place by '?' (for text a
  * peer sent that ends up in a message). */
 void bt_strip_controls(char *s);
+/*
+ * A message of btrace's on stderr ("btrace record: ..."), wrapped at word
+ * boundaries to fit 80 columns; continuation lines are indented by two
+ * spaces.  A word longer than a line (a path) is kept whole.
+ */
+void bt_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif /* BT_UTIL_H */

@@ -36,6 +36,19 @@ struct btrace_doctor_pmu {
 	struct btrace_doctor_cap caps[BTRACE_DOCTOR_MAX_CAPS];
 };
 
+/* The QEMU software backend (btrace record --backend qemu). */
+struct btrace_doctor_qemu {
+	int found;                 /* the emulator is there and can load plugins */
+	int usable;                /* 1: a probe run under the plugin worked;
+				      0: something is missing (why, hint);
+				      -1: not probed (with a sysfs root) */
+	char emulator[512];        /* its path, "" when not found */
+	char version[64];          /* "7.2.22" from --version, "" unknown */
+	char plugin[512];          /* libbtrace-qemu.so, "" when not found */
+	char why[768];             /* what is missing */
+	char hint[256];            /* and how to fix it */
+};
+
 struct btrace_doctor_report {
 	size_t sz;                 /* sizeof(struct btrace_doctor_report) */
 	/* CPU (CPUID) */
@@ -69,14 +82,19 @@ struct btrace_doctor_report {
 	 * "branch-instructions" (the legacy event: intel_bts missing, as
 	 * under page-table isolation), or "" when BTS is not usable */
 	char bts_path[32];
+	/* the QEMU backend: emulator, version, plugin, a probe run */
+	struct btrace_doctor_qemu qemu;
 	size_t :0;
 };
 
 /**
- * @brief Fill @rep with what this machine supports for hardware capture.
+ * @brief Fill @rep with what this machine supports for capture.
  *
  * @sysfs_root: NULL for /sys (or a recorded tree, for tests).  @rep->sz
- * must be set by the caller.  Returns 0, or -EINVAL for a bad @rep.
+ * must be set by the caller.  The QEMU backend is checked for real: the
+ * emulator is found and asked its version, the plugin is found, and a
+ * probe run records /bin/true under it (not with a recorded @sysfs_root,
+ * which describes another machine).  Returns 0, or -EINVAL for a bad @rep.
  */
 BTRACE_API int btrace_doctor(const char *sysfs_root,
 			     struct btrace_doctor_report *rep,

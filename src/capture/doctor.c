@@ -1,18 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /* btrace_doctor(), btrace_snapshot_request(). */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <btrace/capture.h>
+#include <btrace/record.h>
 #include <btrace/snapshot.h>
 
 #include "budget.h"
 #include "capture-internal.h"
 #include "capture.h"
 #include "pmu.h"
+#include "qemu/qemu-record.h"
 #include "registry.h"
 #include "util.h"
 
@@ -50,6 +55,128 @@ static void fill_pmu(const char *root, uint32_t backend,
 		snprintf(p->why, sizeof(p->why), "%s", err.msg);
 		snprintf(p->hint, sizeof(p->hint), "%s", err.hint);
 	}
+}
+
+/* "7.2.22" from the first line of `EMU --version` ("qemu-x86_64 version
+ * 7.2.22 (Debian ...)"); "" when it does not run or says otherwise. */
+static void qemu_version(const char *emu, char *out, size_t len)
+{
+	char buf[512], *v, *end;
+	int fds[2], st = 0;
+	size_t n = 0;
+	ssize_t r;
+	pid_t pid;
+
+	out[0] = 0;
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		dup2(fds[1], STDOUT_FILENO);
+		if (null >= 0) {
+			dup2(null, STDIN_FILENO);
+			dup2(null, STDERR_FILENO);
+		}
+		execl(emu, emu, "--version", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	while (pid > 0 && n < sizeof(buf) - 1 &&
+	       ((r = read(fds[0], buf + n, sizeof(buf) - 1 - n)) > 0 ||
+		(r < 0 && errno == EINTR)))
+		n += r > 0 ? (size_t)r : 0;
+	close(fds[0]);
+	if (pid < 0)
+		return;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	buf[n] = 0;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 ||
+	    !(v = strstr(buf, " version ")))
+		return;
+	v += strlen(" version ");
+	end = v + strcspn(v, " \n");
+	snprintf(out, len, "%.*s", (int)(end - v), v);
+}
+
+static void qemu_fail(struct btrace_doctor_qemu *q, const struct btrace_error *e)
+{
+	q->usable = 0;
+	snprintf(q->why, sizeof(q->why), "%s", e->msg);
+	snprintf(q->hint, sizeof(q->hint), "%s", e->hint);
+}
+
+/* The QEMU backend, as btrace record would use it: the emulator, its
+ * version, the plugin and its preload library, then a probe run. */
+static void fill_qemu(const char *sysfs_root, struct btrace_doctor_qemu *q)
+{
+	static const char *const probes[] = { "/bin/true", "/usr/bin/true" };
+	struct btrace_record_opts ro = { .sz = sizeof(ro) };
+	struct btrace_record_result res = { .exit_status = -1 };
+	struct btrace_error err = { 0 };
+	char preload[PATH_MAX], *argv[2] = { NULL, NULL };
+
+	memset(q, 0, sizeof(*q));
+	if (bt_qemu_find_emulator(q->emulator, sizeof(q->emulator), &err) < 0) {
+		if (access(q->emulator, X_OK) != 0)
+			q->emulator[0] = 0;
+		qemu_fail(q, &err);
+		return;
+	}
+	q->found = 1;
+	qemu_version(q->emulator, q->version, sizeof(q->version));
+	if (!q->version[0]) {
+		bt_error(&err, -ENOEXEC, "%s: run failed: '%s --version' did not "
+			 "print a version", q->emulator, q->emulator);
+		bt_hint(&err, "reinstall the qemu-user package (apt install "
+			"--reinstall qemu-user) or set BTRACE_QEMU to a working "
+			"qemu-x86_64");
+		qemu_fail(q, &err);
+		return;
+	}
+	if (bt_qemu_find_plugin(q->plugin, sizeof(q->plugin), &err) < 0) {
+		q->plugin[0] = 0;
+		qemu_fail(q, &err);
+		return;
+	}
+	if (bt_qemu_find_preload(q->plugin, preload, sizeof(preload), &err) < 0) {
+		qemu_fail(q, &err);
+		return;
+	}
+	if (sysfs_root && *sysfs_root) {
+		q->usable = -1;
+		snprintf(q->why, sizeof(q->why), "not probed: a recorded sysfs "
+			 "tree describes another machine");
+		return;
+	}
+	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]) && !argv[0]; i++)
+		if (access(probes[i], X_OK) == 0)
+			argv[0] = (char *)probes[i];
+	if (!argv[0]) {
+		q->usable = -1;
+		snprintf(q->why, sizeof(q->why), "not probed: no /bin/true "
+			 "to run under the plugin");
+		return;
+	}
+	ro.argv = argv;
+	ro.backend = BTRACE_BACKEND_QEMU;
+	ro.flags = BTRACE_RECORD_QUIET;
+	if (btrace_record(&ro, &res, &err) < 0) {
+		qemu_fail(q, &err);
+		return;
+	}
+	if (res.exit_status != 0) {
+		bt_error(&err, -ENOEXEC, "%s: probe run failed: %s under %s "
+			 "with the plugin exited with wait status 0x%x",
+			 q->plugin, argv[0], q->emulator, (unsigned)res.exit_status);
+		bt_hint(&err, "run 'btrace record --backend qemu -- /bin/true' "
+			"to see QEMU's message");
+		qemu_fail(q, &err);
+		return;
+	}
+	q->usable = 1;
 }
 
 int btrace_doctor(const char *sysfs_root, struct btrace_doctor_report *rep,
@@ -123,10 +250,13 @@ int btrace_doctor(const char *sysfs_root, struct btrace_doctor_report *rep,
 			r.auto_backend = BTRACE_BACKEND_BTS;
 			snprintf(r.auto_why, sizeof(r.auto_why),
 				 "Intel PT is not usable (%s); BTS is", r.pt.why);
-		} else {
+		}
+		fill_qemu(sysfs_root, &r.qemu);
+		if (!r.pt.usable && !r.bts.usable) {
 			r.auto_backend = BTRACE_BACKEND_QEMU;
-			snprintf(r.auto_why, sizeof(r.auto_why),
-				 "neither Intel PT nor BTS is usable here: the QEMU software trace is used");
+			snprintf(r.auto_why, sizeof(r.auto_why), "%s",
+				 r.qemu.usable != 0 ? "neither Intel PT nor BTS is usable here: the QEMU software trace is used" :
+				 "neither Intel PT nor BTS is usable here; the QEMU software trace would be used, but it is not usable (see QEMU)");
 		}
 		memcpy(rep, &r, sz);
 	}

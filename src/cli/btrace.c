@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* btrace: the command-line front end.  `btrace <command> [options]`. */
+#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,10 +26,16 @@ static const struct cli_command commands[] = {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: btrace <command> [options] [args]\n"
-		   "       btrace --version | --help\n\ncommands:\n");
+		   "       btrace --version [--verbose] | --help\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\nSee 'btrace <command> --help' or man btrace-<command>.\n");
+	fprintf(f, "\noptions:\n"
+		   "  -V, --version        print the version\n"
+		   "  -v, --verbose        with --version: the versions of libipt,\n"
+		   "                       libdw, capstone, zstd and QEMU, the backends\n"
+		   "  -h, --help           this text\n"
+		   "\nSee 'btrace <command> --help' or man btrace-<command>.\n"
+		   "The manual page: man btrace\n");
 }
 
 /* SIGXFSZ (ulimit -f): the write fails with EFBIG and btrace says so,
@@ -82,6 +89,44 @@ static int run(const struct cli_command *c, int argc, char **argv)
 	return job.rc;
 }
 
+/* btrace --version [--verbose], in either order. */
+static int global_options(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "version", no_argument, NULL, 'V' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool version = false, verbose = false;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+:Vvh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'V': version = true; break;
+		case 'v': verbose = true; break;
+		case 'h': usage(stdout); return CLI_EXIT_OK;
+		default:
+			fprintf(stderr, "btrace: unknown option '%s'\n", cli_esc(argv[optind - 1]));
+			usage(stderr);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "btrace: options come before the command: "
+			"btrace %s [options]\n", cli_esc(argv[optind]));
+		usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	if (!version) {
+		fprintf(stderr, "btrace: --verbose goes with --version\n");
+		usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	return cli_version(verbose);
+}
+
 int main(int argc, char **argv)
 {
 	struct sigaction sa;
@@ -89,6 +134,7 @@ int main(int argc, char **argv)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_xfsz;
 	sigaction(SIGXFSZ, &sa, NULL);
+	opterr = 0;  /* each command says what is wrong, in its own format */
 	if (argc < 2) {
 		usage(stderr);
 		return CLI_EXIT_USAGE;
@@ -98,10 +144,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return CLI_EXIT_OK;
 	}
-	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
-		printf("btrace %s\n", btrace_version());
-		return CLI_EXIT_OK;
-	}
+	if (argv[1][0] == '-')
+		return global_options(argc, argv);
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return run(&commands[i], argc - 1, argv + 1);

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
+#include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -48,6 +50,32 @@ int cli_usage(const char *cmd, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\nsee 'btrace %s --help'\n", cmd);
 	return CLI_EXIT_USAGE;
+}
+
+int cli_bad_option(const char *cmd, int c, char **argv)
+{
+	const char *word = optind > 0 ? argv[optind - 1] : NULL;
+	int n;
+
+	/* A long option names itself in full (up to any "=value"); a short
+	 * one by its letter, which may sit inside a cluster such as -qx. */
+	if (word && !strncmp(word, "--", 2) && word[2]) {
+		n = (int)strcspn(word, "=");
+		if (c == ':')
+			return cli_usage(cmd, "option '%.*s' needs an argument", n, word);
+		if (word[n] && optopt)
+			return cli_usage(cmd, "option '%.*s' takes no argument", n, word);
+		return cli_usage(cmd, "unknown option '%.*s'", n, word);
+	}
+	if (optopt > 0 && optopt < 128 && isgraph(optopt))
+		return cli_usage(cmd, c == ':' ? "option '-%c' needs an argument" :
+				 "unknown option '-%c'", optopt);
+	return cli_usage(cmd, "unknown option '%s'", word ? cli_esc(word) : "?");
+}
+
+void cli_help_end(FILE *f, const char *cmd)
+{
+	fprintf(f, "\nThe manual page: man btrace-%s\n", cmd);
 }
 
 int cli_parse_u64(const char *s, uint64_t *out)

@@ -29,6 +29,16 @@ int cli_failf(const char *cmd, const char *hint, const char *fmt, ...)
 int cli_usage(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * The usage error for getopt_long()'s return @c ('?' or ':', with opterr
+ * 0 and a ':' after any '+' at the start of the option string): "unknown
+ * option '--x'", "option '-o' needs an argument"; returns 2.
+ */
+int cli_bad_option(const char *cmd, int c, char **argv);
+/* The line every command's --help ends with: where its manual page is.
+ * (Every option list ends with "-h, --help".) */
+void cli_help_end(FILE *f, const char *cmd);
+
 struct btrace_snapshot;
 
 /*
@@ -85,6 +95,9 @@ void json_hex(struct json *j, const char *key, unsigned long long val); /* "0x..
 void json_bool(struct json *j, const char *key, bool val);
 void json_null(struct json *j, const char *key);
 void json_finish(struct json *j);  /* final newline */
+
+/* btrace --version [--verbose] (version.c). */
+int cli_version(bool verbose);
 
 /* Subcommands. */
 int cmd_record(int argc, char **argv);

@@ -22,18 +22,19 @@ static void help(void)
 "  --runs N            runs per case (5)\n"
 "  --json              print the result as JSON\n"
 "  --sysfs-root DIR    read PMUs from DIR instead of /sys\n"
-"  --help              this text\n");
+"  -h, --help          this text\n");
+	cli_help_end(stdout, "calibrate");
 }
 
 int cmd_calibrate(int argc, char **argv)
 {
-	enum { O_RUNS = 256, O_JSON, O_ROOT, O_HELP };
+	enum { O_RUNS = 256, O_JSON, O_ROOT };
 	static const struct option opts[] = {
 		{ "backend", required_argument, NULL, 'b' },
 		{ "runs", required_argument, NULL, O_RUNS },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "sysfs-root", required_argument, NULL, O_ROOT },
-		{ "help", no_argument, NULL, O_HELP },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct btrace_calibration cal;
@@ -45,7 +46,7 @@ int cmd_calibrate(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+b:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":b:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			if (!strcmp(optarg, "pt"))
@@ -66,11 +67,11 @@ int cmd_calibrate(int argc, char **argv)
 		case O_ROOT:
 			root = optarg;
 			break;
-		case O_HELP:
+		case 'h':
 			help();
 			return CLI_EXIT_OK;
 		default:
-			return cli_usage("calibrate", "unknown option");
+			return cli_bad_option("calibrate", c, argv);
 		}
 	}
 	if (optind != argc)

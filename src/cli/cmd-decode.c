@@ -516,12 +516,14 @@ static void usage(FILE *f)
 		"  --thread TID       only this thread\n"
 		"  --debug-dir DIR    separate debug info root (default /usr/lib/debug)\n"
 		"  --no-disk          never read code from files on disk\n"
+		"  --no-debuginfod    never download debug info (DEBUGINFOD_URLS)\n"
 		"  -v, --verbose      list every mapping without code, also those the\n"
 		"                     trace never entered\n"
-		"  -h, --help         this help\n"
+		"  -h, --help         this text\n"
 		"\n"
 		"Instructions capstone cannot disassemble (some EVEX encodings) are\n"
 		"printed as \"(bad)\" with their bytes; their size is libipt's.\n");
+	cli_help_end(f, "decode");
 }
 
 int cmd_decode(int argc, char **argv)
@@ -534,6 +536,7 @@ int cmd_decode(int argc, char **argv)
 		{ "thread", required_argument, NULL, 't' },
 		{ "debug-dir", required_argument, NULL, 'D' },
 		{ "no-disk", no_argument, NULL, 'N' },
+		{ "no-debuginfod", no_argument, NULL, 'U' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -547,7 +550,7 @@ int cmd_decode(int argc, char **argv)
 	uint64_t last = 0, v;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "hv", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hv", lo, NULL)) != -1) {
 		switch (c) {
 		case 'v': d.flags |= BTRACE_DECODE_ALL_NOTES; break;
 		case 'i': case 'b': case 'c': {
@@ -568,8 +571,9 @@ int cmd_decode(int argc, char **argv)
 			break;
 		case 'D': d.debug_dir = optarg; break;
 		case 'N': d.flags |= BTRACE_DECODE_NO_DISK; break;
+		case 'U': unsetenv("DEBUGINFOD_URLS"); break;  /* libdw's client */
 		case 'h': usage(stdout); return CLI_EXIT_OK;
-		default: return cli_usage(CMD, "unknown option");
+		default: return cli_bad_option(CMD, c, argv);
 		}
 	}
 	if (mode < 0)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* btrace doctor: what this machine supports for hardware capture, and why not. */
 #include <getopt.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,7 +23,8 @@ static void help(void)
 "would pick.\n\n"
 "  --json             one JSON object on standard output\n"
 "  --sysfs-root DIR   read PMUs from DIR instead of /sys\n"
-"  --help             this text\n");
+"  -h, --help         this text\n");
+	cli_help_end(stdout, "doctor");
 }
 
 static const char *backend_name(uint32_t b)
@@ -52,84 +54,147 @@ static void size_str(char *buf, size_t len, uint64_t v)
 		snprintf(buf, len, "%llu B", (unsigned long long)v);
 }
 
+/*
+ * One field of the text report: the label in a 15-column margin, then the
+ * text, wrapped at word boundaries so that no line passes 80 columns
+ * (unless one word is longer); continuation lines are indented under the
+ * text, past @prefix ("why: ").
+ */
+static void field(const char *label, const char *prefix, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void field(const char *label, const char *prefix, const char *fmt, ...)
+{
+	enum { MARGIN = 15, WIDTH = 80 };
+	char raw[2048], buf[4096];
+	const char *p, *e;
+	size_t col, indent = MARGIN + strlen(prefix);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	va_end(ap);
+	snprintf(buf, sizeof(buf), "%s", cli_esc(raw));  /* sysfs text */
+	printf("%-14s %s", label, prefix);
+	col = indent;
+	for (p = buf; *p;) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			break;
+		e = p + strcspn(p, " ");
+		if (col > indent && col + 1 + (size_t)(e - p) > WIDTH) {
+			printf("\n%*s", (int)indent, "");
+			col = indent;
+		} else if (col > indent) {
+			putchar(' ');
+			col++;
+		}
+		printf("%.*s", (int)(e - p), p);
+		col += (size_t)(e - p);
+		p = e;
+	}
+	putchar('\n');
+}
+
 static void print_pmu(const char *label, const struct btrace_doctor_pmu *p)
 {
-	printf("%-14s %s", label, p->usable ? "usable" : "unavailable");
+	char caps[1024];
+	size_t n = 0;
+
 	if (p->present)
-		printf(" (PMU type %d)", p->type);
-	printf("\n");
+		field(label, "", "%s (PMU type %d)",
+		      p->usable ? "usable" : "unavailable", p->type);
+	else
+		field(label, "", "%s", p->usable ? "usable" : "unavailable");
 	if (!p->usable) {
-		printf("%-14s why: %s\n", "", p->why);
+		field("", "why: ", "%s", p->why);
 		if (p->hint[0])
-			printf("%-14s hint: %s\n", "", p->hint);
+			field("", "hint: ", "%s", p->hint);
 	}
-	if (p->ncaps) {
-		printf("%-14s caps:", "");
-		for (uint32_t i = 0; i < p->ncaps; i++)
-			printf("%s %s=%x", i && i % 5 == 0 ? "\n               " : "",
-			       p->caps[i].name, p->caps[i].value);
-		printf("\n");
-	}
+	caps[0] = 0;
+	for (uint32_t i = 0; i < p->ncaps && n < sizeof(caps); i++)
+		n += (size_t)snprintf(caps + n, sizeof(caps) - n, "%s%s=%x",
+				      i ? " " : "", p->caps[i].name,
+				      p->caps[i].value);
+	if (p->ncaps)
+		field("", "caps: ", "%s", caps);
 	if (p->default_config)
-		printf("%-14s config: 0x%llx (as perf's intel_pt//u)\n", "",
-		       (unsigned long long)p->default_config);
+		field("", "", "config: 0x%llx (as perf's intel_pt//u)",
+		      (unsigned long long)p->default_config);
+}
+
+static void print_qemu(const struct btrace_doctor_qemu *q)
+{
+	if (!q->found)
+		field("QEMU:", "", "%s", q->emulator[0] ? q->emulator : "not found");
+	else
+		field("QEMU:", "", "%s, version %s", q->emulator,
+		      q->version[0] ? q->version : "unknown");
+	if (q->plugin[0])
+		field("", "", "plugin %s", q->plugin);
+	field("", "", "%s", q->usable > 0 ? "usable: a probe run recorded /bin/true" :
+	      q->usable < 0 ? "usable as far as checked" : "unavailable");
+	if (q->why[0])
+		field("", q->usable ? "" : "why: ", "%s", q->why);
+	if (q->usable == 0 && q->hint[0])
+		field("", "hint: ", "%s", q->hint);
 }
 
 static void text(const struct btrace_doctor_report *r)
 {
 	char a[32], b[32], c[32];
 
-	printf("%-14s %s%s%s (family 0x%x, model 0x%x, stepping %u)%s\n", "CPU:",
-	       r->cpu_vendor, r->cpu_brand[0] ? ", " : "", r->cpu_brand,
-	       r->cpu_family, r->cpu_model, r->cpu_stepping,
-	       r->hypervisor ? ", in a virtual machine" : "");
-	printf("%-14s Intel PT in CPUID: %s\n", "", yes(r->cpuid_pt));
-	printf("%-14s %s\n", "Kernel:", r->kernel);
+	field("CPU:", "", "%s%s%s (family 0x%x, model 0x%x, stepping %u)%s",
+	      r->cpu_vendor, r->cpu_brand[0] ? ", " : "", r->cpu_brand,
+	      r->cpu_family, r->cpu_model, r->cpu_stepping,
+	      r->hypervisor ? ", in a virtual machine" : "");
+	field("", "", "Intel PT in CPUID: %s", yes(r->cpuid_pt));
+	field("Kernel:", "", "%s", r->kernel);
 	print_pmu("Intel PT:", &r->pt);
 	print_pmu("Intel BTS:", &r->bts);
 	if (r->sz >= offsetof(struct btrace_doctor_report, bts_path) + sizeof(r->bts_path))
-		printf("%-14s BTS path: %s\n", "",
-		       !r->bts_path[0] ? "none (BTS is not usable)" :
-		       !strcmp(r->bts_path, "intel_bts") ? "intel_bts (AUX ring)" :
-		       "branch-instructions sampling (intel_bts is missing, e.g. under page-table isolation; works at perf_event_paranoid 2)");
-	printf("%-14s perf_event_paranoid %d: %s\n", "Privilege:", r->paranoid,
-	       r->paranoid <= -1 ? "no restrictions" :
-	       r->paranoid <= 0 ? "per-CPU and kernel tracing allowed" :
-	       r->paranoid <= 1 ? "kernel tracing and BTS allowed, no per-CPU events" :
-	       r->paranoid == 2 ? "user-space tracing of your own processes only (BTS and kernel tracing need <= 1 or CAP_PERFMON)" :
-	       "perf only for CAP_SYS_ADMIN");
-	printf("%-14s uid %d; CAP_PERFMON %s, CAP_SYS_ADMIN %s, CAP_IPC_LOCK %s, CAP_SYS_PTRACE %s\n",
-	       "", r->uid, yes(r->cap_perfmon), yes(r->cap_sys_admin),
-	       yes(r->cap_ipc_lock), yes(r->cap_sys_ptrace));
+		field("", "", "BTS path: %s",
+		      !r->bts_path[0] ? "none (BTS is not usable)" :
+		      !strcmp(r->bts_path, "intel_bts") ? "intel_bts (AUX ring)" :
+		      "branch-instructions sampling (intel_bts is missing, e.g. under page-table isolation; works at perf_event_paranoid 2)");
+	if (r->sz >= offsetof(struct btrace_doctor_report, qemu) + sizeof(r->qemu))
+		print_qemu(&r->qemu);
+	field("Privilege:", "", "perf_event_paranoid %d: %s", r->paranoid,
+	      r->paranoid <= -1 ? "no restrictions" :
+	      r->paranoid <= 0 ? "per-CPU and kernel tracing allowed" :
+	      r->paranoid <= 1 ? "kernel tracing and BTS allowed, no per-CPU events" :
+	      r->paranoid == 2 ? "user-space tracing of your own processes only (BTS and kernel tracing need <= 1 or CAP_PERFMON)" :
+	      "perf only for CAP_SYS_ADMIN");
+	field("", "", "uid %d; CAP_PERFMON %s, CAP_SYS_ADMIN %s, CAP_IPC_LOCK %s, CAP_SYS_PTRACE %s",
+	      r->uid, yes(r->cap_perfmon), yes(r->cap_sys_admin),
+	      yes(r->cap_ipc_lock), yes(r->cap_sys_ptrace));
 	size_str(a, sizeof(a), r->user_allowance);
 	size_str(b, sizeof(b), r->rlimit_memlock);
 	size_str(c, sizeof(c), r->pinned);
-	printf("%-14s per-user perf allowance %s (perf_event_mlock_kb %llu x %d CPUs), then RLIMIT_MEMLOCK %s (%s pinned already)\n",
-	       "Locked memory:", a, (unsigned long long)r->mlock_kb,
-	       r->online_cpus, b, c);
+	field("Locked memory:", "", "per-user perf allowance %s (perf_event_mlock_kb %llu x %d CPUs), then RLIMIT_MEMLOCK %s (%s pinned already)",
+	      a, (unsigned long long)r->mlock_kb, r->online_cpus, b, c);
 	if (r->budget_bypass) {
-		printf("%-14s no limit applies (%s)\n", "",
-		       r->cap_ipc_lock ? "CAP_IPC_LOCK" : "perf_event_paranoid -1");
+		field("", "", "no limit applies (%s)",
+		      r->cap_ipc_lock ? "CAP_IPC_LOCK" : "perf_event_paranoid -1");
 	} else {
 		size_str(a, sizeof(a), r->max_single_ring);
-		printf("%-14s largest AUX ring for one thread: %s; raise with ulimit -l or sysctl kernel.perf_event_mlock_kb\n",
-		       "", a);
+		field("", "", "largest AUX ring for one thread: %s; raise with ulimit -l or sysctl kernel.perf_event_mlock_kb",
+		      a);
 	}
-	printf("%-14s %s\n", "KPTI:",
-	       r->kpti < 0 ? "unknown" :
-	       r->kpti ? "on: the kernel does not offer intel_bts" :
-	       "off");
+	field("KPTI:", "", "%s",
+	      r->kpti < 0 ? "unknown" :
+	      r->kpti ? "on: the kernel does not offer intel_bts" :
+	      "off");
 	if (r->ptrace_scope < 0)
-		printf("%-14s no Yama: precise crash handling can attach to your processes\n",
-		       "ptrace:");
+		field("ptrace:", "", "no Yama: precise crash handling can attach to your processes");
 	else
-		printf("%-14s Yama ptrace_scope %d: %s\n", "ptrace:", r->ptrace_scope,
-		       r->ptrace_scope == 0 ? "precise crash handling can attach to your processes" :
-		       r->ptrace_scope == 1 ? "launch mode is precise; -p PID needs CAP_SYS_PTRACE for precise mode, else passive" :
-		       r->ptrace_scope == 2 ? "only CAP_SYS_PTRACE may attach: -p PID runs passive otherwise" :
-		       "ptrace attach is disabled: -p PID runs passive");
-	printf("%-14s %s: %s\n", "Backend auto:", backend_name(r->auto_backend),
-	       r->auto_why);
+		field("ptrace:", "", "Yama ptrace_scope %d: %s", r->ptrace_scope,
+		      r->ptrace_scope == 0 ? "precise crash handling can attach to your processes" :
+		      r->ptrace_scope == 1 ? "launch mode is precise; -p PID needs CAP_SYS_PTRACE for precise mode, else passive" :
+		      r->ptrace_scope == 2 ? "only CAP_SYS_PTRACE may attach: -p PID runs passive otherwise" :
+		      "ptrace attach is disabled: -p PID runs passive");
+	field("Backend auto:", "", "%s: %s", backend_name(r->auto_backend),
+	      r->auto_why);
 }
 
 static void pmu_json(struct json *j, const char *key,
@@ -203,6 +268,17 @@ static void as_json(const struct btrace_doctor_report *r)
 		json_null(&j, "yama_ptrace_scope");
 	else
 		json_int(&j, "yama_ptrace_scope", r->ptrace_scope);
+	json_begin_object(&j, "qemu");
+	json_str(&j, "emulator", r->qemu.emulator[0] ? r->qemu.emulator : NULL);
+	json_str(&j, "version", r->qemu.version[0] ? r->qemu.version : NULL);
+	json_str(&j, "plugin", r->qemu.plugin[0] ? r->qemu.plugin : NULL);
+	if (r->qemu.usable < 0)
+		json_null(&j, "usable");
+	else
+		json_bool(&j, "usable", r->qemu.usable);
+	json_str(&j, "why", r->qemu.why[0] ? r->qemu.why : NULL);
+	json_str(&j, "hint", r->qemu.hint[0] ? r->qemu.hint : NULL);
+	json_end_object(&j);
 	json_str(&j, "auto_backend", backend_name(r->auto_backend));
 	json_str(&j, "auto_why", r->auto_why);
 	if (r->bts_path[0])
@@ -215,11 +291,11 @@ static void as_json(const struct btrace_doctor_report *r)
 
 int cmd_doctor(int argc, char **argv)
 {
-	enum { O_JSON = 256, O_ROOT, O_HELP };
+	enum { O_JSON = 256, O_ROOT };
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, O_JSON },
 		{ "sysfs-root", required_argument, NULL, O_ROOT },
-		{ "help", no_argument, NULL, O_HELP },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct btrace_doctor_report rep;
@@ -229,7 +305,7 @@ int cmd_doctor(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case O_JSON:
 			json = true;
@@ -237,11 +313,11 @@ int cmd_doctor(int argc, char **argv)
 		case O_ROOT:
 			root = optarg;
 			break;
-		case O_HELP:
+		case 'h':
 			help();
 			return CLI_EXIT_OK;
 		default:
-			return cli_usage("doctor", "unknown option");
+			return cli_bad_option("doctor", c, argv);
 		}
 	}
 	if (optind != argc)

@@ -32,8 +32,9 @@ static void usage(void)
 	       "      --lenient          read a damaged snapshot, skipping bad "
 	       "sections\n"
 	       "  -q, --quiet            print nothing on success\n"
-	       "  -h, --help             show this help\n\n"
+	       "  -h, --help             this text\n\n"
 	       "Then: perf script --symfs OUT.symfs -i OUT --itrace=i0nse\n");
+	cli_help_end(stdout, "export");
 }
 
 int cmd_export(int argc, char **argv)
@@ -62,8 +63,7 @@ int cmd_export(int argc, char **argv)
 	uint64_t v;
 
 	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "o:fqh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:fqh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			out = optarg;
@@ -102,8 +102,7 @@ int cmd_export(int argc, char **argv)
 			usage();
 			return CLI_EXIT_OK;
 		default:
-			return cli_usage("export", "unknown option '%s'",
-					 argv[optind - 1]);
+			return cli_bad_option("export", c, argv);
 		}
 	}
 	if (optind >= argc)

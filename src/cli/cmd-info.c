@@ -394,14 +394,15 @@ static void help(void)
 	       "size and compression ratio, the trace buffers with their flags,\n"
 	       "tasks, mappings, embedded code, and any damage found (checksum\n"
 	       "mismatches, truncation, unknown sections skipped).\n\n"
-	       "  --json   machine-readable output\n"
-	       "  --help   this text\n");
+	       "  --json       machine-readable output\n"
+	       "  -h, --help   this text\n");
+	cli_help_end(stdout, "info");
 }
 
 int cmd_info(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
+		{ "json", no_argument, NULL, 256 },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -411,11 +412,11 @@ int cmd_info(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+jh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'j': json = true; break;
+		case 256: json = true; break;
 		case 'h': help(); return CLI_EXIT_OK;
-		default: return cli_usage("info", "unknown option");
+		default: return cli_bad_option("info", c, argv);
 		}
 	}
 	if (optind != argc - 1)

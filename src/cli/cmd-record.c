@@ -35,8 +35,9 @@ static void help(void)
 "  --no-code            do not embed executable code in the snapshot\n"
 "  --keep-core          keep QEMU's guest core next to the snapshot\n"
 "  -q, --quiet          no summary line\n"
-"  --help               this text\n\n"
+"  -h, --help           this text\n\n"
 "SIZE takes K, M and G suffixes (binary units).\n");
+	cli_help_end(stdout, "record");
 }
 
 static int parse_on(const char *list, uint64_t *out)
@@ -91,7 +92,7 @@ static int parse_on(const char *list, uint64_t *out)
 int cmd_record(int argc, char **argv)
 {
 	enum { O_SNAPSHOT = 256, O_FORMAT, O_SIZE, O_PAD, O_ON, O_NO_PTRACE,
-	       O_NO_CODE, O_KEEP_CORE, O_HELP };
+	       O_NO_CODE, O_KEEP_CORE };
 	static const struct option opts[] = {
 		{ "snapshot", no_argument, NULL, O_SNAPSHOT },
 		{ "backend", required_argument, NULL, 'b' },
@@ -105,7 +106,7 @@ int cmd_record(int argc, char **argv)
 		{ "no-code", no_argument, NULL, O_NO_CODE },
 		{ "keep-core", no_argument, NULL, O_KEEP_CORE },
 		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, O_HELP },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct btrace_record_opts ro = { .sz = sizeof(ro) };
@@ -115,7 +116,7 @@ int cmd_record(int argc, char **argv)
 	int c, ret;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+b:o:p:q", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:b:o:p:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case O_SNAPSHOT:
 			break;
@@ -179,11 +180,11 @@ int cmd_record(int argc, char **argv)
 		case 'q':
 			ro.flags |= BTRACE_RECORD_QUIET;
 			break;
-		case O_HELP:
+		case 'h':
 			help();
 			return CLI_EXIT_OK;
 		default:
-			return cli_usage("record", "unknown option");
+			return cli_bad_option("record", c, argv);
 		}
 	}
 	if (ro.pid && optind < argc)

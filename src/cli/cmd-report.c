@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <btrace/decode.h>
 #include <btrace/snapshot.h>
@@ -97,15 +98,31 @@ static const char *srcline(char *buf, size_t len, const struct btrace_symbol *s)
 	return buf;
 }
 
+/*
+ * @s in @w columns (@buf holds w + 1 bytes).  A longer name is cut with a
+ * '~'; the "+0x..." offset at its end is kept, so that frames in one long
+ * module name ("_ctypes.cpython-311-x86_64-linux-gnu.so+0x9a2b") stay
+ * distinguishable: "_ctypes.cpython-311-x~+0x9a2b".  Cuts fall between
+ * UTF-8 sequences.
+ */
 static const char *fit(char *buf, size_t w, const char *s)
 {
-	size_t n = strlen(s);
+	size_t n = strlen(s), head, tail = 0;
+	const char *off;
 
 	if (n <= w) {
 		snprintf(buf, w + 1, "%s", s);
 		return buf;
 	}
-	snprintf(buf, w + 1, "%.*s~", (int)(w - 1), s);
+	off = strstr(s, "+0x");
+	while (off && strstr(off + 1, "+0x"))
+		off = strstr(off + 1, "+0x");
+	if (off && off > s && (size_t)(s + n - off) <= w / 2)
+		tail = (size_t)(s + n - off);
+	head = w - 1 - tail;
+	while (head > 0 && ((unsigned char)s[head] & 0xc0) == 0x80)
+		head--;
+	snprintf(buf, w + 1, "%.*s~%s", (int)head, s, s + n - tail);
 	return buf;
 }
 
@@ -218,24 +235,58 @@ static size_t calls_end(const struct btrace_thread *t)
 	return n;
 }
 
+/*
+ * Color for the key lines (signal, fault, gaps) when the report goes to a
+ * terminal, unless NO_COLOR is set (https://no-color.org) or TERM is dumb.
+ */
+static int use_color;
+#define C_RED "\033[1;31m"
+#define C_YELLOW "\033[33m"
+#define C_OFF "\033[0m"
+
+static const char *col(const char *c)
+{
+	return use_color ? c : "";
+}
+
 static void print_gap(FILE *f, const struct btrace_thread *t, uint32_t g,
 		      const char *indent)
 {
 	const struct btrace_gap *gp = &t->gaps[g];
 
-	fprintf(f, "%s[gap: %s", indent, btrace_gap_kind_name(gp->kind));
+	fprintf(f, "%s%s[gap: %s", indent, col(C_YELLOW),
+		btrace_gap_kind_name(gp->kind));
 	if (gp->kind != BTRACE_GAP_UNUSABLE && gp->kind != BTRACE_GAP_LOST)
 		fprintf(f, " at trace offset %llu", (unsigned long long)gp->offset);
 	if (gp->ip)
 		fprintf(f, ", ip 0x%llx", (unsigned long long)gp->ip);
-	fprintf(f, "]\n%s  %s\n", indent, gp->reason ? cli_esc(gp->reason) : "");
+	fprintf(f, "]%s\n%s  %s\n", col(C_OFF), indent,
+		gp->reason ? cli_esc(gp->reason) : "");
+}
+
+/*
+ * Where the history ends, for the headings: "the fault", or "the exit"
+ * for a snapshot taken at an exit (--on exit) with no signal, "the
+ * request" for an on-demand snapshot.  Set by report_text().
+ */
+static const char *at_end = "the fault";
+
+static const char *end_word(const struct btrace_snapshot *snap)
+{
+	if (snap->signal || !snap->has_config)
+		return "the fault";
+	switch (snap->config.crash_mode) {
+	case BTRACE_CRASH_EXIT: return "the exit";
+	case BTRACE_CRASH_ONDEMAND: return "the request";
+	}
+	return "the fault";
 }
 
 static void print_stack(FILE *f, const struct btrace_thread *t)
 {
 	char a[128], b[128], c[64];
 
-	fprintf(f, "\nstack at the fault (from the trace, innermost first)\n");
+	fprintf(f, "\nstack at %s (from the trace, innermost first)\n", at_end);
 	if (!t->nstack)
 		fprintf(f, "  (no frames: nothing was decoded)\n");
 	for (size_t i = 0; i < t->nstack; i++) {
@@ -342,7 +393,7 @@ static void print_blocks(FILE *f, const struct btrace_thread *t, uint64_t want)
 		if (t->blocks[start].kind == BTRACE_ITEM_BLOCK)
 			n++;
 	}
-	fprintf(f, "\nlast blocks before the fault (oldest first, %zu)\n", n);
+	fprintf(f, "\nlast blocks before %s (oldest first, %zu)\n", at_end, n);
 	for (size_t i = start; i < end; i++) {
 		const struct btrace_block *bl = &t->blocks[i];
 		if (bl->kind == BTRACE_ITEM_GAP) {
@@ -368,16 +419,17 @@ static void print_blocks(FILE *f, const struct btrace_thread *t, uint64_t want)
 		i += rep - 1;
 	}
 	if (fault_in_block(&t->fault))
-		fprintf(f, "  0x%012llx  => fault: in the block up to 0x%llx "
-			"(the instruction is not known)\n",
+		fprintf(f, "  %s0x%012llx  => fault: in the block up to 0x%llx "
+			"(the instruction is not known)%s\n", col(C_RED),
 			(unsigned long long)t->fault.block_ip,
-			(unsigned long long)t->fault.block_end_ip);
+			(unsigned long long)t->fault.block_end_ip, col(C_OFF));
 	else if (t->fault.found)
-		fprintf(f, "  0x%012llx  => %s: %s\n",
+		fprintf(f, "  %s0x%012llx  => %s: %s%s\n", col(C_RED),
 			(unsigned long long)t->fault.ip,
 			t->fault.kind == BTRACE_FAULT_KIND_SENT ?
 			"signal (sent; the next instruction)" : "fault",
-			t->fault.insn[0] ? cli_esc(t->fault.insn) : "(no code)");
+			t->fault.insn[0] ? cli_esc(t->fault.insn) : "(no code)",
+			col(C_OFF));
 	size_t after = 0;
 	for (size_t i = end + 1; i < t->nblocks; i++)
 		after += t->blocks[i].kind == BTRACE_ITEM_BLOCK;
@@ -542,6 +594,11 @@ static void report_text(FILE *f, const char *path,
 			const struct rep_opts *o)
 {
 	const struct btrace_signal *s = r->signal;
+	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
+
+	at_end = end_word(o->snap);
+	use_color = isatty(fileno(f)) && !(nc && *nc) &&
+		    !(term && !strcmp(term, "dumb"));
 
 	fprintf(f, "btrace report: %s\n", cli_esc(path));
 	fprintf(f, "process   %d (%s)", r->pid, r->command ? cli_esc(r->command) : "?");
@@ -550,8 +607,9 @@ static void report_text(FILE *f, const char *path,
 	fprintf(f, ", %s trace\n", r->kind == BTRACE_TRACE_BTS ? "BTS" : "Intel PT");
 	if (s) {
 		const char *cn = code_name(s->signo, s->code);
-		fprintf(f, "signal    %s (%d), ", r->signal_name ? r->signal_name : "?",
-			s->signo);
+		fprintf(f, "signal    %s%s (%d)%s, ", col(C_RED),
+			r->signal_name ? r->signal_name : "?", s->signo,
+			col(C_OFF));
 		if (s->code == BTRACE_SIGCODE_UNKNOWN)
 			fputs("code unknown", f);
 		else
@@ -563,7 +621,11 @@ static void report_text(FILE *f, const char *path,
 			fprintf(f, ", sent by pid %d", s->sender_pid);
 		fputc('\n', f);
 	} else {
+		const char *st = btrace_snapshot_meta(o->snap, "exit_status");
+
 		fprintf(f, "signal    none recorded\n");
+		if (st)
+			fprintf(f, "exit      status %s\n", cli_esc(st));
 	}
 	char cause[256];
 	const char *kind;
@@ -1008,7 +1070,7 @@ static void usage(FILE *f)
 		"Explain a crash from a snapshot: the fault, the call stack rebuilt\n"
 		"from the trace, the last calls and blocks, and what is missing.\n"
 		"\n"
-		"  --json             machine-readable report (docs/report.md)\n"
+		"  --json             machine-readable report\n"
 		"  --calls N          last calls to show (default 16)\n"
 		"  --blocks N         last blocks to show (default 16)\n"
 		"  --thread TID       report this thread only\n"
@@ -1016,13 +1078,15 @@ static void usage(FILE *f)
 		"  --full             decode whole buffers, not just their tails\n"
 		"  --debug-dir DIR    separate debug info root (default /usr/lib/debug)\n"
 		"  --no-disk          never read code from files on disk\n"
+		"  --no-debuginfod    never download debug info (DEBUGINFOD_URLS)\n"
 		"  -v, --verbose      list every mapping without code, also those the\n"
 		"                     trace never entered\n"
-		"  -h, --help         this help\n"
+		"  -h, --help         this text\n"
 		"\n"
 		"Binaries and debug info are found by build ID: next to FILE, in\n"
 		"BTRACE_DEBUG_PATH (colon-separated), in the debug directory's\n"
-		".build-id, then at the recorded path (docs/report.md).\n");
+		".build-id, then at the recorded path.\n");
+	cli_help_end(f, "report");
 }
 
 int cmd_report(int argc, char **argv)
@@ -1036,6 +1100,7 @@ int cmd_report(int argc, char **argv)
 		{ "full", no_argument, NULL, 'F' },
 		{ "debug-dir", required_argument, NULL, 'D' },
 		{ "no-disk", no_argument, NULL, 'N' },
+		{ "no-debuginfod", no_argument, NULL, 'U' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -1050,7 +1115,7 @@ int cmd_report(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "hv", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hv", lo, NULL)) != -1) {
 		switch (c) {
 		case 'j': o.json = 1; break;
 		case 'v': o.verbose = 1; d.flags |= BTRACE_DECODE_ALL_NOTES; break;
@@ -1071,8 +1136,9 @@ int cmd_report(int argc, char **argv)
 		case 'F': d.flags |= BTRACE_DECODE_FULL; break;
 		case 'D': d.debug_dir = optarg; break;
 		case 'N': d.flags |= BTRACE_DECODE_NO_DISK; break;
+		case 'U': unsetenv("DEBUGINFOD_URLS"); break;  /* libdw's client */
 		case 'h': usage(stdout); return CLI_EXIT_OK;
-		default: return cli_usage(CMD, "unknown option");
+		default: return cli_bad_option(CMD, c, argv);
 		}
 	}
 	if (optind + 1 != argc)
@@ -1092,7 +1158,22 @@ int cmd_report(int argc, char **argv)
 	if (dir[0])
 		d.search_dir = dir;
 	d.tid = o.tid;
-	if (btrace_decode(snap, &d, &r, &err) < 0) {
+	/* A progress line while a large trace is decoded (or debug info is
+	 * downloaded), on a terminal only; erased once done. */
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < snap->nbuffers; i++)
+		bytes += snap->buffers[i].size;
+	int progress = isatty(STDERR_FILENO) &&
+		       bytes >= ((d.flags & BTRACE_DECODE_FULL) ? 1u << 20 : 8u << 20);
+	if (progress)
+		fprintf(stderr, "btrace report: decoding %.1f MiB of trace%s...",
+			(double)bytes / (1 << 20),
+			getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS") ?
+			" (debug info may be downloaded)" : "");
+	rc = btrace_decode(snap, &d, &r, &err);
+	if (progress)
+		fprintf(stderr, "\r\033[K");
+	if (rc < 0) {
 		btrace_snapshot_free(snap);
 		return cli_fail(CMD, &err);
 	}

@@ -16,15 +16,15 @@ static void help(void)
 "the trace events are disabled while the buffers are copied, then enabled\n"
 "again, and the program keeps running.\n\n"
 "  -o, --output FILE   snapshot file (default btrace-PID-snapshot.btrace)\n"
-"  --help              this text\n");
+"  -h, --help          this text\n");
+	cli_help_end(stdout, "snapshot");
 }
 
 int cmd_snapshot(int argc, char **argv)
 {
-	enum { O_HELP = 256 };
-	static const struct option opts[] = {
+		static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, O_HELP },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct btrace_error err = { 0 };
@@ -34,16 +34,16 @@ int cmd_snapshot(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			out = optarg;
 			break;
-		case O_HELP:
+		case 'h':
 			help();
 			return CLI_EXIT_OK;
 		default:
-			return cli_usage("snapshot", "unknown option");
+			return cli_bad_option("snapshot", c, argv);
 		}
 	}
 	if (optind != argc - 1)

@@ -6,8 +6,8 @@
  * (a growing buffer, or a ring that keeps the newest bytes like a hardware
  * AUX ring in overwrite mode).
  *
- * The packet rules (see docs/libipt-notes.md) are what libipt's decoders need
- * to rebuild the exact path:
+ * The packet rules (docs/qemu-backend.md; the Intel SDM's Intel PT
+ * chapter) are what libipt's decoders need to rebuild the exact path:
  *  - trace start: PSB PSBEND MODE.Exec TIP.PGE(ip);
  *  - periodic PSB+ while tracing: PSB MODE.Exec FUP(next ip) PSBEND, with
  *    last-IP and the return-compression stack reset;

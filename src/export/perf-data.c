@@ -11,7 +11,7 @@
  * its build ID), then the trace as AUXTRACE records, each cut at a packet
  * boundary.  Features: BUILD_ID, ARCH, CPUID (Intel CPUs), EVENT_DESC and
  * AUXTRACE (the index of the AUXTRACE records).  docs/export.md explains
- * each choice; docs/perf-data-notes.md has the experiments behind them.
+ * each choice and how it was checked against perf.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -1845,6 +1845,17 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 		rc = bt_write_maps(j, &r);
 	if (!rc && sig.signo)
 		rc = btrace_writer_set_signal(j->w, &sig, j->err);
+	if (!rc && !sig.signo && j->status >= 0) {
+		/* an exit snapshot (--on exit): how the process ended */
+		char v[64];
+
+		if (WIFEXITED(j->status))
+			snprintf(v, sizeof(v), "%d", WEXITSTATUS(j->status));
+		else
+			snprintf(v, sizeof(v), "killed by %s",
+				 bt_signame(WTERMSIG(j->status)));
+		rc = btrace_writer_add_meta(j->w, "exit_status", v, j->err);
+	}
 	if (!rc)
 		rc = bt_write_meta(j);
 	if (!rc && reraise) {
@@ -1939,8 +1950,8 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 	res->snapshots++;
 	snprintf(res->snapshot_path, sizeof(res->snapshot_path), "%s", out);
 	if (!(o->flags & BTRACE_RECORD_QUIET))
-		fprintf(stderr, "btrace record: wrote %s: %s in thread %d at %#llx%s, "
-			"%s of trace kept of %s asked (%llu thread%s, qemu)\n",
+		bt_msg("btrace record: wrote %s: %s in thread %d at %#llx%s, "
+			"%s of trace kept of %s asked (%llu thread%s, qemu)",
 			out, sig.signo ? bt_signame(sig.signo) : "exit",
 			crashed_tid,
 			(unsigned long long)sig.fault_ip,

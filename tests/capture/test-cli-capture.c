@@ -79,12 +79,14 @@ static void test_doctor(struct bt_test *t)
 	BT_CONTAINS(t, out, "Locked memory:");
 	BT_CONTAINS(t, out, "KPTI:");
 	BT_CONTAINS(t, out, "Backend auto:");
+	BT_EQ_INT(t, 0, run("doctor --json", out, sizeof(out)));
+	/* the reasons, whole (the text wraps them at 80 columns) */
 	if (bt_perf_probe(BTRACE_BACKEND_PT, NULL, &pt) < 0)
 		BT_CONTAINS(t, out, pt.msg);
 	if (bt_perf_probe(BTRACE_BACKEND_BTS, NULL, &bts) < 0)
 		BT_CONTAINS(t, out, bts.msg);
-	BT_EQ_INT(t, 0, run("doctor --json", out, sizeof(out)));
 	BT_CONTAINS(t, out, "\"intel_pt\": {");
+	BT_CONTAINS(t, out, "\"qemu\": {");
 	BT_CONTAINS(t, out, "\"auto_backend\": ");
 	BT_EQ_INT(t, 2, run("doctor --bogus", out, sizeof(out)));
 }

@@ -33,11 +33,12 @@ def name_of(text_field):
 
 
 def same(text_name, json_name):
-    """Equal, or the text was cut to its column (ends with "~")."""
+    """Equal, or the text was cut to its column (ends with "~", or with
+    "~+0x.." when the cut keeps the offset)."""
     if json_name is None:
         return True   # text shows module+offset or an address
-    if text_name.endswith('~'):
-        return json_name.startswith(text_name[:-1])
+    if name_of(text_name).endswith('~'):
+        return json_name.startswith(name_of(text_name)[:-1])
     return name_of(text_name) == json_name
 
 
