@@ -89,4 +89,5 @@ _btrace()
 		mapfile -t COMPREPLY < <(compgen -c -- "$cur"; compgen -f -- "$cur") ;;
 	esac
 }
-complete -F _btrace btrace
+# branchtrace: the command's name in the Debian package (blktrace has btrace)
+complete -F _btrace btrace branchtrace
