@@ -93,8 +93,8 @@ for f in usr/bin/branchtrace "$lib/libbtrace.so.0" "$lib/libbtrace-decode.so.0" 
 	[ -e "$p" ] || missing="$missing ${p#"$root"/}"
 done
 if [ -f "$src/completion/btrace.bash" ] &&
-   [ ! -e "$root/usr/share/bash-completion/completions/btrace" ]; then
-	missing="$missing usr/share/bash-completion/completions/btrace"
+   [ ! -e "$root/usr/share/bash-completion/completions/branchtrace" ]; then
+	missing="$missing usr/share/bash-completion/completions/branchtrace"
 fi
 if [ -z "$missing" ]; then
 	ok "the packages hold the program, libraries, headers, pkg-config files, plugin, man pages and docs"
