@@ -80,6 +80,7 @@ struct bt_ctx {
 	/* capstone */
 	size_t cs;
 	int cs_ok;
+	void *csi;                   /* a cs_insn reused by every disassembly */
 	struct bt_map insn_map;
 	struct bt_insn_info *insns;
 	size_t ninsns, cinsns;

@@ -95,6 +95,12 @@ int bt_insn_init(struct bt_ctx *c)
 	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
 	c->cs = h;
 	c->cs_ok = 1;
+	/* One instruction (with its detail) for every disassembly: cs_disasm
+	 * would allocate and free one per call, and classify_slow runs once
+	 * per distinct instruction of the trace. */
+	c->csi = cs_malloc(h);
+	if (!c->csi)
+		return bt_error(c->err, -ENOMEM, "decode: out of memory");
 	c->icache = malloc(BT_CACHE_SLOTS * sizeof(*c->icache));
 	c->fcache = malloc(BT_CACHE_SLOTS * sizeof(*c->fcache));
 	if (!c->icache || !c->fcache)
@@ -107,6 +113,9 @@ int bt_insn_init(struct bt_ctx *c)
 
 void bt_insn_fini(struct bt_ctx *c)
 {
+	if (c->csi)
+		cs_free(c->csi, 1);
+	c->csi = NULL;
 	if (c->cs_ok) {
 		csh h = c->cs;
 		cs_close(&h);
@@ -275,6 +284,17 @@ out:
 
 static const struct bt_insn_info *classify_slow(struct bt_ctx *c, uint64_t ip);
 
+/* Disassemble the one instruction at @p (@avail bytes, address @ip) into
+ * c->csi; 1 if capstone knows it. */
+static int disasm1(struct bt_ctx *c, const uint8_t *p, size_t avail,
+		   uint64_t ip)
+{
+	const uint8_t *code = p;
+	uint64_t addr = ip;
+
+	return c->csi && cs_disasm_iter(c->cs, &code, &avail, &addr, c->csi);
+}
+
 const struct bt_insn_info *bt_insn_classify_miss(struct bt_ctx *c, uint64_t ip)
 {
 	struct bt_icache *e;
@@ -296,7 +316,6 @@ static const struct bt_insn_info *classify_slow(struct bt_ctx *c, uint64_t ip)
 	struct bt_insn_info info;
 	size_t avail;
 	const uint8_t *p;
-	cs_insn *in;
 
 	if (v != UINT32_MAX)
 		return &c->insns[v];
@@ -305,9 +324,8 @@ static const struct bt_insn_info *classify_slow(struct bt_ctx *c, uint64_t ip)
 		return &unknown;
 	if (avail > 16)
 		avail = 16;
-	if (cs_disasm(c->cs, p, avail, ip, 1, &in) == 1) {
-		classify(in, &info);
-		cs_free(in, 1);
+	if (disasm1(c, p, avail, ip)) {
+		classify(c->csi, &info);
 	} else {
 		/* capstone cannot disassemble it: libipt gives the size; every
 		 * branch is known to capstone, so it is not one */
@@ -338,7 +356,7 @@ int bt_insn_disasm(struct bt_ctx *c, uint64_t ip, struct btrace_insn *out)
 		return -BTRACE_ERR_NOMAP;
 	if (avail > 16)
 		avail = 16;
-	if (cs_disasm(c->cs, p, avail, ip, 1, &in) != 1) {
+	if (!disasm1(c, p, avail, ip)) {
 		/* not known to capstone: "(bad)" and the bytes, the size from
 		 * libipt's length decoder */
 		const struct bt_insn_info *ii = bt_insn_classify(c, ip);
@@ -352,6 +370,7 @@ int bt_insn_disasm(struct bt_ctx *c, uint64_t ip, struct btrace_insn *out)
 				      " %02x", p[i]);
 		return 0;
 	}
+	in = c->csi;
 	out->size = in->size;
 	memcpy(out->bytes, in->bytes, in->size < 16 ? in->size : 16);
 	if (in->op_str[0])
@@ -359,7 +378,6 @@ int bt_insn_disasm(struct bt_ctx *c, uint64_t ip, struct btrace_insn *out)
 			 in->op_str);
 	else
 		snprintf(out->text, sizeof(out->text), "%.31s", in->mnemonic);
-	cs_free(in, 1);
 	return 0;
 }
 

@@ -187,39 +187,63 @@ static int all_zero(const uint8_t *p, size_t n)
 	return 1;
 }
 
-/* Write @data to @path through a temporary file, leaving holes for zeros. */
-static int write_sparse(struct bt_cache *c, const char *path,
-			const uint8_t *data, uint64_t n, mode_t mode)
+/* Does [@off, @off + @n) meet one of the pieces before @i? */
+static int overlaps(const struct bt_piece *pc, size_t i, uint64_t off,
+		    uint64_t n)
+{
+	for (size_t j = 0; j < i; j++)
+		if (off < pc[j].off + pc[j].size && pc[j].off < off + n)
+			return 1;
+	return 0;
+}
+
+/* Write the pieces of a @size-byte file to @path through a temporary file:
+ * holes between the pieces and for blocks of zeros in them. */
+static int write_pieces(struct bt_cache *c, const char *path,
+			const struct bt_piece *pc, size_t npc, uint64_t size,
+			mode_t mode)
 {
 	char tmp[PATH_MAX + 16];
-	uint64_t off = 0;
 	int fd, rc = 0;
 
 	/* an unpredictable name, created O_EXCL: nothing planted is followed */
 	fd = bt_tmp_create(path, tmp, sizeof(tmp), mode);
 	if (fd < 0)
 		return fd;
-	while (off < n && !rc) {
-		size_t blk = n - off < 4096 ? (size_t)(n - off) : 4096;
+	for (size_t i = 0; i < npc && !rc; i++) {
+		const uint8_t *data = pc[i].data;
+		uint64_t off = 0, n = pc[i].size;
 
-		if (!all_zero(data + off, blk)) {
-			size_t done = 0;
+		while (off < n && !rc) {
+			size_t blk = n - off < 4096 ? (size_t)(n - off) : 4096;
 
-			while (done < blk) {
-				ssize_t w = pwrite(fd, data + off + done, blk - done,
-						   (off_t)(off + done));
-				if (w < 0) {
-					if (errno == EINTR)
-						continue;
-					rc = -errno;
-					break;
+			if (!all_zero(data + off, blk)) {
+				size_t done = 0;
+
+				while (done < blk) {
+					ssize_t w = pwrite(fd, data + off + done,
+							   blk - done,
+							   (off_t)(pc[i].off + off + done));
+					if (w < 0) {
+						if (errno == EINTR)
+							continue;
+						rc = -errno;
+						break;
+					}
+					done += (size_t)w;
 				}
-				done += (size_t)w;
+			} else if (overlaps(pc, i, pc[i].off + off, blk)) {
+				/* zeros over what an earlier piece wrote */
+				static const uint8_t z[4096];
+
+				if (pwrite(fd, z, blk, (off_t)(pc[i].off + off)) !=
+				    (ssize_t)blk)
+					rc = errno ? -errno : -EIO;
 			}
+			off += blk;
 		}
-		off += blk;
 	}
-	if (!rc && ftruncate(fd, (off_t)n))
+	if (!rc && ftruncate(fd, (off_t)size))
 		rc = -errno;
 	if (close(fd) && !rc)
 		rc = -errno;
@@ -230,6 +254,15 @@ static int write_sparse(struct bt_cache *c, const char *path,
 	else
 		made(c, path);
 	return rc;
+}
+
+/* Write @data to @path through a temporary file, leaving holes for zeros. */
+static int write_sparse(struct bt_cache *c, const char *path,
+			const uint8_t *data, uint64_t n, mode_t mode)
+{
+	struct bt_piece pc = { 0, n, data };
+
+	return write_pieces(c, path, &pc, 1, n, mode);
 }
 
 static int read_whole(const char *path, uint8_t **out, uint64_t *n)
@@ -288,6 +321,7 @@ int bt_cache_add(struct bt_cache *c, const struct btrace_snapshot *snap,
 {
 	char sbid[2 * BTRACE_BUILD_ID_MAX + 1], dir[PATH_MAX], file[PATH_MAX + 8];
 	const char *rel = path;
+	struct bt_elf_image im = { 0 };
 	uint8_t *data = NULL;
 	uint64_t n = 0;
 	int rc;
@@ -311,7 +345,7 @@ int bt_cache_add(struct bt_cache *c, const struct btrace_snapshot *snap,
 			data = NULL;
 	}
 	if (!data) {
-		rc = bt_export_build_elf(snap, bid, bid_size, &data, &n);
+		rc = bt_export_build_elf(snap, bid, bid_size, &im);
 		if (rc == 1)
 			return 1;
 		if (rc < 0)
@@ -323,14 +357,18 @@ int bt_cache_add(struct bt_cache *c, const struct btrace_snapshot *snap,
 	if (pathf(dir, sizeof(dir), "%s/%s/%s", c->dir, rel, sbid) ||
 	    pathf(file, sizeof(file), "%s/elf", dir)) {
 		free(data);
+		bt_export_elf_free(&im);
 		return bt_error(err, -ENAMETOOLONG,
 				"%s: add to build-id cache failed: path too long",
 				path);
 	}
 	rc = mkdir_p(c, dir, strlen(c->dir));
-	if (!rc)
+	if (!rc && data)
 		rc = write_sparse(c, file, data, n, 0600);
+	else if (!rc)
+		rc = write_pieces(c, file, im.pieces, im.npieces, im.size, 0600);
 	free(data);
+	bt_export_elf_free(&im);
 	if (rc)
 		return bt_error(err, rc,
 				"%s: write build-id cache file failed: %s", dir,

@@ -33,17 +33,23 @@ static int code_cmp(const void *a, const void *b)
 	       x->file_offset > y->file_offset;
 }
 
+void bt_export_elf_free(struct bt_elf_image *im)
+{
+	free(im->pieces);
+	free(im->own);
+	memset(im, 0, sizeof(*im));
+}
+
 int bt_export_build_elf(const struct btrace_snapshot *snap, const uint8_t *bid,
-			uint32_t bid_size, uint8_t **out, uint64_t *size)
+			uint32_t bid_size, struct bt_elf_image *out)
 {
 	const struct btrace_code **seg = NULL;
 	size_t nseg = 0, i;
-	uint64_t hdr_end, end = 0, note_off, str_off, sh_off, total;
+	uint64_t hdr_end, end = 0, note_off, str_off, sh_off, total, meta_size;
 	uint32_t note_size;
 	uint8_t *f;
 
-	*out = NULL;
-	*size = 0;
+	memset(out, 0, sizeof(*out));
 	seg = calloc(snap->ncode ? snap->ncode : 1, sizeof(*seg));
 	if (!seg)
 		return -ENOMEM;
@@ -84,18 +90,31 @@ int bt_export_build_elf(const struct btrace_snapshot *snap, const uint8_t *bid,
 		total = end;
 		hdr_end = 0;
 	}
-	f = calloc(1, total);
-	if (!f) {
+	/* Pieces: the segments, then (with headers) the ELF and program
+	 * headers at 0 and the note, strings and section headers after the
+	 * code.  Only the headers are allocated: [0, hdr_end) and
+	 * [note_off, total) in one buffer. */
+	meta_size = hdr_end ? hdr_end + (total - note_off) : 0;
+	out->pieces = calloc(nseg + 2, sizeof(*out->pieces));
+	f = calloc(1, meta_size ? meta_size : 1);
+	if (!out->pieces || !f) {
+		free(out->pieces);
+		free(f);
 		free(seg);
+		out->pieces = NULL;
 		return -ENOMEM;
 	}
+	out->own = f;
+	out->size = total;
 	for (i = 0; i < nseg; i++)
-		memcpy(f + seg[i]->file_offset, seg[i]->data, seg[i]->size);
+		out->pieces[out->npieces++] = (struct bt_piece){
+			seg[i]->file_offset, seg[i]->size, seg[i]->data };
 	if (hdr_end) {
+		uint8_t *t = f + hdr_end;    /* file offset note_off */
 		Elf64_Ehdr *eh = (Elf64_Ehdr *)f;
 		Elf64_Phdr *ph = (Elf64_Phdr *)(f + sizeof(*eh));
-		Elf64_Shdr *sh = (Elf64_Shdr *)(f + sh_off);
-		Elf64_Nhdr *nh = (Elf64_Nhdr *)(f + note_off);
+		Elf64_Shdr *sh = (Elf64_Shdr *)(t + (sh_off - note_off));
+		Elf64_Nhdr *nh = (Elf64_Nhdr *)t;
 
 		memcpy(eh->e_ident, ELFMAG, SELFMAG);
 		eh->e_ident[EI_CLASS] = ELFCLASS64;
@@ -117,9 +136,9 @@ int bt_export_build_elf(const struct btrace_snapshot *snap, const uint8_t *bid,
 		nh->n_namesz = 4;
 		nh->n_descsz = bid_size;
 		nh->n_type = NT_GNU_BUILD_ID;
-		memcpy(f + note_off + sizeof(*nh), "GNU", 4);
-		memcpy(f + note_off + sizeof(*nh) + 4, bid, bid_size);
-		memcpy(f + str_off, shstrtab, sizeof(shstrtab));
+		memcpy(t + sizeof(*nh), "GNU", 4);
+		memcpy(t + sizeof(*nh) + 4, bid, bid_size);
+		memcpy(t + (str_off - note_off), shstrtab, sizeof(shstrtab));
 
 		/* p_vaddr = p_offset: the load bias is not recorded */
 		for (i = 0; i < nseg; i++) {
@@ -153,11 +172,10 @@ int bt_export_build_elf(const struct btrace_snapshot *snap, const uint8_t *bid,
 		sh[nseg + 2].sh_offset = str_off;
 		sh[nseg + 2].sh_size = sizeof(shstrtab);
 		sh[nseg + 2].sh_addralign = 1;
+		out->pieces[out->npieces++] = (struct bt_piece){ 0, hdr_end, f };
+		out->pieces[out->npieces++] = (struct bt_piece){
+			note_off, total - note_off, t };
 	}
 	free(seg);
-	*out = f;
-	*size = total;
 	return 0;
 }
-
-

@@ -52,10 +52,28 @@ int bt_cache_link(struct bt_cache *c, const char *sbid, const char *rel,
 int bt_cache_add_raw(struct bt_cache *c, const char *name, const uint8_t *data,
 		     uint64_t n, char *abs, size_t len, struct btrace_error *err);
 
+/* A file described by the pieces that are not holes: @size bytes, each
+ * piece's bytes at its offset (later pieces over earlier ones), zeros
+ * elsewhere.  @own: what bt_export_elf_free() frees. */
+struct bt_piece {
+	uint64_t off, size;
+	const uint8_t *data;
+};
+struct bt_elf_image {
+	struct bt_piece *pieces;
+	size_t npieces;
+	uint64_t size;
+	uint8_t *own;
+};
+
 /* A minimal ELF64 file holding @snap's code of build ID @bid at its file
- * offsets, a PT_LOAD/section per segment and the build-ID note. */
+ * offsets, a PT_LOAD/section per segment and the build-ID note, as pieces:
+ * the holes between the segments (up to 4 GiB of them, from the offsets a
+ * snapshot declares) are never allocated.  Returns 0, 1 when the snapshot
+ * has no code of that build ID, or < 0. */
 int bt_export_build_elf(const struct btrace_snapshot *snap, const uint8_t *bid,
-			uint32_t bid_size, uint8_t **out, uint64_t *size);
+			uint32_t bid_size, struct bt_elf_image *out);
+void bt_export_elf_free(struct bt_elf_image *im);
 
 /* Build ID of an ELF file on disk; returns its size, 0 when none, < 0. */
 

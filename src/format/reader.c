@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include <btrace/snapshot.h>
 
@@ -78,6 +79,7 @@ struct rd {
 	uint64_t payload_off;          /* file offset of the payload */
 	int compressed;
 	uint64_t inflated;             /* bytes decompressed so far */
+	ZSTD_DCtx *zd;                 /* one decoder for every section */
 };
 
 static const char *const sec_names[] = {
@@ -546,57 +548,38 @@ static int parse_end(struct rd *r, struct fit *it, uint32_t seen)
 	return ret;
 }
 
-static int decompress(struct rd *r, const uint8_t *src, uint64_t n,
-		      uint64_t raw, const uint8_t **out)
+/* Inflate a section that fits the first allocation (raw <= cap): in one
+ * call, straight into @dst, without the streaming window buffers (2 MiB
+ * for a frame written by the streaming writer, allocated and freed per
+ * section otherwise). */
+static int decompress_once(struct rd *r, const uint8_t *src, uint64_t n,
+			   uint8_t *dst, size_t cap, size_t *got)
 {
-	ZSTD_DStream *ds;
-	uint8_t *dst = NULL;
-	size_t cap = 0;
+	size_t k = ZSTD_decompressDCtx(r->zd, dst, cap, src, (size_t)n);
+
+	if (ZSTD_isError(k)) {
+		if (ZSTD_getErrorCode(k) == ZSTD_error_dstSize_tooSmall)
+			return sec_error(r, -BTRACE_ERR_FORMAT, 0, "payload "
+					 "decompresses to more than declared");
+		return sec_error(r, -BTRACE_ERR_FORMAT, 0,
+				 ZSTD_getErrorName(k));
+	}
+	*got = k;
+	return 0;
+}
+
+/* Inflate a bigger section, growing the output with what really comes
+ * out, never trusting the declared size for the allocation. */
+static int decompress_stream(struct rd *r, const uint8_t *src, uint64_t n,
+			     uint64_t raw, uint8_t **dstp, size_t cap,
+			     size_t *got)
+{
 	ZSTD_inBuffer in = { src, (size_t)n, 0 };
-	ZSTD_outBuffer o = { NULL, 0, 0 };
+	ZSTD_outBuffer o = { *dstp, cap, 0 };
 	int ret = 0;
 
-	unsigned long long fcs = ZSTD_getFrameContentSize(src, (size_t)n);
-	uint64_t budget = BT_INFLATE_FLOOR + BT_INFLATE_RATIO * r->size;
-	char msg[200];
-
-	if (raw > BT_MAX_RAW_SIZE)
-		return sec_error(r, -BTRACE_ERR_FORMAT, 0,
-				 "decompressed size over 16 GiB");
-	if (raw > type_limit(r->sec_type)) {
-		snprintf(msg, sizeof(msg), "declares %llu bytes once decompressed, over the %llu a section of this type may hold",
-			 (unsigned long long)raw,
-			 (unsigned long long)type_limit(r->sec_type));
-		return sec_error(r, -BTRACE_ERR_FORMAT, 0, msg);
-	}
-	if (raw > budget - (r->inflated < budget ? r->inflated : budget)) {
-		snprintf(msg, sizeof(msg), "declares %llu bytes once decompressed: with the sections before it, over %llu for a %llu-byte file (a decompression bomb?)",
-			 (unsigned long long)raw, (unsigned long long)budget,
-			 (unsigned long long)r->size);
-		return sec_error(r, -BTRACE_ERR_FORMAT, 0, msg);
-	}
-	if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != ZSTD_CONTENTSIZE_ERROR &&
-	    fcs > raw)
-		return sec_error(r, -BTRACE_ERR_FORMAT, 0, "payload "
-				 "decompresses to more than declared");
-	r->inflated += raw;
-	ds = ZSTD_createDStream();
-	if (!ds)
-		return -ENOMEM;
-	/* Grow with what really comes out, never trusting the declared size
-	 * for the allocation. */
-	cap = raw < (1u << 20) ? (size_t)raw : (1u << 20);
-	if (cap == 0)
-		cap = 1;
-	dst = malloc(cap);
-	if (!dst) {
-		ZSTD_freeDStream(ds);
-		return -ENOMEM;
-	}
-	o.dst = dst;
-	o.size = cap;
 	for (;;) {
-		size_t rem = ZSTD_decompressStream(ds, &o, &in);
+		size_t rem = ZSTD_decompressStream(r->zd, &o, &in);
 
 		if (ZSTD_isError(rem)) {
 			ret = sec_error(r, -BTRACE_ERR_FORMAT, 0,
@@ -622,13 +605,13 @@ static int decompress(struct rd *r, const uint8_t *src, uint64_t n,
 				break;
 			}
 			ncap = o.size * 2 > raw ? (size_t)raw : o.size * 2;
-			nd = realloc(dst, ncap);
+			nd = realloc(*dstp, ncap);
 			if (!nd) {
 				ret = -ENOMEM;
 				break;
 			}
-			dst = nd;
-			o.dst = dst;
+			*dstp = nd;
+			o.dst = nd;
 			o.size = ncap;
 		} else if (in.pos == in.size) {
 			ret = sec_error(r, -BTRACE_ERR_FORMAT, 0,
@@ -636,8 +619,61 @@ static int decompress(struct rd *r, const uint8_t *src, uint64_t n,
 			break;
 		}
 	}
-	ZSTD_freeDStream(ds);
-	if (!ret && o.pos != raw)
+	*got = o.pos;
+	return ret;
+}
+
+static int decompress(struct rd *r, const uint8_t *src, uint64_t n,
+		      uint64_t raw, const uint8_t **out)
+{
+	uint8_t *dst = NULL;
+	size_t cap, got = 0;
+	int ret;
+
+	unsigned long long fcs = ZSTD_getFrameContentSize(src, (size_t)n);
+	uint64_t budget = BT_INFLATE_FLOOR + BT_INFLATE_RATIO * r->size;
+	char msg[200];
+
+	if (raw > BT_MAX_RAW_SIZE)
+		return sec_error(r, -BTRACE_ERR_FORMAT, 0,
+				 "decompressed size over 16 GiB");
+	if (raw > type_limit(r->sec_type)) {
+		snprintf(msg, sizeof(msg), "declares %llu bytes once decompressed, over the %llu a section of this type may hold",
+			 (unsigned long long)raw,
+			 (unsigned long long)type_limit(r->sec_type));
+		return sec_error(r, -BTRACE_ERR_FORMAT, 0, msg);
+	}
+	if (raw > budget - (r->inflated < budget ? r->inflated : budget)) {
+		snprintf(msg, sizeof(msg), "declares %llu bytes once decompressed: with the sections before it, over %llu for a %llu-byte file (a decompression bomb?)",
+			 (unsigned long long)raw, (unsigned long long)budget,
+			 (unsigned long long)r->size);
+		return sec_error(r, -BTRACE_ERR_FORMAT, 0, msg);
+	}
+	if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != ZSTD_CONTENTSIZE_ERROR &&
+	    fcs > raw)
+		return sec_error(r, -BTRACE_ERR_FORMAT, 0, "payload "
+				 "decompresses to more than declared");
+	if (n == 0)
+		return sec_error(r, -BTRACE_ERR_FORMAT, 0,
+				 "compressed payload is empty");
+	r->inflated += raw;
+	if (!r->zd) {
+		r->zd = ZSTD_createDCtx();
+		if (!r->zd)
+			return -ENOMEM;
+	} else {
+		ZSTD_DCtx_reset(r->zd, ZSTD_reset_session_only);
+	}
+	/* The first allocation is at most 1 MiB, whatever is declared. */
+	cap = raw < (1u << 20) ? (size_t)raw : (1u << 20);
+	dst = malloc(cap ? cap : 1);
+	if (!dst)
+		return -ENOMEM;
+	if (cap == raw)
+		ret = decompress_once(r, src, n, dst, cap, &got);
+	else
+		ret = decompress_stream(r, src, n, raw, &dst, cap, &got);
+	if (!ret && got != raw)
 		ret = sec_error(r, -BTRACE_ERR_FORMAT, 0, "payload "
 				"decompresses to less than declared");
 	if (ret) {
@@ -926,6 +962,7 @@ static int read_common(struct snap_priv *sp, const char *name, unsigned flags,
 	ret = parse_header(&r);
 	if (!ret)
 		ret = parse_sections(&r);
+	ZSTD_freeDCtx(r.zd);
 	if (ret) {
 		if (ret == -ENOMEM)
 			bt_error(err, ret, "%s: read failed: out of memory",
