@@ -705,6 +705,7 @@ int bt_analyze_thread(struct bt_ctx *c, struct bt_thread_build *bb)
 		if (ret < 0)
 			return ret;
 	}
+	bb->fault_item = t->fault.found ? fault_item : -1;
 	if (which == 2)
 		ret = build_stack(c, t, w->at_handler.fr, w->at_handler.n);
 	else if (which == 1)

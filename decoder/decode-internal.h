@@ -279,6 +279,18 @@ struct bt_thread_build {
 	int ended_async;             /* trace ends right at an async disable */
 	struct bt_walk *w;           /* analysis state */
 	struct btrace_call dummy;    /* bt_fast.cur before the first entry */
+	int64_t fault_item;          /* bt_analyze_thread(): item index of the
+				      * fault's item, -1 none */
+	/* streaming (btrace_decode_opts.sink): items and calls leave the
+	 * window through the sink */
+	const struct btrace_decode_sink *sink;
+	uint64_t sent_items;         /* items [0, sent_items) were streamed */
+	uint64_t sent_calls;         /* ... calls */
+	struct btrace_block first;   /* the first item of calls[0] once it left
+				      * the window */
+	uint64_t first_index;        /* its index, UINT64_MAX: none */
+	int64_t start;               /* tail decode: the PSB it started at;
+				      * -1: the whole buffer */
 };
 
 /* Emit an item (flushes a held one first). */

@@ -16,10 +16,24 @@
 #include "pt.h"
 #include "util.h"
 
+/* How a thread was decoded, to stream it again (btrace_decode_thread) */
+struct bt_src {
+	const struct btrace_buffer *buf;
+	int64_t start;             /* bt_thread_build.start */
+};
+
 struct bt_result {
 	struct btrace_decode_result pub;
 	struct bt_ctx ctx;
+	struct bt_src *src;        /* per thread */
 };
+
+/* btrace_decode_opts.keep 0 with a sink */
+#define STREAM_KEEP 4096u
+/* bt_thread_build.start: the whole buffer / a tail decode that found no
+ * PSB (bt_pt_decode() alone) */
+#define START_WHOLE (-1)
+#define START_NOPSB (-2)
 
 #define RES(p) ((struct bt_result *)(void *)(p))
 
@@ -80,19 +94,115 @@ int bt_ctx_note(struct bt_ctx *c, const char *fmt, ...)
 	return 0;
 }
 
-/* Drop the oldest entries of blocks[] so that at least @keep units stay;
- * calls that started before the first kept block go too (but the one
- * running into it), or, counting calls, all but the last @keep. */
-static void compact(struct bt_thread_build *b)
+/* Streaming (btrace_decode_opts.sink): an item to the sink, its symbol
+ * set (the window's are set by bt_analyze_thread(), for what it keeps). */
+static int sink_item(struct bt_ctx *c, struct bt_thread_build *b,
+		     const struct btrace_block *it, uint64_t index)
+{
+	struct btrace_block x = *it;
+
+	x.sym = x.kind == BTRACE_ITEM_BLOCK &&
+		!(b->sink->flags & BTRACE_SINK_NO_SYMS) ?
+		bt_syms_lookup(c, x.ip) : NULL;
+	return b->sink->item ? b->sink->item(b->sink->arg, b->t, &x, index) : 0;
+}
+
+/* Window items up to index @upto (not included) not streamed yet. */
+static int stream_items(struct bt_ctx *c, struct bt_thread_build *b,
+			uint64_t upto)
 {
 	struct btrace_thread *t = b->t;
-	size_t s = t->nblocks;
-	uint64_t u = 0;
+
+	for (uint64_t x = b->sent_items; x < upto; x++) {
+		int ret = sink_item(c, b, &t->blocks[x - t->dropped_blocks], x);
+		if (ret < 0)
+			return bt_error(c->err, ret, "decode: thread %d: the sink stopped the decode",
+					t->tid);
+	}
+	if (upto > b->sent_items)
+		b->sent_items = upto;
+	return 0;
+}
+
+/* calls[0, @n) not streamed yet; their first_block is an item index (it
+ * is while decoding). */
+static int stream_calls(struct bt_ctx *c, struct bt_thread_build *b, size_t n)
+{
+	struct btrace_thread *t = b->t;
+	int syms = !(b->sink->flags & BTRACE_SINK_NO_SYMS);
+
+	for (size_t m = 0; m < n; m++) {
+		uint64_t idx = t->dropped_calls + m;
+		struct btrace_call x = t->calls[m];
+		struct btrace_block f = { 0 };
+		const struct btrace_block *fp = NULL;
+		int ret = 0;
+
+		if (idx < b->sent_calls)
+			continue;
+		x.sym = NULL;
+		if (!(x.flags & BTRACE_CALL_GAP)) {
+			if (syms)
+				x.sym = bt_syms_lookup(c, x.ip);
+			if (x.first_block >= t->dropped_blocks &&
+			    x.first_block - t->dropped_blocks < t->nblocks)
+				f = t->blocks[x.first_block - t->dropped_blocks];
+			else if (x.first_block == b->first_index)
+				f = b->first;
+			else
+				f.kind = UINT32_MAX;   /* not known: never here */
+			if (f.kind != UINT32_MAX) {
+				f.sym = f.kind == BTRACE_ITEM_BLOCK && syms ?
+					bt_syms_lookup(c, f.ip) : NULL;
+				fp = &f;
+			}
+		}
+		if (b->sink->call)
+			ret = b->sink->call(b->sink->arg, t, &x, idx, fp);
+		if (ret < 0)
+			return bt_error(c->err, ret, "decode: thread %d: the sink stopped the decode",
+					t->tid);
+		b->sent_calls = idx + 1;
+	}
+	return 0;
+}
+
+/* Drop the oldest entries of blocks[] so that at least @keep units stay;
+ * calls that started before the first kept block go too (but the one
+ * running into it), or, counting calls, all but the last @keep.  With a
+ * sink, what leaves the window is streamed first (the calls go with the
+ * blocks then, whatever the unit). */
+static int compact(struct bt_ctx *c, struct bt_thread_build *b)
+{
+	struct btrace_thread *t = b->t;
+	size_t s = t->nblocks, k = 0;
+	uint64_t u = 0, nd;
 
 	while (s > 0 && u < b->keep) {
 		s--;
 		if (t->blocks[s].kind == BTRACE_ITEM_BLOCK)
 			u += b->unit == BTRACE_UNIT_INSNS ? t->blocks[s].ninsn : 1;
+	}
+	nd = t->dropped_blocks + s;
+	if (b->unit != BTRACE_UNIT_CALLS || b->sink) {
+		/* calls[].first_block holds item indices while decoding */
+		while (k + 1 < t->ncalls && t->calls[k + 1].first_block <= nd)
+			k++;
+	}
+	if (b->sink) {
+		int ret = stream_items(c, b, nd);
+		if (ret >= 0)
+			ret = stream_calls(c, b, k);
+		if (ret < 0)
+			return ret;
+		/* the entry running into the first kept block: its first item
+		 * leaves the window, its entry is streamed later */
+		if (k < t->ncalls && t->calls[k].first_block < nd &&
+		    t->calls[k].first_block >= t->dropped_blocks &&
+		    t->calls[k].first_block != b->first_index) {
+			b->first = t->blocks[t->calls[k].first_block - t->dropped_blocks];
+			b->first_index = t->calls[k].first_block;
+		}
 	}
 	if (s) {
 		memmove(t->blocks, t->blocks + s, (t->nblocks - s) * sizeof(*t->blocks));
@@ -101,17 +211,51 @@ static void compact(struct bt_thread_build *b)
 	}
 	if (t->nblocks * 2 > b->trigger)
 		b->trigger = t->nblocks * 2;
-	if (b->unit != BTRACE_UNIT_CALLS) {
-		/* calls[].first_block holds item indices while decoding */
-		size_t k = 0;
-		while (k + 1 < t->ncalls && t->calls[k + 1].first_block <= t->dropped_blocks)
-			k++;
-		if (k) {
-			memmove(t->calls, t->calls + k, (t->ncalls - k) * sizeof(*t->calls));
-			t->ncalls -= k;
-			t->dropped_calls += k;
-		}
+	if (k) {
+		memmove(t->calls, t->calls + k, (t->ncalls - k) * sizeof(*t->calls));
+		t->ncalls -= k;
+		t->dropped_calls += k;
 	}
+	return 0;
+}
+
+static int stream_begin(struct bt_ctx *c, struct bt_thread_build *b)
+{
+	int ret;
+
+	if (!b->sink || !b->sink->begin)
+		return 0;
+	ret = b->sink->begin(b->sink->arg, b->t);
+	return ret < 0 ? bt_error(c->err, ret, "decode: thread %d: the sink stopped the decode",
+				  b->t->tid) : 0;
+}
+
+/* bt_analyze_thread(); with a sink, what the window holds is streamed
+ * (the items before the analysis adds one for the fault), then end(). */
+static int analyze(struct bt_ctx *c, struct bt_thread_build *b)
+{
+	struct btrace_thread *t = b->t;
+	int ret;
+
+	if (!b->sink)
+		return bt_analyze_thread(c, b);
+	ret = bt_thread_flush(c, b);
+	if (ret >= 0)
+		ret = stream_items(c, b, t->dropped_blocks + t->nblocks);
+	if (ret >= 0)
+		ret = stream_calls(c, b, t->ncalls);
+	if (ret >= 0)
+		ret = bt_analyze_thread(c, b);
+	if (ret >= 0)
+		ret = stream_items(c, b, t->dropped_blocks + t->nblocks);
+	if (ret >= 0 && b->sink->end) {
+		ret = b->sink->end(b->sink->arg, t, b->fault_item < 0 ? UINT64_MAX :
+				   (uint64_t)b->fault_item);
+		if (ret < 0)
+			ret = bt_error(c->err, ret, "decode: thread %d: the sink stopped the decode",
+				       t->tid);
+	}
+	return ret;
 }
 
 void bt_thread_compact_calls(struct bt_thread_build *b)
@@ -134,10 +278,13 @@ static int emit(struct bt_ctx *c, struct bt_thread_build *b,
 	int ret;
 
 	if (t->nblocks >= b->trigger) {
-		if (b->keep)
-			compact(b);
-		else
+		if (b->keep) {
+			ret = compact(c, b);
+			if (ret < 0)
+				return ret;
+		} else {
 			b->trigger = SIZE_MAX;
+		}
 	}
 	if (t->nblocks == b->cblocks) {
 		size_t ncap = b->cblocks ? b->cblocks * 2 : 1024;
@@ -391,8 +538,11 @@ static void thread_reset(struct bt_thread_build *b)
 	b->last_async_kernel = 0;
 	b->ended_async = 0;
 	b->trigger = b->keep < 2048 ? 4096 : 2 * b->keep;
-	b->calls_trigger = b->keep && b->unit == BTRACE_UNIT_CALLS ?
+	b->calls_trigger = b->keep && b->unit == BTRACE_UNIT_CALLS && !b->sink ?
 			   b->trigger : SIZE_MAX;
+	b->fault_item = -1;
+	b->sent_items = b->sent_calls = 0;
+	b->first_index = UINT64_MAX;
 }
 
 static uint64_t count_units(const struct bt_thread_build *b)
@@ -435,6 +585,34 @@ static int stack_entry(const struct btrace_frame *f)
 static int add_lost_gap(struct bt_ctx *c, const struct btrace_buffer *buf,
 			struct bt_thread_build *b);
 
+/* One decode of a tail from the PSB at @start (@first: the first PSB). */
+static int pt_attempt(struct bt_ctx *c, const struct btrace_buffer *buf,
+		      struct bt_thread_build *b, int64_t start, int64_t first)
+{
+	int ret;
+
+	thread_reset(b);
+	ret = bt_walk_begin(c, b);
+	if (ret >= 0)
+		ret = stream_begin(c, b);
+	if (ret >= 0)
+		ret = add_lost_gap(c, buf, b);
+	if (ret < 0)
+		return ret;
+	if (start == first && first > 0) {
+		ret = bt_thread_add_gap(c, b, BTRACE_GAP_UNUSABLE, 0, 0, 0,
+					(uint64_t)first,
+					bt_ctx_printf(c, "%lld bytes before the first PSB are unusable (ring wrapped mid-packet)",
+						      (long long)first));
+		if (ret < 0)
+			return ret;
+	}
+	ret = bt_pt_decode_from(c, buf, b, (uint64_t)start);
+	if (ret < 0)
+		return ret;
+	return analyze(c, b);
+}
+
 static int decode_pt_tail(struct bt_ctx *c, const struct btrace_buffer *buf,
 			  struct bt_thread_build *b)
 {
@@ -448,8 +626,9 @@ static int decode_pt_tail(struct bt_ctx *c, const struct btrace_buffer *buf,
 	if (first < 0) {
 		/* nothing to decode: still a thread with its fault and the
 		 * frame where it was */
+		b->start = START_NOPSB;
 		ret = bt_pt_decode(c, buf, b);
-		return ret < 0 ? ret : bt_analyze_thread(c, b);
+		return ret < 0 ? ret : analyze(c, b);
 	}
 	b->t->unusable_bytes = (uint64_t)first;
 	/* A handler went on after the fault: the history before the fault is
@@ -473,24 +652,7 @@ static int decode_pt_tail(struct bt_ctx *c, const struct btrace_buffer *buf,
 		if (s <= first)
 			s = first;
 		start = s;
-		thread_reset(b);
-		ret = bt_walk_begin(c, b);
-		if (ret >= 0)
-			ret = add_lost_gap(c, buf, b);
-		if (ret < 0)
-			return ret;
-		if (start == first && first > 0) {
-			ret = bt_thread_add_gap(c, b, BTRACE_GAP_UNUSABLE, 0, 0, 0,
-						(uint64_t)first,
-						bt_ctx_printf(c, "%lld bytes before the first PSB are unusable (ring wrapped mid-packet)",
-							      (long long)first));
-			if (ret < 0)
-				return ret;
-		}
-		ret = bt_pt_decode_from(c, buf, b, (uint64_t)start);
-		if (ret < 0)
-			return ret;
-		ret = bt_analyze_thread(c, b);
+		ret = pt_attempt(c, buf, b, start, first);
 		if (ret < 0)
 			return ret;
 		if (start == first)
@@ -516,8 +678,9 @@ static int decode_pt_tail(struct bt_ctx *c, const struct btrace_buffer *buf,
 			    btrace_snapshot_meta(c->snap, "qemu.final_signal")) {
 				/* and keep all of it: the history before the
 				 * fault is not at the end (bounded by the
-				 * buffer, if it is not huge) */
-				if (buf->size <= (16u << 20))
+				 * buffer, if it is not huge; streaming, the
+				 * sink has it) */
+				if (buf->size <= (16u << 20) && !b->sink)
 					b->keep = 0;
 				step *= 2;
 				continue;
@@ -533,6 +696,7 @@ static int decode_pt_tail(struct bt_ctx *c, const struct btrace_buffer *buf,
 	}
 	b->t->decoded_bytes = buf->size - (uint64_t)start;
 	b->t->truncated = start > first;
+	b->start = start;
 	return 1;   /* analysed */
 }
 
@@ -547,22 +711,14 @@ static int add_lost_gap(struct bt_ctx *c, const struct btrace_buffer *buf,
 					       (unsigned long long)buf->lost));
 }
 
-static int decode_buffer(struct bt_ctx *c, const struct btrace_buffer *buf,
-			 struct bt_thread_build *b)
+/* The whole buffer (b reset, its walker begun). */
+static int decode_whole(struct bt_ctx *c, const struct btrace_buffer *buf,
+			struct bt_thread_build *b)
 {
-	int ret;
-	int tail = c->opts.last && !(c->opts.flags & BTRACE_DECODE_FULL);
+	int ret = stream_begin(c, b);
 
-	b->keep = c->opts.keep;
-	b->unit = c->opts.unit;
-	thread_reset(b);
-	ret = bt_walk_begin(c, b);
 	if (ret < 0)
-		return bt_error(c->err, ret, "decode: out of memory");
-	if (buf->kind == BTRACE_TRACE_PT && tail) {
-		ret = decode_pt_tail(c, buf, b);
-		return ret < 0 ? ret : 0;
-	}
+		return ret;
 	ret = add_lost_gap(c, buf, b);
 	if (ret < 0)
 		return ret;
@@ -572,7 +728,35 @@ static int decode_buffer(struct bt_ctx *c, const struct btrace_buffer *buf,
 		ret = bt_pt_decode(c, buf, b);
 	if (ret < 0)
 		return ret;
-	return bt_analyze_thread(c, b);
+	return analyze(c, b);
+}
+
+static void build_init(struct bt_ctx *c, struct bt_thread_build *b)
+{
+	b->sink = c->opts.sink;
+	b->keep = c->opts.keep;
+	if (b->sink && !b->keep)
+		b->keep = STREAM_KEEP;
+	b->unit = c->opts.unit;
+	b->start = START_WHOLE;
+	thread_reset(b);
+}
+
+static int decode_buffer(struct bt_ctx *c, const struct btrace_buffer *buf,
+			 struct bt_thread_build *b)
+{
+	int ret;
+	int tail = c->opts.last && !(c->opts.flags & BTRACE_DECODE_FULL);
+
+	build_init(c, b);
+	ret = bt_walk_begin(c, b);
+	if (ret < 0)
+		return bt_error(c->err, ret, "decode: out of memory");
+	if (buf->kind == BTRACE_TRACE_PT && tail) {
+		ret = decode_pt_tail(c, buf, b);
+		return ret < 0 ? ret : 0;
+	}
+	return decode_whole(c, buf, b);
 }
 
 int btrace_decode(const struct btrace_snapshot *snap,
@@ -603,6 +787,12 @@ int btrace_decode(const struct btrace_snapshot *snap,
 		memcpy(&c->opts, opts, n);
 	}
 	c->opts.sz = sizeof(c->opts);
+	if (c->opts.sink && c->opts.sink->sz < sizeof(*c->opts.sink)) {
+		size_t sz = c->opts.sink->sz;
+		free(r);
+		return bt_error(err, -EINVAL, "decode: invalid options: sink size %zu too small",
+				sz);
+	}
 
 	ret = bt_image_build(c);
 	if (ret >= 0)
@@ -632,7 +822,8 @@ int btrace_decode(const struct btrace_snapshot *snap,
 		res->pid = snap->mappings[0].pid;
 
 	res->threads = calloc(snap->nbuffers + 1, sizeof(*res->threads));
-	if (!res->threads) {
+	r->src = calloc(snap->nbuffers + 1, sizeof(*r->src));
+	if (!res->threads || !r->src) {
 		ret = bt_error(err, -ENOMEM, "decode: out of memory");
 		goto fail;
 	}
@@ -659,6 +850,7 @@ int btrace_decode(const struct btrace_snapshot *snap,
 			t->decoded_bytes = buf->size;
 			ret = decode_buffer(c, buf, &b);
 			bt_walk_end(&b);
+			r->src[res->nthreads] = (struct bt_src){ buf, b.start };
 			if (ret < 0)
 				goto fail;
 			/* complete: no gap in what was decoded, and the
@@ -702,6 +894,7 @@ void btrace_decode_result_free(struct btrace_decode_result *res)
 		free(res->threads[i].stack);
 	}
 	free(res->threads);
+	free(r->src);
 	free(c->bend);
 	bt_syms_fini(c);
 	bt_insn_fini(c);
@@ -715,6 +908,72 @@ void btrace_decode_result_free(struct btrace_decode_result *res)
 		free(c->strs[i]);
 	free(c->strs);
 	free(r);
+}
+
+int btrace_decode_thread(struct btrace_decode_result *res, size_t i,
+			 const struct btrace_decode_sink *sink,
+			 struct btrace_error *err)
+{
+	struct bt_result *r;
+	struct bt_ctx *c;
+	struct btrace_error *saved;
+	const struct btrace_thread *rt;
+	const struct bt_src *src;
+	struct btrace_thread t = { 0 };
+	struct bt_thread_build b = { 0 };
+	int ret;
+
+	bt_error_clear(err);
+	if (!res || !sink || i >= res->nthreads)
+		return bt_error(err, -EINVAL, "decode: invalid argument: %s",
+				!res ? "NULL result" : !sink ? "NULL sink" :
+				"no such thread in the result");
+	if (sink->sz < sizeof(*sink))
+		return bt_error(err, -EINVAL, "decode: invalid argument: sink size %zu too small",
+				sink->sz);
+	r = RES(res);
+	c = &r->ctx;
+	saved = c->err;
+	c->err = err;
+	rt = &res->threads[i];
+	src = &r->src[i];
+	t.tid = rt->tid;
+	t.cpu = rt->cpu;
+	t.crashed = rt->crashed;
+	t.kind = rt->kind;
+	t.buffer_bytes = rt->buffer_bytes;
+	t.requested_bytes = rt->requested_bytes;
+	t.decoded_bytes = rt->buffer_bytes;
+	b.t = &t;
+	{
+		/* the same decode as btrace_decode()'s last one, this sink */
+		const struct btrace_decode_sink *os = c->opts.sink;
+		c->opts.sink = sink;
+		build_init(c, &b);
+		c->opts.sink = os;
+	}
+	ret = bt_walk_begin(c, &b);
+	if (ret < 0) {
+		ret = bt_error(err, ret, "decode: out of memory");
+	} else if (src->start >= 0) {
+		ret = pt_attempt(c, src->buf, &b, src->start,
+				 bt_pt_psb_after(src->buf->data, src->buf->size, 0));
+	} else if (src->start == START_NOPSB) {
+		ret = stream_begin(c, &b);
+		if (ret >= 0)
+			ret = bt_pt_decode(c, src->buf, &b);
+		if (ret >= 0)
+			ret = analyze(c, &b);
+	} else {
+		ret = decode_whole(c, src->buf, &b);
+	}
+	bt_walk_end(&b);
+	free(t.blocks);
+	free(t.gaps);
+	free(t.calls);
+	free(t.stack);
+	c->err = saved;
+	return ret < 0 ? ret : 0;
 }
 
 int btrace_decode_block_insns(struct btrace_decode_result *res,

@@ -44,6 +44,8 @@ enum btrace_unit {
 				       * without code, also those the trace
 				       * never entered */
 
+struct btrace_decode_sink;
+
 struct btrace_decode_opts {
 	size_t sz;                 /* sizeof(struct btrace_decode_opts) */
 	uint64_t last;             /* history wanted, in @unit; 0: everything
@@ -62,7 +64,11 @@ struct btrace_decode_opts {
 				    * result: at least @keep units (@unit) of
 				    * blocks and of calls; older entries are
 				    * dropped while decoding (bounded memory).
-				    * 0: keep everything */
+				    * 0: keep everything (with @sink: a
+				    * bounded window of 4096 units) */
+	const struct btrace_decode_sink *sink;  /* stream every thread's whole
+				    * history to it while decoding; NULL:
+				    * none (struct btrace_decode_sink) */
 	size_t :0;
 };
 
@@ -279,6 +285,60 @@ BTRACE_API int btrace_decode(const struct btrace_snapshot *snap,
 			     const struct btrace_decode_opts *opts,
 			     struct btrace_decode_result **out,
 			     struct btrace_error *err);
+
+/*
+ * Streaming: the whole history of a thread, item by item, in bounded memory.
+ *
+ * With btrace_decode_opts.sink, every decode of a thread's buffer calls
+ * begin(), then item() for every item of its history and call() for every
+ * entry of its call history, each oldest first and once it is final (a call
+ * entry when the next one began, or at the end), then end() when the thread
+ * has been analysed (the fault, the stack).  The result itself keeps only a
+ * bounded window (opts.keep).  A tail-only decode (opts.last) may decode a
+ * buffer more than once, from further back each time: each attempt starts
+ * with begin() and replaces what the sink was given before for the thread.
+ * btrace_decode_thread() streams one thread of a result again, the same way.
+ *
+ * @t is the thread being decoded (tid, cpu, crashed, kind; its gaps[] hold
+ * every gap an item refers to; fault and stack are set at end() only).
+ * Indices are those of the whole history: @index is the index blocks[]
+ * would have with keep 0, the same in every decode of the thread.  A call
+ * entry's first_block is such an index and @first that item (NULL for a
+ * gap entry); its depth is relative (compare within the thread: calls[]
+ * of a result are normalised, streamed entries are not).  Symbols are set
+ * (item sym, call sym) unless the sink asks for none.  A callback
+ * returning a negative value stops the decode with that error.
+ */
+#define BTRACE_SINK_NO_SYMS 0x1u   /* leave sym NULL (faster) */
+
+struct btrace_decode_sink {
+	size_t sz;                 /* sizeof(struct btrace_decode_sink) */
+	uint32_t flags;            /* BTRACE_SINK_* */
+	uint32_t reserved;
+	void *arg;
+	int (*begin)(void *arg, const struct btrace_thread *t);
+	int (*item)(void *arg, const struct btrace_thread *t,
+		    const struct btrace_block *b, uint64_t index);
+	int (*call)(void *arg, const struct btrace_thread *t,
+		    const struct btrace_call *c, uint64_t index,
+		    const struct btrace_block *first);
+	/* @fault_item: index of the item marking t->fault (the one
+	 * fault.block_index gives with keep 0); UINT64_MAX: no fault */
+	int (*end)(void *arg, const struct btrace_thread *t, uint64_t fault_item);
+	size_t :0;
+};
+
+/**
+ * @brief Stream thread @i of @res again to @sink (begin, items, calls, end:
+ * once), decoding its buffer the way btrace_decode() did (from the same
+ * start, with the same options).  @res is not changed; the snapshot it was
+ * decoded from must still be alive.  Memory stays bounded whatever the
+ * length of the history.
+ * @return 0, or a negative error code with @err filled.
+ */
+BTRACE_API int btrace_decode_thread(struct btrace_decode_result *res, size_t i,
+				    const struct btrace_decode_sink *sink,
+				    struct btrace_error *err);
 
 /** @brief Free a result; NULL is allowed. */
 BTRACE_API void btrace_decode_result_free(struct btrace_decode_result *res);

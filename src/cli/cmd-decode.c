@@ -4,7 +4,15 @@
  * disassembly and source lines), blocks, or the function-call history
  * indented by call depth (like gdb's record function-call-history /c).
  * Gaps and events are printed where they happened.
+ *
+ * The listing is streamed (bounded memory whatever the length of the
+ * history): btrace_decode() with a sink gives, per thread, what the
+ * listing needs before its first line (the counts behind --last, the
+ * fault's item, the shallowest call depth of what is printed), then
+ * btrace_decode_thread() decodes each thread again and it is printed item
+ * by item as it is decoded.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -115,41 +123,6 @@ static void fault_line(const struct btrace_thread *t)
 	       (unsigned long long)t->fault.ip, cli_esc(a), l[0] ? " " : "",
 	       cli_esc(l), t->fault.insn[0] ? cli_esc(t->fault.insn) : "(no code)",
 	       t->fault.exact ? "exact" : "approximate");
-}
-
-/* First item to print so that @last units end the list. */
-static size_t first_item(const struct btrace_thread *t, enum mode m,
-			 uint64_t last)
-{
-	uint64_t n = 0;
-	size_t i = t->nblocks;
-
-	if (!last)
-		return 0;
-	while (i > 0 && n < last) {
-		i--;
-		if (t->blocks[i].kind == BTRACE_ITEM_BLOCK)
-			n += m == M_INSN ? t->blocks[i].ninsn : 1;
-	}
-	return i;
-}
-
-static void decode_blocks(const struct btrace_thread *t, uint64_t last)
-{
-	char a[160], l[160];
-
-	for (size_t i = first_item(t, M_BLOCKS, last); i < t->nblocks; i++) {
-		const struct btrace_block *b = &t->blocks[i];
-		if ((int64_t)i == (int64_t)t->fault.block_index && t->fault.found)
-			fault_line(t);
-		if (print_event(t, b))
-			continue;
-		sym_str(a, sizeof(a), b->ip, b->sym);
-		line_str(l, sizeof(l), b->sym);
-		printf("0x%012llx-0x%012llx %4u  %s%s%s\n",
-		       (unsigned long long)b->ip, (unsigned long long)b->end_ip,
-		       b->ninsn, cli_esc(a), l[0] ? "  " : "", cli_esc(l));
-	}
 }
 
 /*
@@ -391,114 +364,309 @@ static int emit_partial(struct listing *l, const struct btrace_block *b,
 	return 0;
 }
 
-static int decode_insns(struct btrace_decode_result *r,
-			const struct btrace_thread *t, uint64_t last)
+/* Pass 1 (btrace_decode's sink): what each thread's listing needs before
+ * its first line. */
+struct mindepth {
+	uint64_t index;            /* a call entry ... */
+	int32_t depth;             /* ... shallower than every later one */
+};
+
+struct tstat {
+	const struct btrace_thread *t;
+	uint64_t nitems, nblocks;
+	uint64_t fault_item;       /* UINT64_MAX: none */
+	struct mindepth *mins;     /* the suffix minima of the call depths */
+	size_t nmins, cmins;
+};
+
+struct observer {
+	struct tstat *st;
+	size_t n, cap;
+};
+
+static struct tstat *stat_of(struct observer *o, const struct btrace_thread *t)
 {
-	struct listing l = { .r = r };
-	uint64_t skip = 0;
-	size_t i = first_item(t, M_INSN, last);
-	int ret = 0;
+	for (size_t i = o->n; i-- > 0;)
+		if (o->st[i].t == t)
+			return &o->st[i];
+	return NULL;
+}
 
-	l.out = malloc(OUT_SIZE);
-	if (!l.out)
-		return cli_failf(CMD, NULL, "out of memory");
-	if (last) {
-		uint64_t n = 0;
-		for (size_t k = i; k < t->nblocks; k++)
-			if (t->blocks[k].kind == BTRACE_ITEM_BLOCK)
-				n += t->blocks[k].ninsn;
-		skip = n > last ? n - last : 0;
-	}
-	for (; i < t->nblocks; i++) {
-		const struct btrace_block *b = &t->blocks[i];
-		const struct lblock *e;
+static int obs_begin(void *arg, const struct btrace_thread *t)
+{
+	struct observer *o = arg;
+	struct tstat *s = stat_of(o, t);
 
-		if (b->kind != BTRACE_ITEM_BLOCK ||
-		    ((int64_t)i == (int64_t)t->fault.block_index && t->fault.found)) {
-			out_flush(&l);
-			if ((int64_t)i == (int64_t)t->fault.block_index && t->fault.found)
-				fault_line(t);
-			if (print_event(t, b))
-				continue;
+	if (!s) {
+		if (o->n == o->cap) {
+			size_t nc = o->cap ? o->cap * 2 : 16;
+			void *p = realloc(o->st, nc * sizeof(*o->st));
+			if (!p)
+				return -ENOMEM;
+			o->st = p;
+			o->cap = nc;
 		}
-		if (skip) {
-			if (skip >= b->ninsn) {
-				skip -= b->ninsn;
-				continue;
-			}
-			if (emit_partial(&l, b, &skip) == 0)
-				continue;
-			e = NULL;
-		} else {
-			e = block_text(&l, b);
-			if (e) {
-				emit_block(&l, e);
-				continue;
-			}
-		}
-		if (l.oom) {
-			ret = cli_failf(CMD, NULL, "out of memory");
-			break;
-		}
-		/* the code is not in the image: the decoder could not have
-		 * decoded the block either, unless it changed */
-		out_flush(&l);
-		printf("[no code for the block at 0x%llx: %u instructions]\n",
-		       (unsigned long long)b->ip, b->ninsn);
+		s = &o->st[o->n++];
+		memset(s, 0, sizeof(*s));
+		s->t = t;
 	}
-	out_flush(&l);
-	free(l.out);
-	free(l.arena);
-	free(l.tab);
-	free(l.in);
+	s->nitems = s->nblocks = 0;
+	s->nmins = 0;
+	s->fault_item = UINT64_MAX;
+	return 0;
+}
+
+static int obs_item(void *arg, const struct btrace_thread *t,
+		    const struct btrace_block *b, uint64_t index)
+{
+	struct tstat *s = stat_of(arg, t);
+
+	if (!s)
+		return -EINVAL;
+	s->nitems = index + 1;
+	s->nblocks += b->kind == BTRACE_ITEM_BLOCK;
+	return 0;
+}
+
+static int obs_call(void *arg, const struct btrace_thread *t,
+		    const struct btrace_call *c, uint64_t index,
+		    const struct btrace_block *first)
+{
+	struct tstat *s = stat_of(arg, t);
+
+	(void)first;
+	if (!s)
+		return -EINVAL;
+	while (s->nmins && s->mins[s->nmins - 1].depth >= c->depth)
+		s->nmins--;
+	if (s->nmins == s->cmins) {
+		size_t nc = s->cmins ? s->cmins * 2 : 64;
+		void *p = realloc(s->mins, nc * sizeof(*s->mins));
+		if (!p)
+			return -ENOMEM;
+		s->mins = p;
+		s->cmins = nc;
+	}
+	s->mins[s->nmins++] = (struct mindepth){ index, c->depth };
+	return 0;
+}
+
+static int obs_end(void *arg, const struct btrace_thread *t, uint64_t fault_item)
+{
+	struct tstat *s = stat_of(arg, t);
+
+	if (!s)
+		return -EINVAL;
+	s->fault_item = fault_item;
+	return 0;
+}
+
+/* The shallowest depth of the calls from index @from on. */
+static int min_depth_from(const struct tstat *s, uint64_t from)
+{
+	for (size_t i = 0; i < s->nmins; i++)
+		if (s->mins[i].index >= from)
+			return s->mins[i].depth;
+	return 1 << 30;
+}
+
+/* Pass 2 (btrace_decode_thread's sink): the listing of one thread. */
+struct printer {
+	enum mode m;
+	const struct btrace_thread *rt;  /* the result's: the fault */
+	const struct tstat *st;
+	uint64_t fault;            /* the fault's item, UINT64_MAX: none */
+	/* --last: the listing starts at the block holding unit @x (0: the
+	 * first) of the history; before it, @cum units went by */
+	int started;
+	uint64_t x, cum, skip;
+	/* calls */
+	uint64_t cstart, prev_first;
+	int mind;
+	struct listing l;
+	int oom;
+};
+
+static int is_fault(const struct printer *p, uint64_t index)
+{
+	return p->rt->fault.found && index == p->fault;
+}
+
+static void print_block(const struct printer *p, const struct btrace_thread *t,
+			const struct btrace_block *b, uint64_t index)
+{
+	char a[160], l[160];
+
+	if (is_fault(p, index))
+		fault_line(p->rt);
+	if (print_event(t, b))
+		return;
+	sym_str(a, sizeof(a), b->ip, b->sym);
+	line_str(l, sizeof(l), b->sym);
+	printf("0x%012llx-0x%012llx %4u  %s%s%s\n",
+	       (unsigned long long)b->ip, (unsigned long long)b->end_ip,
+	       b->ninsn, cli_esc(a), l[0] ? "  " : "", cli_esc(l));
+}
+
+static int print_insns(struct printer *p, const struct btrace_thread *t,
+		       const struct btrace_block *b, uint64_t index)
+{
+	struct listing *l = &p->l;
+	const struct lblock *e;
+
+	if (b->kind != BTRACE_ITEM_BLOCK || is_fault(p, index)) {
+		out_flush(l);
+		if (is_fault(p, index))
+			fault_line(p->rt);
+		if (print_event(t, b))
+			return 0;
+	}
+	if (p->skip) {
+		if (p->skip >= b->ninsn) {
+			p->skip -= b->ninsn;
+			return 0;
+		}
+		if (emit_partial(l, b, &p->skip) == 0)
+			return 0;
+		e = NULL;
+	} else {
+		e = block_text(l, b);
+		if (e) {
+			emit_block(l, e);
+			return 0;
+		}
+	}
+	if (l->oom) {
+		p->oom = 1;
+		return -ENOMEM;
+	}
+	/* the code is not in the image: the decoder could not have
+	 * decoded the block either, unless it changed */
+	out_flush(l);
+	printf("[no code for the block at 0x%llx: %u instructions]\n",
+	       (unsigned long long)b->ip, b->ninsn);
+	return 0;
+}
+
+static int pr_item(void *arg, const struct btrace_thread *t,
+		   const struct btrace_block *b, uint64_t index)
+{
+	struct printer *p = arg;
+
+	if (p->m == M_CALLS)
+		return 0;
+	if (!p->started) {
+		/* the block holding unit x of the history starts it */
+		if (b->kind != BTRACE_ITEM_BLOCK)
+			return 0;
+		uint64_t u = p->m == M_INSN ? b->ninsn : 1;
+		if (p->cum + u <= p->x) {
+			p->cum += u;
+			return 0;
+		}
+		p->started = 1;
+		if (p->m == M_INSN)
+			p->skip = p->x - p->cum;
+	}
+	if (p->m == M_BLOCKS) {
+		print_block(p, t, b, index);
+		return 0;
+	}
+	return print_insns(p, t, b, index);
+}
+
+static int pr_call(void *arg, const struct btrace_thread *t,
+		   const struct btrace_call *c, uint64_t index,
+		   const struct btrace_block *first)
+{
+	struct printer *p = arg;
+	char a[160], l[160];
+
+	if (p->m != M_CALLS || index < p->cstart)
+		return 0;
+	if (p->rt->fault.found && c->first_block >= p->fault &&
+	    (index == p->cstart || p->prev_first < p->fault))
+		fault_line(p->rt);
+	p->prev_first = c->first_block;
+	if (c->flags & BTRACE_CALL_GAP) {
+		printf("%6llu  ", (unsigned long long)(index + 1));
+		print_gap(t, c->gap);
+		return 0;
+	}
+	int d = c->depth - p->mind;
+	sym_str(a, sizeof(a), c->ip, c->sym);
+	line_str(l, sizeof(l), c->sym);
+	printf("%6llu  %*s%s", (unsigned long long)(index + 1),
+	       2 * (d > 40 ? 40 : d), "", cli_esc(a));
+	if ((c->flags & BTRACE_CALL_PLT) && first &&
+	    first->kind == BTRACE_ITEM_BLOCK && first->ip != c->ip &&
+	    first->sym && fn_name(first->sym))
+		printf(" (via %s)", cli_esc(fn_name(first->sym)));
+	if (l[0])
+		printf("  %s", cli_esc(l));
+	printf("  [%llu insn]", (unsigned long long)c->ninsn);
+	if (c->flags & BTRACE_CALL_TAILCALL)
+		printf(" [tail call]");
+	if (c->flags & BTRACE_CALL_SIGNAL)
+		printf(" [signal]");
+	if (c->flags & BTRACE_CALL_UNWOUND)
+		printf(" [unwound]");
+	if (c->flags & BTRACE_CALL_PARTIAL)
+		printf(" [partial]");
+	printf("\n");
+	return 0;
+}
+
+/* The listing of thread @i of @r (pass 2). */
+static int list_thread(struct btrace_decode_result *r, size_t i,
+		       const struct tstat *st, enum mode m, uint64_t last)
+{
+	const struct btrace_thread *rt = &r->threads[i];
+	struct printer p = { .m = m, .rt = rt, .st = st, .started = 1 };
+	struct btrace_decode_sink sink = {
+		.sz = sizeof(sink), .arg = &p, .item = pr_item, .call = pr_call,
+	};
+	struct btrace_error err;
+	int ret = CLI_EXIT_OK;
+
+	p.fault = st ? st->fault_item : UINT64_MAX;
+	p.l.r = r;
+	if (m == M_CALLS) {
+		uint64_t n = rt->ncalls + rt->dropped_calls;
+		p.cstart = last && n > last ? n - last : 0;
+		p.mind = st ? min_depth_from(st, p.cstart) : 0;
+	} else {
+		uint64_t n = m == M_INSN ? rt->ninsn : st ? st->nblocks : 0;
+		if (last && n >= last) {
+			p.started = 0;
+			p.x = n - last;
+		}
+	}
+	if (m == M_INSN) {
+		p.l.out = malloc(OUT_SIZE);
+		if (!p.l.out)
+			return cli_failf(CMD, NULL, "out of memory");
+	}
+	if (btrace_decode_thread(r, i, &sink, &err) < 0)
+		ret = p.oom ? cli_failf(CMD, NULL, "out of memory") :
+		      cli_fail(CMD, &err);
+	if (m == M_INSN)
+		out_flush(&p.l);
+	if (ret == CLI_EXIT_OK && m == M_CALLS && rt->fault.found && st &&
+	    p.fault >= st->nitems - 1)
+		fault_line(rt);
+	free(p.l.out);
+	free(p.l.arena);
+	free(p.l.tab);
+	free(p.l.in);
 	return ret;
 }
 
-static void decode_calls(const struct btrace_thread *t, uint64_t last)
+static void free_observer(struct observer *o)
 {
-	size_t start = last && t->ncalls > last ? t->ncalls - last : 0;
-	char a[160], l[160];
-	int mind = 1 << 30;
-
-	for (size_t i = start; i < t->ncalls; i++)
-		if (t->calls[i].depth < mind)
-			mind = t->calls[i].depth;
-	for (size_t i = start; i < t->ncalls; i++) {
-		const struct btrace_call *c = &t->calls[i];
-		if (t->fault.found && c->first_block >= t->fault.block_index &&
-		    (i == start || t->calls[i - 1].first_block < t->fault.block_index))
-			fault_line(t);
-		if (c->flags & BTRACE_CALL_GAP) {
-			printf("%6llu  ", (unsigned long long)(i + 1 + t->dropped_calls));
-			print_gap(t, c->gap);
-			continue;
-		}
-		int d = c->depth - mind;
-		sym_str(a, sizeof(a), c->ip, c->sym);
-		line_str(l, sizeof(l), c->sym);
-		printf("%6llu  %*s%s", (unsigned long long)(i + 1 + t->dropped_calls),
-		       2 * (d > 40 ? 40 : d), "", cli_esc(a));
-		if ((c->flags & BTRACE_CALL_PLT) && c->first_block < t->nblocks &&
-		    t->blocks[c->first_block].kind == BTRACE_ITEM_BLOCK &&
-		    t->blocks[c->first_block].ip != c->ip &&
-		    t->blocks[c->first_block].sym &&
-		    fn_name(t->blocks[c->first_block].sym))
-			printf(" (via %s)", cli_esc(fn_name(t->blocks[c->first_block].sym)));
-		if (l[0])
-			printf("  %s", cli_esc(l));
-		printf("  [%llu insn]", (unsigned long long)c->ninsn);
-		if (c->flags & BTRACE_CALL_TAILCALL)
-			printf(" [tail call]");
-		if (c->flags & BTRACE_CALL_SIGNAL)
-			printf(" [signal]");
-		if (c->flags & BTRACE_CALL_UNWOUND)
-			printf(" [unwound]");
-		if (c->flags & BTRACE_CALL_PARTIAL)
-			printf(" [partial]");
-		printf("\n");
-	}
-	if (t->fault.found && t->fault.block_index >= t->nblocks - 1)
-		fault_line(t);
+	for (size_t i = 0; i < o->n; i++)
+		free(o->st[i].mins);
+	free(o->st);
 }
 
 static void usage(FILE *f)
@@ -548,6 +716,12 @@ int cmd_decode(int argc, char **argv)
 	struct btrace_error err;
 	int mode = -1, c, ret = CLI_EXIT_OK;
 	uint64_t last = 0, v;
+	struct observer obs = { 0 };
+	const struct btrace_decode_sink obs_sink = {
+		.sz = sizeof(obs_sink), .flags = BTRACE_SINK_NO_SYMS, .arg = &obs,
+		.begin = obs_begin, .item = obs_item, .call = obs_call,
+		.end = obs_end,
+	};
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":hv", lo, NULL)) != -1) {
@@ -589,7 +763,9 @@ int cmd_decode(int argc, char **argv)
 		d.search_dir = dir;
 	d.unit = mode == M_INSN ? BTRACE_UNIT_INSNS :
 		 mode == M_BLOCKS ? BTRACE_UNIT_BLOCKS : BTRACE_UNIT_CALLS;
+	d.sink = &obs_sink;
 	if (btrace_decode(snap, &d, &r, &err) < 0) {
+		free_observer(&obs);
 		btrace_snapshot_free(snap);
 		return cli_fail(CMD, &err);
 	}
@@ -608,13 +784,9 @@ int cmd_decode(int argc, char **argv)
 		else
 			printf("cpu %d: %llu instructions\n", t->cpu,
 			       (unsigned long long)t->ninsn);
-		if (mode == M_CALLS)
-			decode_calls(t, last);
-		else if (mode == M_BLOCKS)
-			decode_blocks(t, last);
-		else
-			ret = decode_insns(r, t, last);
+		ret = list_thread(r, i, stat_of(&obs, t), mode, last);
 	}
+	free_observer(&obs);
 	btrace_decode_result_free(r);
 	btrace_snapshot_free(snap);
 	return ret;
