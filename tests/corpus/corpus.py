@@ -562,8 +562,16 @@ def mask(text):
 
 
 def btrace_lines(err):
-    return '\n'.join(ln for ln in err.splitlines()
-                     if not re.match(r'^btrace( record)?:', ln))
+    """The program's stderr: without btrace's own messages, which begin
+    with "btrace:" or "btrace record:" and wrap at 80 columns onto lines
+    indented by two spaces (bt_msg)."""
+    out, ours = [], False
+    for ln in err.splitlines():
+        ours = bool(re.match(r'^btrace( record)?:', ln) or
+                    (ours and re.match(r'^  \S', ln)))
+        if not ours:
+            out.append(ln)
+    return '\n'.join(out)
 
 
 def crashed_thread(rep):
@@ -672,6 +680,16 @@ def check_case(case, nat, g, rec, rep, snaps, btrace, snap):
                 # Another IFUNC variant (the emulated CPU has other
                 # features): the offsets are not comparable.
                 same = True
+            elif not fault.get('function') and gfn and ff.get('pc') and \
+                    fault.get('ip') and fault.get('module') and \
+                    ff.get('module'):
+                # btrace has no name for it (the file's symbols are gone):
+                # the same module and the same offset in the page.
+                fip = int(fault.get('ip'), 16)
+                same = any(L.base(fault.get('module')) ==
+                           L.base(ff.get('module')) and
+                           (fip & 0xfff) == ((ff.get('pc') - b) & 0xfff)
+                           for b in back)
             elif fault.get('function') or gfn:
                 same = (same_fn(fault.get('function'), gfn) and
                         ff.get('offset') is not None and
