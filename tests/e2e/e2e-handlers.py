@@ -73,6 +73,15 @@ def children(pid):
         return []
 
 
+def is_emulator(pid):
+    try:
+        with open('/proc/%d/cmdline' % pid, 'rb') as f:
+            argv0 = f.read().split(b'\0')[0]
+    except OSError:
+        return False
+    return b'qemu' in os.path.basename(argv0)
+
+
 def kill_case(btrace, work, prog):
     snap = os.path.join(work, 'kill.btrace')
     p = subprocess.Popen([btrace, 'record', '-b', 'qemu', '-q', '-o', snap,
@@ -80,9 +89,9 @@ def kill_case(btrace, work, prog):
                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     guest = 0
-    for _ in range(100):   # the emulator: btrace's child
-        time.sleep(0.1)
-        kids = children(p.pid)
+    for _ in range(100):   # the emulator: btrace's child running QEMU
+        time.sleep(0.1)    # (btrace's janitor is a child too)
+        kids = [k for k in children(p.pid) if is_emulator(k)]
         if kids:
             guest = kids[0]
             break

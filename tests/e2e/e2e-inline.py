@@ -290,7 +290,7 @@ def main():
                                                    f.get('line')),
                      bool(f.get('inlined'))) for f in upto_main(stack)]
             same = len(tf) == len(want) and all(
-                (a[0] == b[0] or (len(a[0]) > 20 and a[0].endswith('~') and
+                (a[0] == b[0] or (len(a[0]) > 8 and a[0].endswith('~') and
                                   b[0].startswith(a[0][:-1]))) and
                 (a[1] == b[1] or not b[2] and b[1].endswith(':None')) and
                 a[2] == b[2] for a, b in zip(tf, want))
