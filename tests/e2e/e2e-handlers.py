@@ -65,23 +65,6 @@ def handler_case(btrace, work, name, prog, death):
          (name, (d.get('signal') or {}).get('name')))
 
 
-def children(pid):
-    try:
-        with open('/proc/%d/task/%d/children' % (pid, pid)) as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
-
-
-def is_emulator(pid):
-    try:
-        with open('/proc/%d/cmdline' % pid, 'rb') as f:
-            argv0 = f.read().split(b'\0')[0]
-    except OSError:
-        return False
-    return b'qemu' in os.path.basename(argv0)
-
-
 def kill_case(btrace, work, prog):
     snap = os.path.join(work, 'kill.btrace')
     p = subprocess.Popen([btrace, 'record', '-b', 'qemu', '-q', '-o', snap,
@@ -91,7 +74,7 @@ def kill_case(btrace, work, prog):
     guest = 0
     for _ in range(100):   # the emulator: btrace's child running QEMU
         time.sleep(0.1)    # (btrace's janitor is a child too)
-        kids = [k for k in children(p.pid) if is_emulator(k)]
+        kids = L.emulators(p.pid)
         if kids:
             guest = kids[0]
             break

@@ -192,8 +192,7 @@ def case_spin(t, btrace, progdir, work, mode):
     t.ok(line.strip() == 'spinning', 'the program reached its loop')
     time.sleep(1.0)
     # The emulator is btrace's child.
-    kids = subprocess.run(['pgrep', '-P', str(p.pid)], capture_output=True,
-                          text=True).stdout.split()
+    kids = L.emulators(p.pid)
     if not t.ok(len(kids) == 1, 'found the emulator (%s)' % kids):
         p.kill()
         p.wait()

@@ -73,6 +73,26 @@ def skip_all(reason):
     return 0
 
 
+def emulators(pid):
+    """The children of btrace (@pid) that run QEMU (its janitor is a
+    child too)."""
+    try:
+        with open('/proc/%d/task/%d/children' % (pid, pid)) as f:
+            kids = [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+    out = []
+    for k in kids:
+        try:
+            with open('/proc/%d/cmdline' % k, 'rb') as f:
+                argv0 = f.read().split(b'\0')[0]
+        except OSError:
+            continue
+        if b'qemu' in os.path.basename(argv0):
+            out.append(k)
+    return out
+
+
 def run_main(main):
     """Exit with main()'s status; a btrace command that failed (main
     raised RuntimeError) is one failed TAP test that says which."""
