@@ -290,9 +290,4 @@ def main():
 
 
 if __name__ == '__main__':
-    try:
-        sys.exit(main())
-    except RuntimeError as e:
-        print('not ok - %s' % e)
-        print('1..1')
-        sys.exit(1)
+    L.run_main(main)
