@@ -194,6 +194,9 @@ def case_spin(t, btrace, progdir, work, mode):
     # The emulator is btrace's child.
     kids = L.emulators(p.pid)
     if not t.ok(len(kids) == 1, 'found the emulator (%s)' % kids):
+        # the program would go on spinning without btrace: stop it too
+        for k in kids:
+            os.kill(k, signal.SIGKILL)
         p.kill()
         p.wait()
         return
