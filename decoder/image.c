@@ -223,16 +223,18 @@ static int same_code_as_snapshot(const struct bt_ctx *c,
 				 const struct bt_module *mod, const char *path)
 {
 	const struct btrace_snapshot *s = c->snap;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), checked = 0, ok = 1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), checked = 0, ok = 1;
 	uint8_t *buf = NULL;
 	uint8_t id[BTRACE_BUILD_ID_MAX];
 	uint32_t n = 0;
+	struct stat st;
 
 	if (fd < 0)
 		return 0;
-	if (bt_elf_build_id(path, id, &n) == 0) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    bt_elf_build_id(path, id, &n) == 0) {
 		close(fd);
-		return 0;   /* this file has an ID: not the one that ran */
+		return 0;   /* not a regular file, or it has an ID: not the one that ran */
 	}
 	for (size_t i = 0; i < s->ncode && ok; i++) {
 		const struct btrace_code *code = &s->code[i];
@@ -241,8 +243,14 @@ static int same_code_as_snapshot(const struct bt_ctx *c,
 		    !code->path || strcmp(code->path, mod->path) ||
 		    !code->data || !code->size || code->size > (1u << 30))
 			continue;
-		buf = realloc(buf, code->size);
-		ok = buf && pread(fd, buf, code->size, (off_t)code->file_offset) ==
+		uint8_t *nb = realloc(buf, code->size);
+
+		if (!nb) {
+			ok = 0;
+			break;
+		}
+		buf = nb;
+		ok = pread(fd, buf, code->size, (off_t)code->file_offset) ==
 			    (ssize_t)code->size &&
 		     !memcmp(buf, code->data, code->size);
 		checked++;
