@@ -1918,7 +1918,7 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 		rc = btrace_writer_add_meta(j->w, "limit.fault-left-history",
 					    txt, j->err);
 		if (!rc && !(o->flags & BTRACE_RECORD_QUIET))
-			fprintf(stderr, "btrace record: %s\n", txt);
+			bt_msg("btrace record: %s", txt);
 	}
 	if (!rc && guard_hit && r.hdr->nhandlers) {
 		/* A main-stack overflow with signal handlers installed: a
@@ -1939,7 +1939,7 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 		rc = btrace_writer_add_meta(j->w, "limit.stack-layout", txt,
 					    j->err);
 		if (!rc && !(o->flags & BTRACE_RECORD_QUIET))
-			fprintf(stderr, "btrace record: %s\n", txt);
+			bt_msg("btrace record: %s", txt);
 	}
 	if (!rc) {
 		rc = btrace_writer_commit(j->w, j->err);
