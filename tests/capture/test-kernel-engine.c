@@ -28,37 +28,7 @@
 #include "capture/engine.h"
 #include "capture/perf.h"
 #include "util.h"
-
-static char child_path[1024], tmpdir[256];
-
-static void engine_opts(struct bt_engine_opts *o,
-			const struct btrace_record_opts *rec)
-{
-	memset(o, 0, sizeof(*o));
-	o->rec = rec;
-	o->trace_attr.type = PERF_TYPE_SOFTWARE;
-	o->trace_attr.config = PERF_COUNT_SW_DUMMY;
-	o->trace_attr.exclude_kernel = 1;
-	o->trace_attr.exclude_hv = 1;
-	o->pmu_name = "dummy (stand-in for intel_pt)";
-	o->has_aux = false;
-	o->data_pages = 1;
-	o->sideband_pages = 8;
-	o->use_registry = true;
-	o->test_event = true;
-	o->cfg.backend = BTRACE_BACKEND_PT;
-	o->cfg.trace_kind = BTRACE_TRACE_PT;
-}
-
-static const char *out_path(const char *name)
-{
-	static char buf[4][512];
-	static int n;
-	char *p = buf[n++ % 4];
-
-	snprintf(p, 512, "%s/%s", tmpdir, name);
-	return p;
-}
+#include "engine-test.h"
 
 static struct btrace_snapshot *read_snap(struct bt_test *t, const char *path)
 {
@@ -83,7 +53,7 @@ static int launch(const char *out, uint32_t flags, int max_tasks,
 	rec.output = out;
 	rec.flags = flags | BTRACE_RECORD_QUIET;
 	rec.on = BTRACE_ON_DEFAULT;
-	engine_opts(&o, &rec);
+	engine_opts(&o, &rec, true);
 	o.max_tasks = max_tasks;
 	memset(res, 0, sizeof(*res));
 	return bt_engine_run(&o, res, err);
@@ -251,7 +221,7 @@ static pid_t spawn_launcher(char **argv, const char *out, int tick_ms,
 		rec.output = out;
 		rec.flags = getenv("BT_TEST_VERBOSE") ? 0 : BTRACE_RECORD_QUIET;
 		rec.on = BTRACE_ON_DEFAULT;
-		engine_opts(&o, &rec);
+		engine_opts(&o, &rec, true);
 		o.tick_ms = tick_ms;
 		o.max_tasks = max_tasks;
 		r = bt_engine_run(&o, &res, &err);
@@ -261,8 +231,6 @@ static pid_t spawn_launcher(char **argv, const char *out, int tick_ms,
 	}
 	return p;
 }
-
-static int wait_exit(pid_t p, int ms);
 
 /* The crash stop wakes the loop by itself (SIGCHLD through a signalfd):
  * with the periodic tick switched off, an engine that only polled would
@@ -291,23 +259,6 @@ static void test_stop_wakes_loop(struct bt_test *t)
 
 /* --- attach: gdb beside, two btrace processes --- */
 
-static pid_t spawn(char **argv)
-{
-	pid_t p = fork();
-
-	if (p == 0) {
-		int fd = open("/dev/null", O_RDWR);
-
-		dup2(fd, 0);
-		dup2(fd, 1);
-		if (!getenv("BT_TEST_VERBOSE"))
-			dup2(fd, 2);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	return p;
-}
-
 /* Run an attach-mode engine in a child process; exit code 0 = ran. */
 static pid_t spawn_engine(pid_t target, const char *out, uint32_t flags)
 {
@@ -324,7 +275,7 @@ static pid_t spawn_engine(pid_t target, const char *out, uint32_t flags)
 		rec.output = out;
 		rec.flags = flags | (getenv("BT_TEST_VERBOSE") ? 0 : BTRACE_RECORD_QUIET);
 		rec.on = BTRACE_ON_DEFAULT;
-		engine_opts(&o, &rec);
+		engine_opts(&o, &rec, true);
 		r = bt_engine_run(&o, &res, &err);
 		if (r < 0)
 			fprintf(stderr, "engine: %s\n", err.msg);
@@ -390,20 +341,6 @@ static bool exists(pid_t unused, pid_t unused2)
 	(void)unused;
 	(void)unused2;
 	return false;
-}
-
-static int wait_exit(pid_t p, int ms)
-{
-	int st;
-
-	for (int i = 0; i < ms / 10; i++) {
-		if (waitpid(p, &st, WNOHANG) == p)
-			return st;
-		usleep(10000);
-	}
-	kill(p, SIGKILL);
-	waitpid(p, &st, 0);
-	return -1;
 }
 
 static void test_attach_beside_gdb(struct bt_test *t)

@@ -43,68 +43,7 @@
 #include "capture/engine-internal.h"
 #include "capture/perf.h"
 #include "util.h"
-
-static char child_path[1024], tmpdir[256];
-
-static void engine_opts(struct bt_engine_opts *o,
-			const struct btrace_record_opts *rec)
-{
-	memset(o, 0, sizeof(*o));
-	o->rec = rec;
-	o->trace_attr.type = PERF_TYPE_SOFTWARE;
-	o->trace_attr.config = PERF_COUNT_SW_DUMMY;
-	o->trace_attr.exclude_kernel = 1;
-	o->trace_attr.exclude_hv = 1;
-	o->pmu_name = "dummy (stand-in for intel_pt)";
-	o->has_aux = false;
-	o->data_pages = 1;
-	o->sideband_pages = 8;
-	o->use_registry = false;
-	o->test_event = true;
-	o->cfg.backend = BTRACE_BACKEND_PT;
-	o->cfg.trace_kind = BTRACE_TRACE_PT;
-}
-
-static const char *out_path(const char *name)
-{
-	static char buf[4][512];
-	static int n;
-	char *p = buf[n++ % 4];
-
-	snprintf(p, 512, "%s/%s", tmpdir, name);
-	return p;
-}
-
-static pid_t spawn(char **argv)
-{
-	pid_t p = fork();
-
-	if (p == 0) {
-		int fd = open("/dev/null", O_RDWR);
-
-		dup2(fd, 0);
-		dup2(fd, 1);
-		if (!getenv("BT_TEST_VERBOSE"))
-			dup2(fd, 2);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	return p;
-}
-
-static int wait_exit(pid_t p, int ms)
-{
-	int st;
-
-	for (int i = 0; i < ms / 10; i++) {
-		if (waitpid(p, &st, WNOHANG) == p)
-			return st;
-		usleep(10000);
-	}
-	kill(p, SIGKILL);
-	waitpid(p, &st, 0);
-	return -1;
-}
+#include "engine-test.h"
 
 static void end_target(pid_t target)
 {
@@ -166,7 +105,7 @@ static void test_catch_all_failure_no_stale_fd(struct bt_test *t)
 	pid_t target;
 	int before, after, cx, r, probe;
 
-	engine_opts(&o, &rec);
+	engine_opts(&o, &rec, false);
 	rec.flags = BTRACE_RECORD_QUIET;
 	o.has_aux = true;       /* the AUX mmap is refused by the kernel */
 	o.max_tasks = 1;        /* the thread goes to the catch-all rings */
@@ -252,7 +191,7 @@ static void test_first_stop_before_clone_event(struct bt_test *t)
 			pause();
 	}
 	close(go[0]);
-	engine_opts(&o, &rec);
+	engine_opts(&o, &rec, false);
 	rec.flags = BTRACE_RECORD_QUIET;
 	rec.on = BTRACE_ON_DEFAULT;
 	memset(&e, 0, sizeof(e));
@@ -365,7 +304,7 @@ static void test_untraced_threads_recorded(struct bt_test *t)
 		rec.output = out;
 		rec.flags = getenv("BT_TEST_VERBOSE") ? 0 : BTRACE_RECORD_QUIET;
 		rec.on = BTRACE_ON_DEFAULT;
-		engine_opts(&o, &rec);
+		engine_opts(&o, &rec, false);
 		o.data_pages = dp;
 		r = bt_engine_run(&o, &res, &err);
 		if (r < 0)
@@ -428,7 +367,7 @@ static pid_t spawn_attach(pid_t target, int max_tasks, rlim_t nofile)
 		rec.output = out_path("attach.btrace");
 		rec.flags = getenv("BT_TEST_VERBOSE") ? 0 : BTRACE_RECORD_QUIET;
 		rec.on = BTRACE_ON_DEFAULT;
-		engine_opts(&o, &rec);
+		engine_opts(&o, &rec, false);
 		o.max_tasks = max_tasks;
 		r = bt_engine_run(&o, &res, &err);
 		if (r < 0)
@@ -553,7 +492,7 @@ static void test_data_ring_lost_records(struct bt_test *t)
 	rec.output = out;
 	rec.flags = BTRACE_RECORD_QUIET;
 	rec.on = BTRACE_ON_DEFAULT;
-	engine_opts(&o, &rec);
+	engine_opts(&o, &rec, false);
 	o.trace_attr.config = PERF_COUNT_SW_PAGE_FAULTS;
 	o.trace_attr.sample_period = 1;
 	o.trace_attr.sample_type = PERF_SAMPLE_TID;
@@ -617,7 +556,7 @@ static void test_aux_marks_kept(struct bt_test *t)
 	n += put_rec(d + n, PERF_RECORD_AUX, a3, 3);
 	pc = (void *)ring;
 	pc->data_head = n;
-	engine_opts(&o, &rec);
+	engine_opts(&o, &rec, false);
 	rec.flags = BTRACE_RECORD_QUIET | BTRACE_RECORD_NO_CODE;
 	memset(&e, 0, sizeof(e));
 	e.o = &o;
@@ -688,7 +627,7 @@ static int split_case(const char *out, const uint8_t *aux, uint64_t aux_head,
 	struct bt_perf_ring *r;
 	int ret;
 
-	engine_opts(&o, &rec);
+	engine_opts(&o, &rec, false);
 	o.has_aux = true;
 	rec.flags = BTRACE_RECORD_QUIET | BTRACE_RECORD_NO_CODE;
 	memset(&e, 0, sizeof(e));
@@ -845,7 +784,7 @@ static void test_replaced_code_and_time(struct bt_test *t)
 	rec.output = out;
 	rec.flags = BTRACE_RECORD_QUIET;
 	rec.on = BTRACE_ON_DEFAULT;
-	engine_opts(&o, &rec);
+	engine_opts(&o, &rec, false);
 	BT_REQUIRE(t, bt_engine_run(&o, &res, &err) == 0);
 	BT_EQ_INT(t, 128 + SIGSEGV, res.shell_status);
 	BT_REQUIRE(t, btrace_snapshot_read(out, 0, &s, &err) == 0);

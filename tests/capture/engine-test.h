@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the kernel tests of the engine share (test-kernel-engine.c,
+ * test-kernel-threads.c): the engine set up with a software dummy event in
+ * place of Intel PT, paths in the test's directory, child processes.
+ * Included by one test program each: everything here is static.
+ */
+#ifndef BT_ENGINE_TEST_H
+#define BT_ENGINE_TEST_H
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/perf_event.h>
+
+#include "capture/engine.h"
+
+static char child_path[1024], tmpdir[256];
+
+/* The engine with a dummy software event standing in for intel_pt. */
+static void engine_opts(struct bt_engine_opts *o,
+			const struct btrace_record_opts *rec, bool registry)
+{
+	memset(o, 0, sizeof(*o));
+	o->rec = rec;
+	o->trace_attr.type = PERF_TYPE_SOFTWARE;
+	o->trace_attr.config = PERF_COUNT_SW_DUMMY;
+	o->trace_attr.exclude_kernel = 1;
+	o->trace_attr.exclude_hv = 1;
+	o->pmu_name = "dummy (stand-in for intel_pt)";
+	o->has_aux = false;
+	o->data_pages = 1;
+	o->sideband_pages = 8;
+	o->use_registry = registry;
+	o->test_event = true;
+	o->cfg.backend = BTRACE_BACKEND_PT;
+	o->cfg.trace_kind = BTRACE_TRACE_PT;
+}
+
+/* @name in the test's directory (four results may be in use at once). */
+static const char *out_path(const char *name)
+{
+	static char buf[4][512];
+	static int n;
+	char *p = buf[n++ % 4];
+
+	snprintf(p, 512, "%s/%s", tmpdir, name);
+	return p;
+}
+
+/* Run @argv with its output on /dev/null (stderr kept with
+ * BT_TEST_VERBOSE). */
+static pid_t spawn(char **argv)
+{
+	pid_t p = fork();
+
+	if (p == 0) {
+		int fd = open("/dev/null", O_RDWR);
+
+		dup2(fd, 0);
+		dup2(fd, 1);
+		if (!getenv("BT_TEST_VERBOSE"))
+			dup2(fd, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	return p;
+}
+
+/* The wait status of @p, or -1 (and @p killed) after @ms milliseconds: a
+ * hang guard. */
+static int wait_exit(pid_t p, int ms)
+{
+	int st;
+
+	for (int i = 0; i < ms / 10; i++) {
+		if (waitpid(p, &st, WNOHANG) == p)
+			return st;
+		usleep(10000);
+	}
+	kill(p, SIGKILL);
+	waitpid(p, &st, 0);
+	return -1;
+}
+
+#endif
