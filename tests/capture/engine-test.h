@@ -19,7 +19,9 @@
 
 #include <linux/perf_event.h>
 
+#include "bt-test.h"
 #include "capture/engine.h"
+#include "capture/perf.h"
 
 static char child_path[1024], tmpdir[256];
 
@@ -87,6 +89,43 @@ static int wait_exit(pid_t p, int ms)
 	kill(p, SIGKILL);
 	waitpid(p, &st, 0);
 	return -1;
+}
+
+/* The program's start: sbchild's path, a fresh directory /tmp/@name-XXXXXX
+ * (skip when it cannot be made, or when the kernel refuses the dummy
+ * event the engine runs on). */
+static void engine_test_setup(const char *name)
+{
+	const char *b = getenv("BT_BUILD_ROOT");
+	struct perf_event_attr a;
+	int fd;
+
+	snprintf(child_path, sizeof(child_path), "%s/tests/capture/sbchild",
+		 b ? b : ".");
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/%s-XXXXXX", name);
+	if (!mkdtemp(tmpdir))
+		bt_test_skip_all("mkdtemp failed");
+	memset(&a, 0, sizeof(a));
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_DUMMY;
+	a.exclude_kernel = 1;
+	fd = bt_perf_sys_open(&a, 0, -1, -1, 0);
+	if (fd < 0)
+		bt_test_skip_all("perf_event_open of a dummy event failed");
+	close(fd);
+}
+
+/* The directory removed (unless BT_TEST_KEEP); @r passed through. */
+static int engine_test_finish(int r)
+{
+	if (!getenv("BT_TEST_KEEP")) {
+		char cmd[400];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		if (system(cmd) != 0)
+			r = r ? r : 0;
+	}
+	return r;
 }
 
 #endif

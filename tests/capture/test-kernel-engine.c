@@ -607,34 +607,13 @@ int main(void)
 		BT_TEST_CASE(test_join_foreign_owner),
 		BT_TEST_CASE(test_join_owner_leaves_no_hardware),
 	};
-	const char *b = getenv("BT_BUILD_ROOT");
-	struct perf_event_attr a;
 	char reg[300];
-	int fd, r;
+	int r;
 
 	(void)exists;
-	snprintf(child_path, sizeof(child_path), "%s/tests/capture/sbchild",
-		 b ? b : ".");
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/bt-engine-test-XXXXXX");
-	if (!mkdtemp(tmpdir))
-		bt_test_skip_all("mkdtemp failed");
+	engine_test_setup("bt-engine-test");
 	snprintf(reg, sizeof(reg), "%s/registry", tmpdir);
 	setenv("BTRACE_REGISTRY", reg, 1);
-	memset(&a, 0, sizeof(a));
-	a.type = PERF_TYPE_SOFTWARE;
-	a.config = PERF_COUNT_SW_DUMMY;
-	a.exclude_kernel = 1;
-	fd = bt_perf_sys_open(&a, 0, -1, -1, 0);
-	if (fd < 0)
-		bt_test_skip_all("perf_event_open of a dummy event failed");
-	close(fd);
 	r = bt_test_run(cases, (int)(sizeof(cases) / sizeof(cases[0])));
-	if (!getenv("BT_TEST_KEEP")) {
-		char cmd[400];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-		if (system(cmd) != 0)
-			r = r ? r : 0;
-	}
-	return r;
+	return engine_test_finish(r);
 }

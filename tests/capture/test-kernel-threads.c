@@ -877,31 +877,10 @@ int main(void)
 		BT_TEST_CASE(test_replaced_code_and_time),
 		BT_TEST_CASE(test_cap_in_user_namespace),
 	};
-	const char *b = getenv("BT_BUILD_ROOT");
-	struct perf_event_attr a;
-	int fd, r;
+	int r;
 
-	snprintf(child_path, sizeof(child_path), "%s/tests/capture/sbchild",
-		 b ? b : ".");
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/bt-threads-test-XXXXXX");
-	if (!mkdtemp(tmpdir))
-		bt_test_skip_all("mkdtemp failed");
+	engine_test_setup("bt-threads-test");
 	chmod(tmpdir, 0711);   /* the unprivileged uid reaches its own subdir */
-	memset(&a, 0, sizeof(a));
-	a.type = PERF_TYPE_SOFTWARE;
-	a.config = PERF_COUNT_SW_DUMMY;
-	a.exclude_kernel = 1;
-	fd = bt_perf_sys_open(&a, 0, -1, -1, 0);
-	if (fd < 0)
-		bt_test_skip_all("perf_event_open of a dummy event failed");
-	close(fd);
 	r = bt_test_run(cases, (int)(sizeof(cases) / sizeof(cases[0])));
-	if (!getenv("BT_TEST_KEEP")) {
-		char cmd[400];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-		if (system(cmd) != 0)
-			r = r ? r : 0;
-	}
-	return r;
+	return engine_test_finish(r);
 }
