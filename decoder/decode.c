@@ -634,9 +634,10 @@ static int decode_pt_tail(struct bt_ctx *c, const struct btrace_buffer *buf,
 	/* A handler went on after the fault: the history before the fault is
 	 * not at the end, so keep all of it (see below), from the first pass
 	 * on (a small buffer is whole at the first pass). */
-	if (b->t->crashed && buf->size <= (16u << 20) &&
+	if (b->t->crashed && buf->size <= (16u << 20) && !b->sink &&
 	    btrace_snapshot_meta(c->snap, "qemu.final_signal"))
-		b->keep = 0;
+		b->keep = 0;   /* (bounded by the buffer; streaming, the sink
+				* has the history) */
 	for (;;) {
 		/* the step-th PSB before the previous start */
 		int64_t s = start < 0 ? (int64_t)buf->size : start;
@@ -676,12 +677,7 @@ static int decode_pt_tail(struct bt_ctx *c, const struct btrace_buffer *buf,
 			 * asked for). */
 			if (b->t->crashed && !b->t->fault.death_ip &&
 			    btrace_snapshot_meta(c->snap, "qemu.final_signal")) {
-				/* and keep all of it: the history before the
-				 * fault is not at the end (bounded by the
-				 * buffer, if it is not huge; streaming, the
-				 * sink has it) */
-				if (buf->size <= (16u << 20) && !b->sink)
-					b->keep = 0;
+				/* (keeping all of it: set before the loop) */
 				step *= 2;
 				continue;
 			}
