@@ -26,6 +26,9 @@ int bt_qemu_record(const struct btrace_record_opts *opts,
 int bt_capture_join(const struct btrace_record_opts *opts,
 		    struct btrace_record_result *res,
 		    struct btrace_error *err) __attribute__((weak));
+/* The one message for -p PID without hardware tracing (qemu-owner.c). */
+int bt_qemu_attach_refused(int pid, const char *why,
+			   struct btrace_error *err) __attribute__((weak));
 
 static const char *backend_label(uint32_t b)
 {
@@ -103,6 +106,19 @@ int btrace_record(const struct btrace_record_opts *opts,
 	}
 
 	backend = opts->backend;
+	if (opts->pid && backend == BTRACE_BACKEND_UNKNOWN &&
+	    bt_qemu_attach_refused) {
+		/* Attaching needs Intel PT or BTS: without either, one
+		 * message saying so and what to do instead, not the
+		 * probes' lines and then QEMU's refusal. */
+		struct btrace_error pt = { 0 }, bts = { 0 };
+
+		if (probe(BTRACE_BACKEND_PT, opts, &pt) &&
+		    probe(BTRACE_BACKEND_BTS, opts, &bts))
+			return bt_qemu_attach_refused(opts->pid,
+				"Intel PT and BTS are unavailable here "
+				"('btrace doctor' says why)", err);
+	}
 	if (backend == BTRACE_BACKEND_UNKNOWN)
 		backend = pick_auto(opts, opts->flags & BTRACE_RECORD_QUIET);
 	res->backend = backend;

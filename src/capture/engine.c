@@ -37,15 +37,16 @@ static void say(const struct bt_engine *e, const char *fmt, ...)
 
 static void say(const struct bt_engine *e, const char *fmt, ...)
 {
+	char buf[2048];
 	va_list ap;
 
 	if (e->rec->flags & BTRACE_RECORD_QUIET)
 		return;
-	fputs("btrace record: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	/* wrapped at 80 columns like the rest of record's lines */
+	bt_msg("btrace record: %s", buf);
 }
 
 static struct bt_perf_ctx ctx_for(const struct bt_engine *e, pid_t tid, int cpu)

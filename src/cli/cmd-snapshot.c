@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* btrace snapshot PID: an on-demand snapshot of a running recording. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <btrace/capture.h>
 
@@ -58,8 +60,22 @@ int cmd_snapshot(int argc, char **argv)
 	c = cli_check_output("snapshot", out);
 	if (c)
 		return c;
-	if (btrace_snapshot_request((int)pid, out, &err) < 0)
+	if (btrace_snapshot_request((int)pid, out, &err) < 0) {
+		char proc[64];
+
+		/* Nobody records it: the registry's hint (attach with -p)
+		 * works only with Intel PT or BTS; say what works anywhere. */
+		snprintf(proc, sizeof(proc), "/proc/%llu",
+			 (unsigned long long)pid);
+		if (err.code == -ESRCH && access(proc, F_OK) == 0)
+			snprintf(err.hint, sizeof(err.hint), "%s",
+				 "only a process btrace records has a "
+				 "snapshot: start it with 'btrace record -- "
+				 "PROGRAM' (any backend), or attach with "
+				 "'btrace record -p PID' (Intel PT or BTS "
+				 "only)");
 		return cli_fail("snapshot", &err);
+	}
 	fprintf(stderr, "btrace snapshot: written to %s\n", out);
 	return CLI_EXIT_OK;
 }

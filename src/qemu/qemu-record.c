@@ -38,6 +38,7 @@
 #include "plugin-exec.h"
 #include "qemu-launch.h"
 #include "qemu-limits.h"
+#include "qemu-owner.h"
 #include "qemu-record.h"
 #include "util.h"
 
@@ -894,6 +895,9 @@ struct bt_job {
 	struct timespec died;           /* when the death was seen */
 	struct btrace_writer *w;
 	struct btrace_error *err;
+	struct bt_qowner *owner;        /* registry owner (qemu-owner.h) */
+	const char *ondemand_out;       /* an on-demand snapshot's path:
+					 * the process runs (stopped) */
 };
 
 /*
@@ -1550,7 +1554,8 @@ static int bt_write_untraced(struct bt_job *j, const struct bt_qemu_ring *r,
 		 h->nslots + h->nxslots,
 		 crashed_untraced && crashed_tid ? ", among them the thread that "
 		 "died: its fault comes from the registers alone" :
-		 !crashed_tid ? ", so the thread that died is not known" : "",
+		 !crashed_tid && !j->ondemand_out ?
+		 ", so the thread that died is not known" : "",
 		 strchr(v, ':') ? strchr(v, ':') + 2 : v);
 	return btrace_writer_add_meta(j->w, "limit.untraced-threads", t, j->err);
 }
@@ -1577,7 +1582,9 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 	struct btrace_config cfg;
 	struct btrace_signal sig;
 	char core_path[PATH_MAX], out[PATH_MAX], exe[PATH_MAX];
-	int rc, signo = WIFSIGNALED(j->status) ? WTERMSIG(j->status) : 0;
+	int ondemand = j->ondemand_out != NULL;
+	int rc, signo = !ondemand && WIFSIGNALED(j->status) ?
+			WTERMSIG(j->status) : 0;
 	int crashed_tid = 0, reraise = 0, noted = 0, untraced_died = 0, guard_hit = 0;
 	const struct bt_ring_slot *lost_fault = NULL;
 	const struct bt_ring_slot *crashed = NULL;
@@ -1647,13 +1654,20 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 				crashed = s;
 		}
 	}
+	if (ondemand) {
+		/* No thread died: none is the crashed one. */
+		crashed = NULL;
+		untraced_died = 0;
+	}
 	if (crashed)
 		crashed_tid = crashed->tid;
 	else if (!untraced_died)
 		crashed_tid = 0;   /* unknown */
 
 	/* Output path; a forked child's gets its pid inserted. */
-	if (o->output && *o->output && j->child) {
+	if (ondemand) {
+		snprintf(out, sizeof(out), "%s", j->ondemand_out);
+	} else if (o->output && *o->output && j->child) {
 		const char *base = bt_basename(o->output);
 		const char *dot = strrchr(base, '.');
 		int pre = dot && dot != base ? (int)(dot - o->output) :
@@ -1684,7 +1698,8 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 	cfg.user_only = 1;
 	cfg.requested_size = j->size;
 	cfg.pad = j->pad;
-	cfg.crash_mode = signo || (crashed && crashed->nfaults) ?
+	cfg.crash_mode = ondemand ? BTRACE_CRASH_ONDEMAND :
+			 signo || (crashed && crashed->nfaults) ?
 			 BTRACE_CRASH_PASSIVE : BTRACE_CRASH_EXIT;
 	rc = btrace_writer_set_config(j->w, &cfg, j->err);
 
@@ -1845,7 +1860,7 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 		rc = bt_write_maps(j, &r);
 	if (!rc && sig.signo)
 		rc = btrace_writer_set_signal(j->w, &sig, j->err);
-	if (!rc && !sig.signo && j->status >= 0) {
+	if (!rc && !sig.signo && !ondemand && j->status >= 0) {
 		/* an exit snapshot (--on exit): how the process ended */
 		char v[64];
 
@@ -1945,7 +1960,7 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 		rc = btrace_writer_commit(j->w, j->err);
 		j->w = NULL;
 	}
-	if (rc)
+	if (rc || ondemand)
 		goto done;
 	res->snapshots++;
 	snprintf(res->snapshot_path, sizeof(res->snapshot_path), "%s", out);
@@ -2072,11 +2087,37 @@ static int bt_snapshot_timed(struct bt_job *j, const char *ring_path,
 	double cpu = bt_cpu_ms();
 	int rc = bt_snapshot(j, ring_path, res);
 
+	/* The processes that joined the recording get it too. */
+	if (!rc)
+		bt_qowner_publish(j->owner, j->pid, res->snapshot_path);
 	if (!rc && getenv("BTRACE_QEMU_TIMING"))
 		fprintf(stderr, "btrace: snapshot of pid %d written %.1f ms "
 			"after its death (%.1f ms of CPU)\n", j->pid,
 			bt_ms_since(&j->died), bt_cpu_ms() - cpu);
 	return rc;
+}
+
+/*
+ * `btrace snapshot PID` (qemu-owner.c): process @pid is stopped; its ring
+ * is read as at a death, and the snapshot written to @path with the crash
+ * mode "on demand".  @ctx is the launched process's job.
+ */
+static int bt_snapshot_ondemand(void *ctx, pid_t pid, const char *path,
+				struct btrace_error *err)
+{
+	const struct bt_job *root = ctx;
+	struct bt_job cj = *root;
+	char ring_path[PATH_MAX + 32];
+
+	snprintf(ring_path, sizeof(ring_path), "%s/ring.%d", cj.dir, (int)pid);
+	cj.pid = pid;
+	cj.child = pid != root->pid;
+	cj.status = -1;
+	cj.w = NULL;
+	cj.core = NULL;
+	cj.err = err;
+	cj.ondemand_out = path;
+	return bt_snapshot(&cj, ring_path, NULL);
 }
 
 /* The wait status of a forked child that is not ours (its parent is the
@@ -2158,6 +2199,7 @@ static void bt_child_died(struct bt_tree *t, struct bt_proc *p)
 	int fd;
 
 	bt_child_died_1(t, p);
+	bt_qowner_drop(t->j->owner, p->pid);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	p->pidfd = -1;
@@ -2247,6 +2289,9 @@ static void bt_tree_scan(struct bt_tree *t)
 			p->pid = pid;
 			p->done = 0;
 			p->pidfd = bt_pidfd_open(pid);
+			/* `btrace snapshot` and joins reach it too */
+			if (p->pidfd >= 0)
+				bt_qowner_claim(t->j->owner, pid);
 		}
 		/* Let the child run: it waits for this mark. */
 		fd = bt_rings_fd(t->j->rs, pid);
@@ -2299,11 +2344,11 @@ static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
 	}
 	t.ino = j->rs->sock;
 	for (;;) {
-		size_t k = 2;
+		size_t k = 2, ko, no;
 		int r;
 
 		free(pf);
-		pf = calloc(t.n + 2, sizeof(*pf));
+		pf = calloc(t.n + 2 + bt_qowner_nfds(j->owner), sizeof(*pf));
 		if (!pf)
 			break;
 		pf[0].fd = t.ino;
@@ -2314,11 +2359,16 @@ static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
 			pf[k].fd = t.p[i].done ? -1 : t.p[i].pidfd;
 			pf[k++].events = POLLIN;
 		}
-		r = poll(pf, k, -1);
+		/* the registry's sockets last: snapshot requests, joins */
+		ko = k;
+		no = bt_qowner_fill(j->owner, pf + ko);
+		r = poll(pf, ko + no, -1);
 		if (r < 0 && errno != EINTR)
 			break;
 		if (r <= 0)
 			continue;
+		if (pf[1].revents == 0)
+			bt_qowner_serve(j->owner, pf + ko, no);
 		if (pf[0].revents)
 			bt_tree_scan(&t);
 		for (size_t i = 0; i < t.n && 2 + i < k; i++)
@@ -2419,10 +2469,11 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	memset(res, 0, sizeof(*res));
 	res->exit_status = -1;   /* until the program ran */
 	res->backend = BTRACE_BACKEND_QEMU;
+	if (opts && opts->pid && (!opts->argv || !opts->argv[0]))
+		return bt_qemu_attach_refused(opts->pid, NULL, err);
 	if (!opts || !opts->argv || !opts->argv[0])
 		return bt_error(err, -EINVAL, "qemu backend: record failed: "
-				"no program to run (attaching to a running "
-				"process is not possible with QEMU)");
+				"no program to run");
 	rc = bt_qemu_find_emulator(qemu, sizeof(qemu), err);
 	if (!rc)
 		rc = bt_qemu_find_plugin(plugin, sizeof(plugin), err);
@@ -2627,6 +2678,10 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	}
 	j.pid = pid;
 	j.on = on;
+	/* The registry owner of the program's processes (qemu-owner.h). */
+	j.owner = bt_qowner_new(bt_snapshot_ondemand, &j,
+				!!(opts->flags & BTRACE_RECORD_QUIET));
+	bt_qowner_claim(j.owner, pid);
 	rc = bt_watch_tree(&j, res);
 	bt_child_pid = 0;
 	bt_fwd_restore(&fwd);
@@ -2639,6 +2694,7 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 			    WIFSIGNALED(j.status) ? 128 + WTERMSIG(j.status) : 1;
 
 	if (!bt_ring_present(ring_path)) {
+		bt_qowner_free(j.owner);
 		bt_drop_rings(&rs);
 		bt_error(err, -BTRACE_ERR_UNSUPPORTED, "%s: load plugin failed: "
 			 "qemu-x86_64 did not start the btrace plugin (exit "
@@ -2651,6 +2707,8 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	bt_say_killed(&j, oom0);
 	if (!rc && bt_wants(&j, ring_path))
 		rc = bt_snapshot_timed(&j, ring_path, res);
+	bt_qowner_free(j.owner);
+	j.owner = NULL;
 	if (getenv("BTRACE_QEMU_KEEP_RINGS")) {
 		bt_keep_rings(&rs);
 		fprintf(stderr, "btrace: ring files kept in %s\n", rs.dir);
