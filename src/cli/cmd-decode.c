@@ -215,9 +215,12 @@ static size_t insn_line(char *buf, size_t len, const struct btrace_insn *in)
 	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
 }
 
+/* The source line heading the instructions of --insn: NAME:LINE with the
+ * file's base name, as every text output prints a source position (the
+ * JSON report gives the full path; docs/report.md "Source positions"). */
 static size_t header_line(char *buf, size_t len, const char *file, int line)
 {
-	int n = snprintf(buf, len, "%s:%d\n", cli_esc(file), line);
+	int n = snprintf(buf, len, "%s:%d\n", cli_esc(base(file)), line);
 	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
 }
 
