@@ -17,6 +17,8 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <btrace/decode.h>
 #include <btrace/snapshot.h>
@@ -26,6 +28,90 @@
 #define CMD "decode"
 
 enum mode { M_CALLS, M_BLOCKS, M_INSN };
+
+/*
+ * A progress line on stderr while a large trace is decoded, when stderr is
+ * a terminal (like btrace report's): "decoding" during the first pass,
+ * "listing" during the second, where it is shown only when stdout is not
+ * a terminal (it would cut into the listing); the bytes of trace behind
+ * the position so far, of all buffers.  Redrawn at most 5 times a second,
+ * erased when done.
+ */
+static struct {
+	int on, listing;
+	const char *what;
+	uint64_t total, done, cur;     /* bytes: all, threads done, this one */
+	const struct btrace_thread *t;
+	uint64_t ticks;
+	int64_t last_ms;
+	int shown;
+} pg;
+
+static int64_t pg_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void pg_start(const struct btrace_snapshot *snap, uint64_t last)
+{
+	memset(&pg, 0, sizeof(pg));
+	for (size_t i = 0; i < snap->nbuffers; i++)
+		pg.total += snap->buffers[i].size;
+	pg.on = isatty(STDERR_FILENO) &&
+		pg.total >= (last ? 8u << 20 : 1u << 20);
+	pg.listing = pg.on && !isatty(STDOUT_FILENO);
+	pg.what = "decoding";
+}
+
+static void pg_draw(uint64_t pos)
+{
+	uint64_t at = pg.done + (pos < pg.cur ? pos : pg.cur);
+
+	if (at > pg.total)
+		at = pg.total;
+	fprintf(stderr, "\rbtrace decode: %s %.1f of %.1f MiB of trace "
+		"(%d%%)%s\033[K", pg.what, (double)at / (1 << 20),
+		(double)pg.total / (1 << 20),
+		pg.total ? (int)(at * 100 / pg.total) : 100,
+		getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS") ?
+		", debug info may be downloaded" : "");
+	pg.shown = 1;
+	pg.last_ms = pg_now_ms();
+}
+
+/* The decode of thread @t begins (again, after a retry: same bytes). */
+static void pg_thread(const struct btrace_thread *t)
+{
+	if (!pg.on || t == pg.t)
+		return;
+	if (pg.t)
+		pg.done += pg.cur;
+	pg.t = t;
+	pg.cur = t->buffer_bytes;
+	pg_draw(0);
+}
+
+static void pg_tick(const struct btrace_block *b)
+{
+	if (!pg.on || (++pg.ticks & 1023) || pg_now_ms() - pg.last_ms < 200)
+		return;
+	pg_draw(b->offset);
+}
+
+/* Erase the line; the next pass (@what, NULL: none) counts from 0. */
+static void pg_next(const char *what)
+{
+	if (pg.shown)
+		fprintf(stderr, "\r\033[K");
+	pg.shown = 0;
+	pg.on = what && pg.listing;
+	pg.what = what;
+	pg.t = NULL;
+	pg.done = pg.cur = 0;
+}
 
 static const char *base(const char *p)
 {
@@ -413,6 +499,7 @@ static int obs_begin(void *arg, const struct btrace_thread *t)
 		memset(s, 0, sizeof(*s));
 		s->t = t;
 	}
+	pg_thread(t);
 	s->nitems = s->nblocks = 0;
 	s->nmins = 0;
 	s->fault_item = UINT64_MAX;
@@ -426,6 +513,7 @@ static int obs_item(void *arg, const struct btrace_thread *t,
 
 	if (!s)
 		return -EINVAL;
+	pg_tick(b);
 	s->nitems = index + 1;
 	s->nblocks += b->kind == BTRACE_ITEM_BLOCK;
 	return 0;
@@ -556,6 +644,7 @@ static int pr_item(void *arg, const struct btrace_thread *t,
 {
 	struct printer *p = arg;
 
+	pg_tick(b);
 	if (p->m == M_CALLS)
 		return 0;
 	if (!p->started) {
@@ -650,6 +739,7 @@ static int list_thread(struct btrace_decode_result *r, size_t i,
 		if (!p.l.out)
 			return cli_failf(CMD, NULL, "out of memory");
 	}
+	pg_thread(rt);
 	if (btrace_decode_thread(r, i, &sink, &err) < 0)
 		ret = p.oom ? cli_failf(CMD, NULL, "out of memory") :
 		      cli_fail(CMD, &err);
@@ -767,7 +857,10 @@ int cmd_decode(int argc, char **argv)
 	d.unit = mode == M_INSN ? BTRACE_UNIT_INSNS :
 		 mode == M_BLOCKS ? BTRACE_UNIT_BLOCKS : BTRACE_UNIT_CALLS;
 	d.sink = &obs_sink;
-	if (btrace_decode(snap, &d, &r, &err) < 0) {
+	pg_start(snap, last);
+	c = btrace_decode(snap, &d, &r, &err);
+	pg_next("listing");
+	if (c < 0) {
 		free_observer(&obs);
 		btrace_snapshot_free(snap);
 		return cli_fail(CMD, &err);
@@ -789,6 +882,7 @@ int cmd_decode(int argc, char **argv)
 			       (unsigned long long)t->ninsn);
 		ret = list_thread(r, i, stat_of(&obs, t), mode, last);
 	}
+	pg_next(NULL);
 	free_observer(&obs);
 	btrace_decode_result_free(r);
 	btrace_snapshot_free(snap);

@@ -11,6 +11,9 @@
                                        message saying what to do instead
   snapshot.py user    BTRACE PROGDIR   another user's request is refused
                                        (per-user registry, SO_PEERCRED)
+  snapshot.py progress BTRACE PROGDIR  btrace decode of a large buffer: a
+                                       progress line on a terminal's stderr
+                                       only, the listing unchanged
 
 PROGDIR holds snap-wait (tests/qemu/progs/snap-wait.c): it runs
 snap_stage_one() and snap_stage_two(), prints "ready PID", blocks reading
@@ -328,9 +331,64 @@ def case_user(btrace, progs, work):
     T.diag(err)
 
 
+def pty_stderr(argv, stdout):
+    """Run @argv with stderr on a new terminal; (status, what it wrote)."""
+    import pty
+    m, s = pty.openpty()
+    p = subprocess.Popen(argv, stdout=stdout, stderr=s,
+                         stdin=subprocess.DEVNULL)
+    os.close(s)
+    data = b''
+    while True:
+        try:
+            d = os.read(m, 65536)
+        except OSError:
+            break
+        if not d:
+            break
+        data += d
+    os.close(m)
+    return p.wait(timeout=HANG), data.decode(errors='replace')
+
+
+def case_progress(btrace, progs, work):
+    snap = os.path.join(work, 'big.btrace')
+    r = subprocess.run([btrace, 'record', '-q', '-b', 'qemu', '--size', '8M',
+                        '-o', snap, '--', os.path.join(progs, 'long-run'),
+                        '4000000'], capture_output=True, text=True,
+                       timeout=HANG)
+    info = subprocess.run([btrace, 'info', '--json', snap],
+                          capture_output=True, text=True)
+    try:
+        import json
+        size = sum(b['size'] for b in json.loads(info.stdout)['buffers'])
+    except (ValueError, KeyError, TypeError):
+        size = 0
+    if not T.ok(size >= 1 << 20, 'a snapshot with %d bytes of trace (at '
+                'least 1 MiB: the progress threshold)' % size):
+        T.diag(r.stderr + info.stderr)
+        return
+    out_tty = os.path.join(work, 'tty.out')
+    with open(out_tty, 'w') as f:
+        rc, err = pty_stderr([btrace, 'decode', '--calls', snap], f)
+    T.ok(rc == 0 and 'btrace decode: decoding' in err and
+         'btrace decode: listing' in err and 'of trace (' in err,
+         'stderr a terminal: a progress line while decoding and listing')
+    T.ok(err.endswith('\r\x1b[K'), 'the line is erased at the end')
+    T.ok(all(len(x) <= 80 for x in err.replace('\x1b[K', '').split('\r')),
+         'each progress line fits 80 columns')
+    r = subprocess.run([btrace, 'decode', '--calls', snap],
+                       capture_output=True, text=True, timeout=HANG)
+    T.ok(r.returncode == 0 and r.stderr == '',
+         'stderr not a terminal: no progress line')
+    T.ok(r.stdout == open(out_tty).read() and len(r.stdout) > 1000,
+         'the listing is the same either way')
+
+
 def main():
     if len(sys.argv) != 4:
-        print('usage: snapshot.py running|join|native|user BTRACE PROGDIR',
+        print('usage: snapshot.py running|join|native|user|progress BTRACE '
+              'PROGDIR',
               file=sys.stderr)
         return 2
     mode, btrace, progs = sys.argv[1:]
@@ -340,7 +398,8 @@ def main():
         return e2elib.skip_all(why)
     with tempfile.TemporaryDirectory(prefix='qsnap-') as work:
         {'running': case_running, 'join': case_join, 'native': case_native,
-         'user': case_user}[mode](btrace, progs, work)
+         'user': case_user, 'progress': case_progress}[mode](btrace, progs,
+                                                            work)
     return T.done()
 
 
