@@ -1034,8 +1034,12 @@ static int run_joined(struct bt_engine *e, struct bt_registry_sub *sub,
 	uint64_t left_at = 0;
 
 	set_output(e);
-	say(e, "process %d is already recorded by btrace (pid %d, backend %u): joined it; its snapshots are written to %s; this process locks no memory",
-	    (int)e->pid, (int)owner, backend, e->output);
+	say(e, "process %d is already recorded by btrace (pid %d, %s): joined it; its snapshots are written to %s; this process locks no memory",
+	    (int)e->pid, (int)owner,
+	    backend == BTRACE_BACKEND_PT ? "Intel PT" :
+	    backend == BTRACE_BACKEND_BTS ? "Intel BTS" :
+	    backend == BTRACE_BACKEND_QEMU ? "QEMU software trace" :
+	    "backend unknown", e->output);
 	e->pidfd = (int)syscall(SYS_pidfd_open, e->pid, 0);
 	for (;;) {
 		struct pollfd pfd[2] = {
