@@ -439,9 +439,14 @@ void mt_finish(struct mt_run *r)
 
 	if (r->pid > 0) {
 		kill(r->pid, SIGKILL);
-		/* every traced thread is reaped by its tracer */
-		while (waitpid(-1, &st, __WALL) > 0 || errno == EINTR)
-			;
+		/* every traced thread is reaped by its tracer (this run's
+		 * only: another run may still be stopped), the leader last */
+		for (int i = r->nth; i-- > 0;)
+			while (waitpid(r->th[i].tid, &st, __WALL) > 0 &&
+			       !WIFEXITED(st) && !WIFSIGNALED(st))
+				;
+		if (!r->nth)
+			waitpid(r->pid, &st, __WALL);
 	}
 	for (int i = 0; i < r->nth; i++)
 		free(r->th[i].ip);

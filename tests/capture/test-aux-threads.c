@@ -53,8 +53,12 @@
 #define KENTRY 0xffffffff81a00000ull   /* a kernel entry, for BTS */
 #define KEXIT  0xffffffff81a00100ull
 
-static struct mt_run run;
-static bool have_run;
+/* Two runs: A (the crashing thread works 40 rounds first; quanta of 40 to
+ * 400 steps) and B (it crashes in its first round, right after it was
+ * created; quanta of 10 to 120 steps: more switches).  @run and @enc are
+ * the run the current case looks at. */
+static struct mt_run run, runs[2];
+static bool have_run, have_runs[2];
 static char tmpdir[256];
 static int cpu_id[MT_MAX_CPUS];   /* the machine's CPU of simulated CPU c */
 
@@ -62,7 +66,14 @@ struct enc {
 	uint8_t *pt, *bts;
 	uint64_t npt, nbts;
 };
-static struct enc *enc;         /* per slice */
+static struct enc *enc, *encs[2];  /* per slice */
+
+static void use_run(int i)
+{
+	run = runs[i];
+	enc = encs[i];
+	have_run = have_runs[i];
+}
 
 static uint64_t next_of(const struct mt_thread *t, uint64_t i)
 {
@@ -689,19 +700,31 @@ static const struct kase k_bts_big = { "bts-kept", true, 4096 * 1024, false, fal
 static const struct kase k_bts_small = { "bts-wrapped", true, 8 * PS, false, true, 8 };
 static const struct kase k_bts_lazy = { "bts-wrapped-late", true, 8 * PS, true, false, 8 };
 
-static void test_pt_kept(struct bt_test *t) { run_case(t, &k_pt_big); }
-static void test_pt_wrapped(struct bt_test *t) { run_case(t, &k_pt_small); }
-static void test_pt_wrapped_one_page(struct bt_test *t) { run_case(t, &k_pt_tiny); }
-static void test_bts_kept(struct bt_test *t) { run_case(t, &k_bts_big); }
-static void test_bts_wrapped(struct bt_test *t) { run_case(t, &k_bts_small); }
-static void test_bts_wrapped_late(struct bt_test *t) { run_case(t, &k_bts_lazy); }
+static void test_pt_kept(struct bt_test *t) { use_run(0); run_case(t, &k_pt_big); }
+static void test_pt_wrapped(struct bt_test *t) { use_run(0); run_case(t, &k_pt_small); }
+static void test_pt_wrapped_one_page(struct bt_test *t) { use_run(0); run_case(t, &k_pt_tiny); }
+static void test_bts_kept(struct bt_test *t) { use_run(0); run_case(t, &k_bts_big); }
+static void test_bts_wrapped(struct bt_test *t) { use_run(0); run_case(t, &k_bts_small); }
+static void test_bts_wrapped_late(struct bt_test *t) { use_run(0); run_case(t, &k_bts_lazy); }
+
+/* run B: created and crashing at once, short quanta */
+static const struct kase kb_pt = { "b-pt-wrapped", false, 2 * PS, false, false, 8 };
+static const struct kase kb_pt_big = { "b-pt-kept", false, 256 * 1024, false, true, 16 };
+static const struct kase kb_bts = { "b-bts-wrapped", true, 4 * PS, false, true, 8 };
+static const struct kase kb_bts_lazy = { "b-bts-wrapped-late", true, 16 * PS, true, false, 3 };
+
+static void test_b_pt_kept(struct bt_test *t) { use_run(1); run_case(t, &kb_pt_big); }
+static void test_b_pt_wrapped(struct bt_test *t) { use_run(1); run_case(t, &kb_pt); }
+static void test_b_bts_wrapped(struct bt_test *t) { use_run(1); run_case(t, &kb_bts); }
+static void test_b_bts_wrapped_late(struct bt_test *t) { use_run(1); run_case(t, &kb_bts_lazy); }
 
 /* What the run itself must have: more threads than CPUs, threads created
  * while others ran, migrations, and the crash while others ran. */
-static void test_run_shape(struct bt_test *t)
+static void run_shape(struct bt_test *t, int which)
 {
 	int migrated = 0, late = 0, open_others = 0;
 
+	use_run(which);
 	BT_REQUIRE(t, have_run);
 	bt_test_diag("%d threads on %d CPUs, %zu slices, %llu steps; thread %d crashed at 0x%llx",
 		     run.nth, run.ncpus, run.nsl, (unsigned long long)run.steps,
@@ -729,7 +752,18 @@ static void test_run_shape(struct bt_test *t)
 	BT_CHECK(t, migrated >= 2);
 	BT_CHECK(t, late >= 1);
 	BT_CHECK(t, run.ncpus < 2 || open_others >= 1);
+	if (which == 1) {
+		/* the crashed thread was created late and died within its
+		 * first few hundred instructions */
+		const struct mt_thread *ct = &run.th[run.crashed];
+
+		BT_CHECK(t, ct->created_at > 0);
+		BT_CHECK(t, ct->n < 1000);
+	}
 }
+
+static void test_run_shape(struct bt_test *t) { run_shape(t, 0); }
+static void test_b_run_shape(struct bt_test *t) { run_shape(t, 1); }
 
 int main(void)
 {
@@ -741,11 +775,20 @@ int main(void)
 		BT_TEST_CASE(test_bts_kept),
 		BT_TEST_CASE(test_bts_wrapped),
 		BT_TEST_CASE(test_bts_wrapped_late),
+		BT_TEST_CASE(test_b_run_shape),
+		BT_TEST_CASE(test_b_pt_kept),
+		BT_TEST_CASE(test_b_pt_wrapped),
+		BT_TEST_CASE(test_b_bts_wrapped),
+		BT_TEST_CASE(test_b_bts_wrapped_late),
 	};
 	const char *prog = getenv("BT_PROG_MT");
-	char *argv[3] = { (char *)prog, (char *)"40", NULL };
+	char *argv_a[3] = { (char *)prog, (char *)"40", NULL };
+	char *argv_b[3] = { (char *)prog, (char *)"0", NULL };
 	char eb[512];
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	/* few CPUs: two (one on a one-CPU machine: the engine's rings are
+	 * the machine's CPUs) */
+	int nc = ncpu >= 2 ? 2 : 1;
 	int rc;
 
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/bt-aux-threads-XXXXXX");
@@ -757,21 +800,28 @@ int main(void)
 		fprintf(stderr, "BT_PROG_MT not set\n");
 		return 1;
 	}
-	/* few CPUs: two (one on a one-CPU machine: the engine's rings are
-	 * the machine's CPUs) */
-	if (mt_run(argv, ncpu >= 2 ? 2 : 1, 12345, 40, 400, &run, eb, sizeof(eb)) == 0)
-		have_run = encode_slices() == 0;
-	else
-		fprintf(stderr, "single-stepping %s: %s\n", prog, eb);
-	rc = bt_test_run(cases, (int)(sizeof(cases) / sizeof(cases[0])));
-	if (!have_run)
-		rc = 1;   /* ptrace is allowed here: the run must work */
-	for (size_t i = 0; enc && i < run.nsl; i++) {
-		free(enc[i].pt);
-		free(enc[i].bts);
+	for (int i = 0; i < 2; i++) {
+		if (mt_run(i ? argv_b : argv_a, nc, i ? 777 : 12345, i ? 10 : 40,
+			   i ? 120 : 400, &runs[i], eb, sizeof(eb)) == 0) {
+			run = runs[i];
+			enc = NULL;
+			have_runs[i] = encode_slices() == 0;
+			encs[i] = enc;
+		} else {
+			fprintf(stderr, "single-stepping %s: %s\n", prog, eb);
+		}
 	}
-	free(enc);
-	mt_finish(&run);
+	rc = bt_test_run(cases, (int)(sizeof(cases) / sizeof(cases[0])));
+	for (int i = 0; i < 2; i++) {
+		if (!have_runs[i])
+			rc = 1;   /* ptrace is allowed here: the runs must work */
+		for (size_t k = 0; encs[i] && k < runs[i].nsl; k++) {
+			free(encs[i][k].pt);
+			free(encs[i][k].bts);
+		}
+		free(encs[i]);
+		mt_finish(&runs[i]);
+	}
 	if (!getenv("BT_TEST_KEEP")) {
 		char cmd[400];
 
