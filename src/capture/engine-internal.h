@@ -110,6 +110,8 @@ struct bt_engine {
 	sigset_t old_mask;          /* the caller's mask, restored at the end */
 	struct rlimit old_nofile;   /* the caller's RLIMIT_NOFILE */
 	bool nofile_raised;
+	uint64_t disable_ns;        /* precise: from the stop read to every
+				     * event disabled (capture.disable_ns) */
 };
 
 /* Open the trace event(s) of thread @tid: per-task while the budget allows,

@@ -863,6 +863,13 @@ int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 		goto fail;
 	if ((r = aux_size_meta(e, w, err)) < 0)
 		goto fail;
+	if (e->disable_ns) {
+		/* how long the siblings, then the crashed thread, kept
+		 * tracing after btrace saw the stop (the ioctls' time) */
+		snprintf(buf, sizeof(buf), "%" PRIu64, e->disable_ns);
+		if ((r = meta(w, "capture.disable_ns", buf, err)) < 0)
+			goto fail;
+	}
 	if (e->o->bts_samples &&
 	    ((r = meta(w, "capture.bts_path", "branch-instructions sampling (the intel_bts PMU is missing, as under page-table isolation): BTS records read from the data ring", err)) < 0 ||
 	     (r = meta(w, "limit.bts-kernel-records", "the kernel leaves out every BTS record with a kernel address (intel_pmu_drain_bts_buffer), so system calls, faults and signal deliveries leave no record: the trace shows the user code only, and a jump into a signal handler appears as a gap", err)) < 0))
