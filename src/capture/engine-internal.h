@@ -43,6 +43,10 @@ struct bt_cpu_slices {
 	struct bt_slice *v;
 	size_t n, cap;
 	uint64_t dropped;         /* oldest ones forgotten (BT_SLICES_MAX) */
+	bool lost_before;         /* a PERF_RECORD_LOST since the last one:
+				   * the next slice may hold the bytes of
+				   * threads whose records were lost */
+	uint64_t unknown;         /* slices given no owner for that */
 };
 
 struct bt_tev {

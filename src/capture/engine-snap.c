@@ -63,6 +63,14 @@ static void add_slice(struct bt_cpu_slices *sl, const struct bt_rec *rec,
 	v->head = head;
 	v->tid = (int32_t)bt_le32(p + rec->size - 12);
 	v->time = bt_le64(p + rec->size - 8);
+	/* records were lost since the previous AUX record: the bytes since
+	 * its offset may be several threads' (their sched-outs' records are
+	 * the ones lost), so none of them is given to this record's thread */
+	if (sl->lost_before) {
+		v->tid = -1;
+		sl->unknown++;
+		sl->lost_before = false;
+	}
 }
 
 /*
@@ -99,6 +107,8 @@ static int trace_rec(const struct bt_rec *rec, void *arg)
 		}
 	} else if (rec->type == PERF_RECORD_LOST) {
 		*f->records_lost += ev.lost;
+		if (f->slices)
+			f->slices->lost_before = true;
 	}
 	return 0;
 }
@@ -379,11 +389,11 @@ static int write_cpu_rings(struct bt_engine *e, struct btrace_writer *w,
 		unattributed_total += unattributed;
 		if (slen < sizeof(split) - 128)
 			slen += (size_t)snprintf(split + slen, sizeof(split) - slen,
-						 "%scpu %d: %zu slice(s) of %zu thread(s), %" PRIu64 " of %" PRIu64 " bytes not attributed%s",
+						 "%scpu %d: %zu slice(s) of %zu thread(s) (%" PRIu64 " after lost records, given none), %" PRIu64 " of %" PRIu64 " bytes not attributed%s",
 						 slen ? "; " : "", e->cpus[c], sl->n,
-						 nthreads, unattributed, span.len,
+						 nthreads, sl->unknown, unattributed, span.len,
 						 sl->dropped || e->cpu_records_lost[c] ?
-						 " (AUX records were lost: the oldest owners are unknown)" : "");
+						 " (AUX records were lost: the owners of the oldest bytes and of the slices where records are missing are unknown)" : "");
 		free(lin);
 		free(rg);
 	}

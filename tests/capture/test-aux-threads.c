@@ -196,6 +196,9 @@ struct kase {
 	bool lazy;              /* BTS: index wrapped before the next record */
 	bool context_switch;    /* the events also ask for switch records */
 	uint64_t drain_every;   /* switches between drains of the data rings */
+	uint64_t data_pages;    /* of each data ring (0: 8) */
+	bool lossy;             /* the data rings overflow between drains:
+				 * AUX records lost (PERF_RECORD_LOST) */
 };
 
 static const char *case_path(const struct kase *k, const char *ext)
@@ -233,6 +236,7 @@ static int replay(struct bt_test *t, const struct kase *k, bool *whole,
 	struct btrace_signal sig;
 	bool started[MT_MAX_THREADS][MT_MAX_CPUS];
 	uint64_t end = k->bts ? k->ring - k->ring % 24 : k->ring;
+	uint64_t dp = k->data_pages ? k->data_pages : 8;
 	int ret;
 
 	memset(&o, 0, sizeof(o));
@@ -280,15 +284,15 @@ static int replay(struct bt_test *t, const struct kase *k, bool *whole,
 		sim[c].pid = (uint32_t)run.pid;
 		sim[c].context_switch = k->context_switch;
 		sim[c].bts_lazy_wrap = k->lazy;
-		if (!(aux_sim_mmap_data(&sim[c], 9 * PS, true) == 0)) {
-		bt_test_fail(t, __FILE__, __LINE__, "aux_sim_mmap_data(&sim[c], 9 * PS, true) == 0");
-		return -1;
-	}
-		aux_sim_set_aux_area(&sim[c], 9 * PS, k->ring);
-		if (!(aux_sim_mmap_aux(&sim[c], k->ring, 9 * PS, false) == 0)) {
-		bt_test_fail(t, __FILE__, __LINE__, "aux_sim_mmap_aux(&sim[c], k->ring, 9 * PS, false) == 0");
-		return -1;
-	}
+		if (!(aux_sim_mmap_data(&sim[c], (1 + dp) * PS, true) == 0)) {
+			bt_test_fail(t, __FILE__, __LINE__, "aux_sim_mmap_data(&sim[c], (1 + dp) * PS, true) == 0");
+			return -1;
+		}
+		aux_sim_set_aux_area(&sim[c], (1 + dp) * PS, k->ring);
+		if (!(aux_sim_mmap_aux(&sim[c], k->ring, (1 + dp) * PS, false) == 0)) {
+			bt_test_fail(t, __FILE__, __LINE__, "aux_sim_mmap_aux(&sim[c], k->ring, (1 + dp) * PS, false) == 0");
+			return -1;
+		}
 		r->base = sim[c].base;
 		r->data_size = sim[c].data_size;
 		r->writable = true;
@@ -450,6 +454,49 @@ static uint64_t *expected(int th, int cpu, const bool *whole, size_t *n,
 	return v;
 }
 
+/* From slice @i0 at instruction @k0 on, @ips is @th's slices on @cpu
+ * in order with some left out whole. */
+static bool slices_from(int th, int cpu, size_t i0, size_t k0,
+			const uint64_t *ips, size_t n)
+{
+	size_t pos = 0;
+
+	for (size_t i = i0; i < run.nsl && pos < n; i++) {
+		const struct mt_slice *s = &run.sl[i];
+		size_t k = i == i0 ? k0 : 0, len = s->b - s->a - k;
+		const uint64_t *seg = run.th[th].ip + s->a + k;
+
+		if (s->th != th || s->cpu != cpu || !len)
+			continue;
+		if (pos + len <= n && !memcmp(ips + pos, seg, len * sizeof(*ips)))
+			pos += len;
+		else if (i == i0)
+			return false;
+	}
+	return pos == n;
+}
+
+/* @ips is @th's slices on @cpu in order with some left out whole (bytes
+ * whose owner is unknown: AUX records were lost), the first one kept
+ * possibly cut at its start. */
+static bool is_slice_subsequence(int th, int cpu, const uint64_t *ips,
+				 size_t n)
+{
+	if (!n)
+		return true;
+	for (size_t i = 0; i < run.nsl; i++) {
+		const struct mt_slice *s = &run.sl[i];
+
+		if (s->th != th || s->cpu != cpu)
+			continue;
+		for (size_t k = 0; k < s->b - s->a; k++)
+			if (run.th[th].ip[s->a + k] == ips[0] &&
+			    slices_from(th, cpu, i, k, ips, n))
+				return true;
+	}
+	return false;
+}
+
 struct piece {
 	pid_t tid;
 	uint64_t *ips;
@@ -558,15 +605,20 @@ static void run_case(struct bt_test *t, const struct kase *k)
 	v = btrace_snapshot_meta(snap, "capture.cpu_split");
 	bt_test_diag("%s: %s", k->name, v ? v : "(no capture.cpu_split)");
 	BT_CHECK(t, v != NULL);
-	/* every AUX record was read: every byte has its thread */
+	/* every AUX record was read: every byte has its thread; records
+	 * lost: the bytes no record accounts for have none, and say so */
 	v = btrace_snapshot_meta(snap, "limit.cpu-split");
 	if (v)
 		bt_test_diag("limit.cpu-split: %s", v);
-	BT_CHECK(t, v == NULL);
+	BT_CHECK(t, k->lossy ? v != NULL : v == NULL);
 	BT_REQUIRE(t, btrace_decode(snap, NULL, &res, &err) == 0);
-	BT_REQUIRE(t, res->crashed_thread >= 0);
-	BT_EQ_INT(t, run.th[run.crashed].tid,
-		  res->threads[res->crashed_thread].tid);
+	/* with records lost the crashed thread's newest slices may have no
+	 * known owner: then it has no piece (and the report says why) */
+	if (!k->lossy || res->crashed_thread >= 0) {
+		BT_REQUIRE(t, res->crashed_thread >= 0);
+		BT_EQ_INT(t, run.th[run.crashed].tid,
+			  res->threads[res->crashed_thread].tid);
+	}
 	memset(seen, 0, sizeof(seen));
 	pc = calloc(res->nthreads + 1, sizeof(*pc));
 	BT_REQUIRE(t, pc != NULL);
@@ -580,6 +632,8 @@ static void run_case(struct bt_test *t, const struct kase *k)
 		for (int c = 0; c < run.ncpus; c++)
 			if (rt->cpu >= 0 && rt->cpu == cpu_id[c])
 				cpu = c;
+		if (k->lossy && rt->tid == -1 && cpu >= 0)
+			continue;    /* the bytes of no known thread */
 		if (th < 0 || cpu < 0) {
 			bt_test_diag("result thread %zu: tid %d cpu %d is no thread of the run on a simulated CPU",
 				     i, (int)rt->tid, (int)rt->cpu);
@@ -592,8 +646,20 @@ static void run_case(struct bt_test *t, const struct kase *k)
 		exp = expected(th, cpu, whole, &en, &min, &all_whole);
 		BT_REQUIRE(t, exp != NULL || en == 0);
 		/* the decoded path is the end of the true one on that CPU,
-		 * all of it when the ring kept it */
-		if (n > en || memcmp(ips, exp + (en - n), n * sizeof(*ips))) {
+		 * all of it when the ring kept it; with records lost, the
+		 * slices of unknown owner are left out, whole */
+		if (k->lossy) {
+			if (!is_slice_subsequence(th, cpu, ips, n)) {
+				bt_test_diag("%s: thread %d cpu %d: the %zu decoded instructions are not its slices there (%zu instructions; a suffix: %d)",
+					     k->name, (int)rt->tid, cpu, n, en,
+					     n <= en && !memcmp(ips, exp + (en - n), n * sizeof(*ips)));
+				for (size_t g = 0; g < rt->ngaps && g < 3; g++)
+					bt_test_diag("gap %zu at offset %llu: %s", g,
+						     (unsigned long long)rt->gaps[g].offset,
+						     rt->gaps[g].reason ? rt->gaps[g].reason : "-");
+				bt_test_fail(t, __FILE__, __LINE__, "see the diagnostics above");
+			}
+		} else if (n > en || memcmp(ips, exp + (en - n), n * sizeof(*ips))) {
 			size_t j = 0;
 
 			while (j < n && j < en && ips[j] == exp[en - n + j])
@@ -604,7 +670,9 @@ static void run_case(struct bt_test *t, const struct kase *k)
 				     (unsigned long long)(j < n && n <= en ? exp[en - n + j] : 0));
 			bt_test_fail(t, __FILE__, __LINE__, "see the diagnostics above");
 		}
-		if (all_whole)
+		if (k->lossy)
+			;
+		else if (all_whole)
 			BT_EQ_U64(t, en, n);
 		else
 			BT_CHECK(t, n >= min);
@@ -625,7 +693,7 @@ static void run_case(struct bt_test *t, const struct kase *k)
 		free(exp);
 	}
 	/* every thread a ring kept a whole slice of is in the snapshot */
-	for (size_t i = 0; i < run.nsl; i++)
+	for (size_t i = 0; !k->lossy && i < run.nsl; i++)
 		if (whole[i] && run.sl[i].b > run.sl[i].a &&
 		    !seen[run.sl[i].th][run.sl[i].cpu]) {
 			bt_test_diag("%s: thread %d on cpu %d is missing", k->name,
@@ -633,6 +701,9 @@ static void run_case(struct bt_test *t, const struct kase *k)
 			bt_test_fail(t, __FILE__, __LINE__, "see the diagnostics above");
 			break;
 		}
+	/* the cases named so wrap their rings */
+	if (strstr(k->name, "wrapped"))
+		BT_CHECK(t, wrapped[0] || (run.ncpus > 1 && wrapped[1]));
 	{
 		size_t threads = 0;
 
@@ -661,10 +732,17 @@ static void run_case(struct bt_test *t, const struct kase *k)
 
 		/* BTS: whole records; PT: from the first PSB of a wrapped
 		 * ring (the bytes before it cannot be decoded) */
+		uint64_t nbuf = 0;
+
 		for (size_t i = 0; i < snap->nbuffers; i++) {
 			const struct btrace_buffer *b = &snap->buffers[i];
 			const uint8_t *p;
 
+			/* the bytes of no known thread are left out: perf
+			 * would need switch records to split them */
+			if (b->tid < 0)
+				continue;
+			nbuf++;
 			if (k->bts) {
 				bytes += b->size / 24 * 24;
 				continue;
@@ -677,7 +755,8 @@ static void run_case(struct bt_test *t, const struct kase *k)
 		memset(&er, 0, sizeof(er));
 		BT_REQUIRE(t, btrace_export_perf_data(snap, out, &eo, &er, &err) == 0);
 		BT_EQ_U64(t, bytes, er.trace_bytes);
-		BT_EQ_U64(t, snap->nbuffers, er.nbuffers);
+		BT_EQ_U64(t, nbuf, er.nbuffers);
+		BT_EQ_U64(t, snap->nbuffers - nbuf, er.nskipped);
 		for (uint32_t i = 0; i < er.nnotes; i++)
 			bt_test_diag("export note: %s", er.notes[i]);
 		if (!k->bts && have_perf())
@@ -693,30 +772,38 @@ static void run_case(struct bt_test *t, const struct kase *k)
 	free(whole);
 }
 
-static const struct kase k_pt_big = { "pt-kept", false, 256 * 1024, false, false, 16 };
-static const struct kase k_pt_small = { "pt-wrapped", false, 2 * PS, false, true, 8 };
-static const struct kase k_pt_tiny = { "pt-wrapped-1page", false, PS, false, false, 4 };
-static const struct kase k_bts_big = { "bts-kept", true, 4096 * 1024, false, false, 16 };
-static const struct kase k_bts_small = { "bts-wrapped", true, 8 * PS, false, true, 8 };
-static const struct kase k_bts_lazy = { "bts-wrapped-late", true, 8 * PS, true, false, 8 };
+static const struct kase k_pt_big = { "pt-kept", false, 256 * 1024, false, false, 16, 0, false };
+static const struct kase k_pt_small = { "pt-2pages", false, 2 * PS, false, true, 8, 0, false };
+static const struct kase k_pt_tiny = { "pt-wrapped-1page", false, PS, false, false, 4, 0, false };
+static const struct kase k_bts_big = { "bts-kept", true, 4096 * 1024, false, false, 16, 0, false };
+static const struct kase k_bts_small = { "bts-wrapped", true, 8 * PS, false, true, 8, 0, false };
+static const struct kase k_bts_lazy = { "bts-wrapped-late", true, 8 * PS, true, false, 8, 0, false };
 
 static void test_pt_kept(struct bt_test *t) { use_run(0); run_case(t, &k_pt_big); }
-static void test_pt_wrapped(struct bt_test *t) { use_run(0); run_case(t, &k_pt_small); }
+static void test_pt_two_pages(struct bt_test *t) { use_run(0); run_case(t, &k_pt_small); }
 static void test_pt_wrapped_one_page(struct bt_test *t) { use_run(0); run_case(t, &k_pt_tiny); }
 static void test_bts_kept(struct bt_test *t) { use_run(0); run_case(t, &k_bts_big); }
 static void test_bts_wrapped(struct bt_test *t) { use_run(0); run_case(t, &k_bts_small); }
 static void test_bts_wrapped_late(struct bt_test *t) { use_run(0); run_case(t, &k_bts_lazy); }
 
 /* run B: created and crashing at once, short quanta */
-static const struct kase kb_pt = { "b-pt-wrapped", false, 2 * PS, false, false, 8 };
-static const struct kase kb_pt_big = { "b-pt-kept", false, 256 * 1024, false, true, 16 };
-static const struct kase kb_bts = { "b-bts-wrapped", true, 4 * PS, false, true, 8 };
-static const struct kase kb_bts_lazy = { "b-bts-wrapped-late", true, 16 * PS, true, false, 3 };
+static const struct kase kb_pt = { "b-pt-wrapped", false, 2 * PS, false, false, 8, 0, false };
+static const struct kase kb_pt_big = { "b-pt-kept", false, 256 * 1024, false, true, 16, 0, false };
+static const struct kase kb_bts = { "b-bts-wrapped", true, 4 * PS, false, true, 8, 0, false };
+static const struct kase kb_bts_lazy = { "b-bts-wrapped-late", true, 16 * PS, true, false, 3, 0, false };
 
 static void test_b_pt_kept(struct bt_test *t) { use_run(1); run_case(t, &kb_pt_big); }
 static void test_b_pt_wrapped(struct bt_test *t) { use_run(1); run_case(t, &kb_pt); }
 static void test_b_bts_wrapped(struct bt_test *t) { use_run(1); run_case(t, &kb_bts); }
 static void test_b_bts_wrapped_late(struct bt_test *t) { use_run(1); run_case(t, &kb_bts_lazy); }
+
+/* one-page data rings drained every 150 switches: AUX records are lost
+ * in the middle (PERF_RECORD_LOST where the next one fits) */
+static const struct kase kb_lossy = { "b-pt-records-lost", false, 4 * PS, false, true, 400, 1, true };
+static const struct kase kb_lossy_bts = { "b-bts-records-lost", true, 8 * PS, false, true, 400, 1, true };
+
+static void test_b_pt_records_lost(struct bt_test *t) { use_run(1); run_case(t, &kb_lossy); }
+static void test_b_bts_records_lost(struct bt_test *t) { use_run(1); run_case(t, &kb_lossy_bts); }
 
 /* What the run itself must have: more threads than CPUs, threads created
  * while others ran, migrations, and the crash while others ran. */
@@ -770,7 +857,7 @@ int main(void)
 	static const struct bt_test_case cases[] = {
 		BT_TEST_CASE(test_run_shape),
 		BT_TEST_CASE(test_pt_kept),
-		BT_TEST_CASE(test_pt_wrapped),
+		BT_TEST_CASE(test_pt_two_pages),
 		BT_TEST_CASE(test_pt_wrapped_one_page),
 		BT_TEST_CASE(test_bts_kept),
 		BT_TEST_CASE(test_bts_wrapped),
@@ -780,6 +867,8 @@ int main(void)
 		BT_TEST_CASE(test_b_pt_wrapped),
 		BT_TEST_CASE(test_b_bts_wrapped),
 		BT_TEST_CASE(test_b_bts_wrapped_late),
+		BT_TEST_CASE(test_b_pt_records_lost),
+		BT_TEST_CASE(test_b_bts_records_lost),
 	};
 	const char *prog = getenv("BT_PROG_MT");
 	char *argv_a[3] = { (char *)prog, (char *)"40", NULL };
