@@ -35,6 +35,10 @@ struct priv {
 	 * rep-string iteration, a system call stopped at a ptrace event) */
 	bool have_pending[MT_MAX_THREADS];
 	uint64_t pending[MT_MAX_THREADS];
+	/* stopped at a ptrace event inside a system call: the instruction
+	 * was executed (the thread is in the kernel), its return is the next
+	 * stop, which executes nothing */
+	bool in_syscall[MT_MAX_THREADS];
 };
 
 static int fail(char *eb, size_t el, const char *fmt, ...)
@@ -235,8 +239,14 @@ static int step(struct mt_run *r, int i, int *runq, int *nrq, char *eb,
 		unsigned long nt = 0;
 		int k, s2;
 
-		/* the clone is not complete: its system call returns at the
-		 * next step; the new thread waits in its first stop */
+		/* the thread is inside its clone system call, which the
+		 * hardware has seen (a far branch into the kernel): it
+		 * counts as executed here, and the next stop is its return;
+		 * the new thread waits in its first stop */
+		if (push_ip(t, pv->pending[i]) < 0)
+			return fail(eb, el, "out of memory"), STEP_FAIL;
+		pv->have_pending[i] = false;
+		pv->in_syscall[i] = true;
 		if (ptrace(PTRACE_GETEVENTMSG, t->tid, 0, &nt) < 0)
 			return fail(eb, el, "GETEVENTMSG: %s", strerror(errno)), STEP_FAIL;
 		do {
@@ -248,6 +258,12 @@ static int step(struct mt_run *r, int i, int *runq, int *nrq, char *eb,
 		if (k < 0)
 			return fail(eb, el, "more than %d threads", MT_MAX_THREADS), STEP_FAIL;
 		runq[(*nrq)++] = k;
+		return STEP_OK;
+	}
+	if (WSTOPSIG(st) == SIGTRAP && pv->in_syscall[i]) {
+		/* the return of the system call: nothing else ran */
+		pv->in_syscall[i] = false;
+		pv->have_pending[i] = false;
 		return STEP_OK;
 	}
 	if (WSTOPSIG(st) == SIGTRAP) {
