@@ -85,7 +85,10 @@ static int add_span(struct bts_state *st, uint64_t last, int incl, uint64_t off)
 	return add_item(st, BTRACE_ITEM_BLOCK, st->prev_to, prev, (uint32_t)n, off);
 }
 
-static int record(struct bts_state *st, uint64_t from, uint64_t to, uint64_t off)
+/* @resumed_at_from: the next record that returns to user space returns
+ * to @from itself. */
+static int record(struct bts_state *st, uint64_t from, uint64_t to, uint64_t off,
+		  int resumed_at_from)
 {
 	struct bt_thread_build *b = st->b;
 	int fk = bt_is_kernel(from), tk = bt_is_kernel(to);
@@ -95,7 +98,13 @@ static int record(struct bts_state *st, uint64_t from, uint64_t to, uint64_t off
 		return 0;
 	if (!fk && tk) {
 		const struct bt_insn_info *ii = bt_insn_classify(st->c, from);
-		if (ii->cls == BTRACE_INSN_FAR) {
+		/* A system call returns after itself; a return to the
+		 * instruction itself means an interrupt (a preemption) came
+		 * before it: the record's source is the instruction about to
+		 * run, which was not executed.  (A system call restarted
+		 * after a signal also returns to itself; BTS cannot tell it
+		 * from that, and it is shown as not executed once.) */
+		if (ii->cls == BTRACE_INSN_FAR && !resumed_at_from) {
 			ret = add_span(st, from, 1, off);
 			if (ret >= 0) {
 				struct btrace_block it = { 0 };
@@ -144,9 +153,24 @@ static int bts_decode_range(struct bt_ctx *c, const struct btrace_buffer *buf,
 	     off += BTS_REC) {
 		uint64_t from = bt_le64(buf->data + off);
 		uint64_t to = bt_le64(buf->data + off + 8);
+		int back = 0;
+
 		if (!from && !to)
 			continue;
-		ret = record(&st, from, to, off);
+		if (!bt_is_kernel(from) && bt_is_kernel(to)) {
+			/* where the thread came back to user space next */
+			for (uint64_t n = off + BTS_REC; n + BTS_REC <= buf->size;
+			     n += BTS_REC) {
+				uint64_t nf = bt_le64(buf->data + n);
+				uint64_t nt = bt_le64(buf->data + n + 8);
+
+				if ((!nf && !nt) || (bt_is_kernel(nf) && bt_is_kernel(nt)))
+					continue;
+				back = bt_is_kernel(nf) && nt == from;
+				break;
+			}
+		}
+		ret = record(&st, from, to, off, back);
 	}
 	if (ret < 0)
 		return ret;

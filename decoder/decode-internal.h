@@ -162,7 +162,7 @@ const char *bt_image_why_missing(struct bt_ctx *c, uint64_t ip);
 void bt_image_mark_entered(struct bt_ctx *c, uint64_t ip, int block);
 /* Add the notes of the holes (entered ones, or all with ALL_NOTES). */
 int bt_image_notes(struct bt_ctx *c);
-int bt_elf_build_id(const char *path, uint8_t *id, uint32_t *size);
+int bt_image_file_build_id(const char *path, uint8_t *id, uint32_t *size);
 
 /* insn.c */
 int bt_insn_init(struct bt_ctx *c);

@@ -32,7 +32,7 @@
 
 #define BT_PROT_EXEC 0x4u
 
-int bt_elf_build_id(const char *path, uint8_t *id, uint32_t *size)
+int bt_image_file_build_id(const char *path, uint8_t *id, uint32_t *size)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	int ret = -ENOENT;
@@ -232,7 +232,7 @@ static int same_code_as_snapshot(const struct bt_ctx *c,
 	if (fd < 0)
 		return 0;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    bt_elf_build_id(path, id, &n) == 0) {
+	    bt_image_file_build_id(path, id, &n) == 0) {
 		close(fd);
 		return 0;   /* not a regular file, or it has an ID: not the one that ran */
 	}
@@ -296,7 +296,7 @@ static int try_file(struct bt_module *mod, const char *path)
 	uint8_t id[BTRACE_BUILD_ID_MAX];
 	uint32_t n = 0;
 
-	if (access(path, R_OK) || bt_elf_build_id(path, id, &n) < 0 ||
+	if (access(path, R_OK) || bt_image_file_build_id(path, id, &n) < 0 ||
 	    !same_id(id, n, mod->build_id, mod->build_id_size))
 		return 0;
 	if (!mod->code_file && elf_has_code(path))
@@ -436,7 +436,7 @@ static int add_from_disk(struct bt_ctx *c, const struct btrace_mapping *m,
 				"no file without a build ID that holds the code the snapshot embedded from it was found" :
 				"the module has no build ID and no embedded code to check a file against");
 	if (!mod->code_file) {
-		ret = bt_elf_build_id(mod->path, id, &idsz);
+		ret = bt_image_file_build_id(mod->path, id, &idsz);
 		if (ret < 0)
 			return add_hole(c, m, start, end, "%s: code at 0x%llx-0x%llx is not in the snapshot, no file with build ID %s was found and the recorded path cannot be read (%s)",
 					mod->path, (unsigned long long)start,

@@ -11,6 +11,13 @@
 int bt_perf_record(const struct btrace_record_opts *opts,
 		   struct btrace_record_result *res, struct btrace_error *err);
 
+/* The engine options bt_perf_record() runs with (the hardware suite
+ * changes one, such as max_tasks, and calls bt_engine_run() itself).
+ * eo->pmu_name stays valid until the next call. */
+struct bt_engine_opts;
+int bt_perf_engine_opts(uint32_t backend, const struct btrace_record_opts *opts,
+			struct bt_engine_opts *eo, struct btrace_error *err);
+
 /* 0 when @backend (PT or BTS) is usable here, else a negative code with a
  * message saying why and a hint.  @sysfs_root NULL: /sys (or
  * $BTRACE_SYSFS_ROOT). */

@@ -43,6 +43,10 @@ struct bt_cpu_slices {
 	struct bt_slice *v;
 	size_t n, cap;
 	uint64_t dropped;         /* oldest ones forgotten (BT_SLICES_MAX) */
+	bool lost_before;         /* a PERF_RECORD_LOST since the last one:
+				   * the next slice may hold the bytes of
+				   * threads whose records were lost */
+	uint64_t unknown;         /* slices given no owner for that */
 };
 
 struct bt_tev {
@@ -110,6 +114,8 @@ struct bt_engine {
 	sigset_t old_mask;          /* the caller's mask, restored at the end */
 	struct rlimit old_nofile;   /* the caller's RLIMIT_NOFILE */
 	bool nofile_raised;
+	uint64_t disable_ns;        /* precise: from the stop read to every
+				     * event disabled (capture.disable_ns) */
 };
 
 /* Open the trace event(s) of thread @tid: per-task while the budget allows,

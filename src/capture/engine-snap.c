@@ -63,6 +63,14 @@ static void add_slice(struct bt_cpu_slices *sl, const struct bt_rec *rec,
 	v->head = head;
 	v->tid = (int32_t)bt_le32(p + rec->size - 12);
 	v->time = bt_le64(p + rec->size - 8);
+	/* records were lost since the previous AUX record: the bytes since
+	 * its offset may be several threads' (their sched-outs' records are
+	 * the ones lost), so none of them is given to this record's thread */
+	if (sl->lost_before) {
+		v->tid = -1;
+		sl->unknown++;
+		sl->lost_before = false;
+	}
 }
 
 /*
@@ -99,6 +107,8 @@ static int trace_rec(const struct bt_rec *rec, void *arg)
 		}
 	} else if (rec->type == PERF_RECORD_LOST) {
 		*f->records_lost += ev.lost;
+		if (f->slices)
+			f->slices->lost_before = true;
 	}
 	return 0;
 }
@@ -228,27 +238,40 @@ struct range {
 	uint64_t time;
 };
 
+/* @b - @a in a ring whose hardware wraps at @hw_end: offsets are in
+ * [0, hw_end] (a BTS index may be published at the trimmed end itself,
+ * which is the base). */
+static uint64_t ring_dist(uint64_t a, uint64_t b, uint64_t hw_end)
+{
+	a %= hw_end;
+	b %= hw_end;
+	return b >= a ? b - a : hw_end - a + b;
+}
+
 /*
  * Give each byte of CPU ring @c a thread.  The records' offsets are ring
- * offsets (overwrite mode: pt_event_stop() publishes the write offset, and
- * perf_aux_output_end() reports it as aux_offset); walking back from the
- * newest, the slice of record i is (head[i-1], head[i]], head[-1] being the
- * ring's start when no record was forgotten or lost.  A slice longer than
- * the ring cannot be told from a short one: older owners may be wrong then.
+ * offsets (overwrite mode: pt_event_stop() / bts_event_stop() publish the
+ * write offset, and perf_aux_output_end() reports it as aux_offset);
+ * walking back from the newest, the slice of record i is
+ * (head[i-1], head[i]], head[-1] being the ring's start when no record was
+ * forgotten or lost.  Distances are taken modulo @hw_end, where the
+ * hardware wraps: the ring size for PT, the size trimmed to whole 24-byte
+ * records for BTS (bts_buffer_setup_aux()).  A slice longer than the ring
+ * cannot be told from a short one: older owners may be wrong then.
  */
 static size_t split_ranges(const struct bt_cpu_slices *sl, bool certain_start,
-			   uint64_t ring_size, uint64_t head, uint64_t len,
+			   uint64_t hw_end, uint64_t head, uint64_t len,
 			   struct range *out)
 {
-	uint64_t mask = ring_size - 1, end = len;
+	uint64_t end = len;
 	size_t nr = 0;
 
-	if (!sl->n) {
+	if (!sl->n || !hw_end) {
 		out[nr++] = (struct range){ 0, len, -1, 0 };
 		return nr;
 	}
 	{
-		uint64_t gap = (head - sl->v[sl->n - 1].head) & mask;
+		uint64_t gap = ring_dist(sl->v[sl->n - 1].head, head, hw_end);
 
 		if (gap > end)
 			gap = end;
@@ -262,7 +285,7 @@ static size_t split_ranges(const struct bt_cpu_slices *sl, bool certain_start,
 		if (i == 0 && !certain_start)
 			break;
 		prev = i ? sl->v[i - 1].head : 0;
-		slen = (sl->v[i].head - prev) & mask;
+		slen = ring_dist(prev, sl->v[i].head, hw_end);
 		start = end > slen ? end - slen : 0;
 		if (slen)
 			out[nr++] = (struct range){ start, end, sl->v[i].tid,
@@ -307,7 +330,10 @@ static int write_cpu_rings(struct bt_engine *e, struct btrace_writer *w,
 
 		if (!ring->aux)
 			continue;
-		bt_aux_locate(ring->aux, ring->aux_size, bt_perf_aux_head(ring), &span);
+		/* BTS wraps at the trimmed end: the never-written tail is no
+		 * part of the trace, and offsets count up to that end */
+		bt_aux_locate_kind(e->o->cfg.trace_kind, ring->aux, ring->aux_size,
+				   bt_perf_aux_head(ring), &span);
 		lin = malloc(span.len ? span.len : 1);
 		rg = malloc((sl->n + 2) * sizeof(*rg));
 		if (!lin || !rg) {
@@ -319,7 +345,7 @@ static int write_cpu_rings(struct bt_engine *e, struct btrace_writer *w,
 		}
 		bt_aux_linearize(ring->aux, &span, lin);
 		nr = split_ranges(sl, !sl->dropped && !e->cpu_records_lost[c],
-				  ring->aux_size, span.head, span.len, rg);
+				  span.end, span.head, span.len, rg);
 		/* one piece per thread: its slices oldest first (rg is newest first) */
 		for (size_t i = 0; i < nr && r == 0; i++) {
 			struct piece *p = NULL;
@@ -363,11 +389,11 @@ static int write_cpu_rings(struct bt_engine *e, struct btrace_writer *w,
 		unattributed_total += unattributed;
 		if (slen < sizeof(split) - 128)
 			slen += (size_t)snprintf(split + slen, sizeof(split) - slen,
-						 "%scpu %d: %zu slice(s) of %zu thread(s), %" PRIu64 " of %" PRIu64 " bytes not attributed%s",
+						 "%scpu %d: %zu slice(s) of %zu thread(s) (%" PRIu64 " after lost records, given none), %" PRIu64 " of %" PRIu64 " bytes not attributed%s",
 						 slen ? "; " : "", e->cpus[c], sl->n,
-						 nthreads, unattributed, span.len,
+						 nthreads, sl->unknown, unattributed, span.len,
 						 sl->dropped || e->cpu_records_lost[c] ?
-						 " (AUX records were lost: the oldest owners are unknown)" : "");
+						 " (AUX records were lost: the owners of the oldest bytes and of the slices where records are missing are unknown)" : "");
 		free(lin);
 		free(rg);
 	}
@@ -378,7 +404,8 @@ static int write_cpu_rings(struct bt_engine *e, struct btrace_writer *w,
 		struct bt_aux_span span;
 		struct btrace_buffer b;
 
-		bt_aux_locate(ring->aux, ring->aux_size, bt_perf_aux_head(ring), &span);
+		bt_aux_locate_kind(e->o->cfg.trace_kind, ring->aux, ring->aux_size,
+				   bt_perf_aux_head(ring), &span);
 		memset(&b, 0, sizeof(b));
 		b.kind = e->o->cfg.trace_kind;
 		b.flags = e->cpu_flags[pc[i].c] | (span.wrapped ? BTRACE_BUF_WRAPPED : 0);
@@ -846,6 +873,13 @@ int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 		goto fail;
 	if ((r = aux_size_meta(e, w, err)) < 0)
 		goto fail;
+	if (e->disable_ns) {
+		/* how long the siblings, then the crashed thread, kept
+		 * tracing after btrace saw the stop (the ioctls' time) */
+		snprintf(buf, sizeof(buf), "%" PRIu64, e->disable_ns);
+		if ((r = meta(w, "capture.disable_ns", buf, err)) < 0)
+			goto fail;
+	}
 	if (e->o->bts_samples &&
 	    ((r = meta(w, "capture.bts_path", "branch-instructions sampling (the intel_bts PMU is missing, as under page-table isolation): BTS records read from the data ring", err)) < 0 ||
 	     (r = meta(w, "limit.bts-kernel-records", "the kernel leaves out every BTS record with a kernel address (intel_pmu_drain_bts_buffer), so system calls, faults and signal deliveries leave no record: the trace shows the user code only, and a jump into a signal handler appears as a gap", err)) < 0))

@@ -379,8 +379,10 @@ static void precise_snapshot(struct bt_engine *e, pid_t tid, int sig,
 	struct user_regs_struct regs;
 	struct btrace_signal s;
 	char how[160];
+	uint64_t t0 = bt_now_ns();
 
 	bt_engine_disable_siblings_first(e, tid);
+	e->disable_ns = bt_now_ns() - t0;
 	memset(&s, 0, sizeof(s));
 	s.tid = tid;
 	s.signo = sig;

@@ -266,6 +266,15 @@ static int hw_opts(uint32_t backend, const struct btrace_record_opts *opts,
 	return 0;
 }
 
+int bt_perf_engine_opts(uint32_t backend, const struct btrace_record_opts *opts,
+			struct bt_engine_opts *eo, struct btrace_error *err)
+{
+	/* eo->pmu_name points into it: valid until the next call */
+	static struct bt_pmu pmu;
+
+	return hw_opts(backend, opts, eo, &pmu, err);
+}
+
 int bt_perf_record(const struct btrace_record_opts *opts,
 		   struct btrace_record_result *res, struct btrace_error *err)
 {

@@ -363,12 +363,56 @@ void aux_sim_stop(struct aux_sim *s)
 	if (s->sample_id_all) {                 /* TID, TIME */
 		put32(rec + 32, s->pid);
 		put32(rec + 36, s->tid);
-		put64(rec + 40, 1000 + s->stops);
+		put64(rec + 40, s->now ? s->now : 1000 + s->stops);
 	}
 	output(s, rec, size);
 	__atomic_store_n(&upage(s)->aux_head, s->head, __ATOMIC_RELEASE);
 	s->aux_flags = 0;
 	s->stops++;
+}
+
+/* The sample_id of a side-band record: { u32 pid, tid; u64 time; } with
+ * sample_type TID | TIME (__perf_event_header__init_id()). */
+static uint16_t put_id(const struct aux_sim *s, uint8_t *p)
+{
+	if (!s->sample_id_all)
+		return 0;
+	put32(p, s->pid);
+	put32(p + 4, s->tid);
+	put64(p + 8, s->now ? s->now : 1000 + s->stops);
+	return 16;
+}
+
+void aux_sim_itrace_start(struct aux_sim *s)
+{
+	uint8_t rec[16 + 16];
+	uint16_t size = 16;
+
+	/* perf_log_itrace_start(): { header, u32 pid, tid } + sample_id */
+	memset(rec, 0, sizeof(rec));
+	put32(rec, PERF_RECORD_ITRACE_START);
+	put32(rec + 8, s->pid);
+	put32(rec + 12, s->tid);
+	size = (uint16_t)(size + put_id(s, rec + 16));
+	put16(rec + 6, size);
+	output(s, rec, size);
+}
+
+void aux_sim_switch(struct aux_sim *s, bool out)
+{
+	uint8_t rec[8 + 16];
+	uint16_t size = 8;
+
+	/* perf_event_switch_output(): a task event gets PERF_RECORD_SWITCH
+	 * (no next/prev pid: that is PERF_RECORD_SWITCH_CPU_WIDE's) */
+	if (!s->context_switch)
+		return;
+	memset(rec, 0, sizeof(rec));
+	put32(rec, PERF_RECORD_SWITCH);
+	put16(rec + 4, out ? PERF_RECORD_MISC_SWITCH_OUT : 0);
+	size = (uint16_t)(size + put_id(s, rec + 8));
+	put16(rec + 6, size);
+	output(s, rec, size);
 }
 
 uint64_t aux_sim_aux_head(const struct aux_sim *s)

@@ -102,6 +102,10 @@ struct aux_sim {
 	uint32_t aux_flags;        /* driver flags for the next stop */
 	uint64_t written;          /* bytes the hardware wrote in all */
 	uint64_t stops;            /* PERF_RECORD_AUX written */
+	uint64_t now;              /* perf time for sample_id (0: 1000 +
+				    * stops, as before) */
+	bool context_switch;       /* attr.context_switch of the event(s)
+				    * writing to this ring */
 };
 
 void aux_sim_init(struct aux_sim *s, enum aux_sim_pmu pmu,
@@ -127,6 +131,17 @@ void aux_sim_start(struct aux_sim *s);
 void aux_sim_write(struct aux_sim *s, const uint8_t *p, uint64_t n);
 /* pmu::stop(PERF_EF_UPDATE): publish aux_head, PERF_RECORD_AUX. */
 void aux_sim_stop(struct aux_sim *s);
+
+/* PERF_RECORD_ITRACE_START {pid, tid} of the event of s->tid:
+ * perf_log_itrace_start(), called from event_sched_in() before
+ * pmu::add(PERF_EF_START), once per event (PERF_ATTACH_ITRACE). */
+void aux_sim_itrace_start(struct aux_sim *s);
+/* PERF_RECORD_SWITCH of a task event (misc PERF_RECORD_MISC_SWITCH_OUT on
+ * the way out): perf_event_switch() from perf_event_task_sched_out()
+ * (before the context's events are stopped) and from
+ * perf_event_task_sched_in() (after they are started); written only when
+ * attr.context_switch (perf_event_switch_match()). */
+void aux_sim_switch(struct aux_sim *s, bool out);
 
 /* user_page->aux_head, data_head, data_tail. */
 uint64_t aux_sim_aux_head(const struct aux_sim *s);

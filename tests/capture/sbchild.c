@@ -11,6 +11,9 @@
  *                         that wraps a small ring)
  *   sbchild faults N      three rounds of N fresh page faults, 100 ms apart,
  *                         then crash
+ *   sbchild busy N MS     N threads spinning; after MS ms thread 1 runs
+ *                         busy_crash (a loop of step() calls) and crashes
+ *                         while the others keep spinning
  *   sbchild remap LIB     map LIB executable, map it again over the same
  *                         range at another offset, then crash
  */
@@ -23,6 +26,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 static volatile int sink;
@@ -57,6 +61,33 @@ static void on_usr1(int sig)
 }
 
 static int secs;
+static volatile int busy_ms;
+
+/* The crashing thread's last work: 2000 calls of step(), then the fault. */
+__attribute__((noinline)) static void busy_crash(void)
+{
+	for (int i = 0; i < 2000; i++)
+		sink += step(i);
+	crash_here();
+}
+
+static void *spinner(void *arg)
+{
+	long id = (long)arg;
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (unsigned i = 0;; i++) {
+		sink += step((int)i);
+		if (id != 1 || (i & 0xfff))
+			continue;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 +
+		    (t.tv_nsec - t0.tv_nsec) / 1000000 >= busy_ms)
+			busy_crash();
+	}
+	return NULL;
+}
 
 static void *sleeper(void *arg)
 {
@@ -122,6 +153,16 @@ int main(int argc, char **argv)
 		secs = atoi(argv[3]);
 		for (long i = 1; i <= n; i++)
 			pthread_create(&th, NULL, sleeper, (void *)i);
+		pause();
+		return 0;
+	}
+	if (argc >= 4 && !strcmp(argv[1], "busy")) {
+		int n = atoi(argv[2]);
+		pthread_t th;
+
+		busy_ms = atoi(argv[3]);
+		for (long i = 1; i <= n; i++)
+			pthread_create(&th, NULL, spinner, (void *)i);
 		pause();
 		return 0;
 	}

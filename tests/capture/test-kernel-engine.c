@@ -96,6 +96,15 @@ static void test_launch_precise(struct bt_test *t)
 			vdso = true;
 	BT_CHECK(t, vdso);
 	BT_CONTAINS(t, btrace_snapshot_meta(s, "capture.mode"), "precise");
+	{
+		/* the time from the stop to every event disabled, in ns */
+		const char *d = btrace_snapshot_meta(s, "capture.disable_ns");
+		char *end = NULL;
+
+		BT_REQUIRE(t, d != NULL);
+		bt_test_diag("capture.disable_ns: %s", d);
+		BT_CHECK(t, strtoull(d, &end, 10) > 0 && end && !*end);
+	}
 	BT_CONTAINS(t, btrace_snapshot_meta(s, "capture.test_event"), "software event");
 	BT_EQ_STR(t, "0", btrace_snapshot_meta(s, "sideband.lost_records"));
 	btrace_snapshot_free(s);

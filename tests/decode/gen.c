@@ -181,7 +181,7 @@ static int capture(int pid, struct captured *c, int embed)
 		m->flags = perms[3] == 's' ? 1 : 2;
 		m->path = strdup(*pp ? pp : "//anon");
 		if (*pp == '/')
-			bt_elf_build_id(pp, m->build_id, &m->build_id_size);
+			bt_image_file_build_id(pp, m->build_id, &m->build_id_size);
 		if (!embed || !(m->prot & 4))
 			continue;
 		struct btrace_code code = { 0 };
