@@ -1190,6 +1190,9 @@ int bt_engine_join(const struct bt_engine_opts *o, bool can_take_over,
 		bt_engine_release(&e);
 		return r == -ESRCH ? 1 : bt_error(err, r, "%s", jerr.msg);
 	}
+	/* an emulated program: its name, not the emulator's */
+	if (bt_registry_sub_name(sub)[0])
+		snprintf(e.comm, sizeof(e.comm), "%s", bt_registry_sub_name(sub));
 	raise_nofile(&e);
 	r = bt_engine_prepare(&e, err);
 	if (r == 0)

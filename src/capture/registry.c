@@ -2,6 +2,7 @@
 /* The single-owner registry (see registry.h for the protocol). */
 #include "registry.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -24,6 +25,7 @@
 
 struct bt_registry_owner {
 	pid_t target;
+	uint32_t backend;
 	int lock_fd;
 	int listen_fd;
 	char lock_path[256];
@@ -36,6 +38,7 @@ struct bt_registry_owner {
 
 struct bt_registry_sub {
 	uid_t owner_uid;
+	char name[16];          /* the program's name, as the owner set it */
 	int fd;
 	char buf[512];
 	size_t len;
@@ -152,15 +155,46 @@ static pid_t read_owner(int fd)
 	return (pid_t)pid;
 }
 
+/* Keep only what is safe in a file name and on a terminal. */
+static void clean_name(char *dst, size_t len, const char *src)
+{
+	size_t n = 0;
+
+	for (; src && *src && n + 1 < len; src++)
+		if (isalnum((unsigned char)*src) || strchr("._+-", *src))
+			dst[n++] = *src;
+	dst[n] = '\0';
+}
+
+/* The lock file's one line, which a joiner receives after "OK ". */
+static void write_lock_line(struct bt_registry_owner *o, const char *name)
+{
+	char line[96], clean[16];
+	int n;
+
+	clean_name(clean, sizeof(clean), name);
+	n = snprintf(line, sizeof(line), "owner=%d backend=%u%s%s\n",
+		     (int)getpid(), o->backend, clean[0] ? " name=" : "", clean);
+	if (ftruncate(o->lock_fd, 0) < 0 ||
+	    pwrite(o->lock_fd, line, (size_t)n, 0) != n) {
+		/* informational only */
+	}
+}
+
+void bt_registry_set_name(struct bt_registry_owner *o, const char *name)
+{
+	if (o)
+		write_lock_line(o, name);
+}
+
 int bt_registry_claim(pid_t target, uint32_t backend,
 		      struct bt_registry_owner **out, pid_t *owner_pid,
 		      struct btrace_error *err)
 {
 	struct bt_registry_owner *o;
 	struct sockaddr_un sa;
-	char line[96];
 	mode_t old;
-	int r, n;
+	int r;
 
 	*out = NULL;
 	o = calloc(1, sizeof(*o));
@@ -221,11 +255,8 @@ int bt_registry_claim(pid_t target, uint32_t backend,
 		}
 	}
 	/* We hold the lock: any previous owner is gone (stale). */
-	n = snprintf(line, sizeof(line), "owner=%d backend=%u\n", (int)getpid(),
-		     backend);
-	if (ftruncate(o->lock_fd, 0) < 0 || pwrite(o->lock_fd, line, (size_t)n, 0) != n) {
-		/* informational only */
-	}
+	o->backend = backend;
+	write_lock_line(o, NULL);
 	unlink(o->sock_path);
 	o->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	memset(&sa, 0, sizeof(sa));
@@ -599,6 +630,8 @@ int bt_registry_join(pid_t target, struct bt_registry_sub **out,
 	s->fd = fd;
 	s->pending_fd = -1;
 	s->owner_uid = uid;
+	if (strstr(line, " name="))
+		clean_name(s->name, sizeof(s->name), strstr(line, " name=") + 6);
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	if (owner_pid)
 		*owner_pid = op;
@@ -611,6 +644,11 @@ int bt_registry_join(pid_t target, struct bt_registry_sub **out,
 int bt_registry_sub_fd(const struct bt_registry_sub *s)
 {
 	return s->fd;
+}
+
+const char *bt_registry_sub_name(const struct bt_registry_sub *s)
+{
+	return s->name;
 }
 
 int bt_registry_sub_recv(struct bt_registry_sub *s, int *fd, char *note,

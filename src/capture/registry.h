@@ -52,6 +52,11 @@ int bt_registry_claim(pid_t target, uint32_t backend,
 		      struct bt_registry_owner **out, pid_t *owner_pid,
 		      struct btrace_error *err);
 
+/* Name the recorded program for joiners (their default file name) when the
+ * target's own name is not the program's (an emulator).  Only letters,
+ * digits and "._+-" are kept, at most 15. */
+void bt_registry_set_name(struct bt_registry_owner *o, const char *name);
+
 /* The listening socket (poll for POLLIN). */
 int bt_registry_owner_fd(const struct bt_registry_owner *o);
 
@@ -85,6 +90,9 @@ int bt_registry_join(pid_t target, struct bt_registry_sub **out,
 		     struct btrace_error *err);
 
 int bt_registry_sub_fd(const struct bt_registry_sub *s);
+
+/* The program name the owner set with bt_registry_set_name(), or "". */
+const char *bt_registry_sub_name(const struct bt_registry_sub *s);
 
 /* Read what the owner sent: 1 and *fd (caller closes) for a snapshot,
  * 0 when the owner left, -EAGAIN when nothing complete arrived yet, or a

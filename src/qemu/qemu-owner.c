@@ -50,7 +50,7 @@ struct bt_qowner *bt_qowner_new(bt_qowner_write_fn fn, void *ctx, int quiet)
 	return q;
 }
 
-void bt_qowner_claim(struct bt_qowner *q, pid_t pid)
+void bt_qowner_claim(struct bt_qowner *q, pid_t pid, const char *name)
 {
 	struct btrace_error err = { 0 };
 	struct bt_registry_owner *reg = NULL;
@@ -70,6 +70,9 @@ void bt_qowner_claim(struct bt_qowner *q, pid_t pid)
 	}
 	r = bt_registry_claim(pid, BTRACE_BACKEND_QEMU, &reg, &other, &err);
 	if (r == 0) {
+		/* the emulator's own name is not the program's */
+		bt_registry_set_name(reg, name && strrchr(name, '/') ?
+					  strrchr(name, '/') + 1 : name);
 		q->v[q->n].pid = pid;
 		q->v[q->n++].reg = reg;
 		return;

@@ -31,9 +31,9 @@ typedef int (*bt_qowner_write_fn)(void *ctx, pid_t pid, const char *path,
  * unavailable.  NULL when out of memory (the recording goes on). */
 struct bt_qowner *bt_qowner_new(bt_qowner_write_fn fn, void *ctx, int quiet);
 
-/* Register as the owner of @pid (the launched process or a forked child).
- * A failure is said once on stderr and the recording goes on. */
-void bt_qowner_claim(struct bt_qowner *q, pid_t pid);
+/* Register as the owner of @pid (the launched process or a forked child);
+ * joiners name their files after @name (the program's path).  A failure is said once on stderr and the recording goes on. */
+void bt_qowner_claim(struct bt_qowner *q, pid_t pid, const char *name);
 
 /* Give up @pid (it died; its snapshot, if any, was published). */
 void bt_qowner_drop(struct bt_qowner *q, pid_t pid);

@@ -2291,7 +2291,7 @@ static void bt_tree_scan(struct bt_tree *t)
 			p->pidfd = bt_pidfd_open(pid);
 			/* `btrace snapshot` and joins reach it too */
 			if (p->pidfd >= 0)
-				bt_qowner_claim(t->j->owner, pid);
+				bt_qowner_claim(t->j->owner, pid, t->j->prog);
 		}
 		/* Let the child run: it waits for this mark. */
 		fd = bt_rings_fd(t->j->rs, pid);
@@ -2681,7 +2681,7 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	/* The registry owner of the program's processes (qemu-owner.h). */
 	j.owner = bt_qowner_new(bt_snapshot_ondemand, &j,
 				!!(opts->flags & BTRACE_RECORD_QUIET));
-	bt_qowner_claim(j.owner, pid);
+	bt_qowner_claim(j.owner, pid, j.prog);
 	rc = bt_watch_tree(&j, res);
 	bt_child_pid = 0;
 	bt_fwd_restore(&fwd);

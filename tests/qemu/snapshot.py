@@ -161,28 +161,42 @@ def case_join(btrace, progs, work):
         T.diag(rec.finish()[1])
         return
     joined = os.path.join(work, 'joined.btrace')
-    j = subprocess.Popen([btrace, 'record', '-p', str(rec.pid), '-o', joined],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True, cwd=work)
-    said = ''
-    while 'joined' not in said:
-        line = j.stderr.readline()
-        if not line:
-            break
-        said += line
-    T.ok('joined' in said and 'attach failed' not in said,
-         'a second btrace record -p PID joins the QEMU recording')
-    T.diag(said)
+    # a second joiner without -o: its default name is the program's
+    jdir = os.path.join(work, 'jdir')
+    os.mkdir(jdir)
+    joiners = []
+    for extra, cwd in ((['-o', joined], work), ([], jdir)):
+        j = subprocess.Popen([btrace, 'record', '-p', str(rec.pid)] + extra,
+                             stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True, cwd=cwd)
+        said = ''
+        while 'joined' not in said:
+            line = j.stderr.readline()
+            if not line:
+                break
+            said += line
+        T.ok('joined' in said and 'attach failed' not in said,
+             'a btrace record -p PID %sjoins the QEMU recording'
+             % ('-o FILE ' if extra else ''))
+        T.diag(said)
+        joiners.append(j)
     rc, err = rec.finish()
-    jout = j.stderr.read()
-    jrc = j.wait(timeout=HANG)
+    jout = [j.stderr.read() for j in joiners]
+    jrc = [j.wait(timeout=HANG) for j in joiners]
     T.ok(rc == 128 + 11 and os.path.exists(rec.snap),
          'the program crashes, the owner writes its snapshot')
     T.diag(err)
-    T.ok(jrc == 0 and os.path.exists(joined) and
+    T.ok(jrc[0] == 0 and os.path.exists(joined) and
          open(joined, 'rb').read() == open(rec.snap, 'rb').read(),
          'the joined btrace receives the same snapshot and exits 0')
-    T.diag(jout)
+    T.diag(jout[0])
+    named = os.path.join(jdir, 'btrace-snap-wait-%d.btrace' % rec.pid)
+    T.ok(jrc[1] == 0 and os.listdir(jdir) == [os.path.basename(named)] and
+         open(named, 'rb').read() == open(rec.snap, 'rb').read(),
+         'without -o the joiner names the file after the program, not the '
+         'emulator: %s' % os.listdir(jdir))
+    T.diag(jout[1])
 
 
 def intel_cpu():
