@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Attacks by nobody on the QEMU backend's ring directory of root (TAP).
 
-    attack-ringdir.py BTRACE PROGDIR E2E
+    attack-ringdir.py BTRACE PROGDIR E2E HOSTILE-RING
 
 PROGDIR holds fork-status, sig-report and exit-code (tests/qemu/progs/).
 Needs root, the user nobody and a qemu-x86_64 with plugin support; skips
@@ -25,6 +25,12 @@ backend's rings"):
      directory of nobody's with a dead socket, nobody's link to a root
      directory with a dead socket, a root directory without a socket (kept
      rings) and one whose socket is alive.
+  4. The traced program's data is untrusted too: a program that hands
+     btrace a hostile ring of its own (hostile-ring: ring entries that
+     wrap the slot size, a child's ring that names itself as its table's
+     owner) and crashes.  btrace crashed reading it (SIGSEGV: an index past
+     the file, an endless recursion); now it says which ring is bad and
+     exits with the program's status.
 """
 import ctypes
 import os
@@ -37,7 +43,7 @@ import sys
 import tempfile
 import time
 
-btrace, progs, e2e = sys.argv[1:4]
+btrace, progs, e2e, hostile = sys.argv[1:5]
 sys.path.insert(0, e2e)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2elib  # noqa: E402
@@ -382,6 +388,25 @@ def stale(t, work, nobody):
     live.close()
 
 
+def hostile_rings(t, work):
+    tmp = os.path.join(work, 'hostile')
+    os.mkdir(tmp)
+    os.chmod(tmp, 0o1777)
+    for mode, what in (('entries', 'ring entries of 2^62 (the slot size '
+                        'wraps)'), ('loop', 'a ring whose TB table is '
+                        'its own, which has none')):
+        rc, log = run([btrace, 'record', '-b', 'qemu', '-o',
+                       os.path.join(work, 'hostile.btrace'), '--', hostile,
+                       mode, tmp], env=env_tmp(tmp), cwd=work)
+        t.ok(rc == 128 + signal.SIGSEGV and 'read ring failed' in log and
+             not S.sanitizer_report(log),
+             '%s: btrace refuses the ring and exits with the program\'s '
+             'status %d (%d)' % (what, 128 + signal.SIGSEGV, rc))
+        if rc != 128 + signal.SIGSEGV:
+            t.diag(log[-1500:])
+    t.ok(not os.listdir(tmp), 'nothing left in TMPDIR')
+
+
 def main():
     S.need_root_and_nobody()
     why = e2elib.qemu_skip_reason()
@@ -395,6 +420,7 @@ def main():
         unsafe_tmpdirs(t, work, nobody)
         shared_tmpdir(t, work, nobody)
         stale(t, work, nobody)
+        hostile_rings(t, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return t.done()
