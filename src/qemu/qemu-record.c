@@ -1088,6 +1088,8 @@ struct bt_file_info {
 	struct bt_qemu_elf elf;
 	int ok;
 	int stale;   /* the path no longer names the mapped file */
+	unsigned int maj, min;     /* the mapped file: its code is read only */
+	unsigned long long ino;    /* from that file */
 };
 
 struct bt_span {
@@ -1129,6 +1131,17 @@ static int bt_same_file(const char *path, unsigned int maj, unsigned int min,
 
 	return !stat(path, &st) && S_ISREG(st.st_mode) &&
 	       (unsigned long long)st.st_ino == ino &&
+	       major(st.st_dev) == maj && minor(st.st_dev) == min;
+}
+
+/* Whether descriptor @fd is the file @maj:@min inode @ino (the one the
+ * program mapped, not one swapped in at its path since). */
+static int bt_fd_is(int fd, unsigned int maj, unsigned int min,
+		    unsigned long long ino)
+{
+	struct stat st;
+
+	return !fstat(fd, &st) && (unsigned long long)st.st_ino == ino &&
 	       major(st.st_dev) == maj && minor(st.st_dev) == min;
 }
 
@@ -1343,6 +1356,9 @@ static int bt_write_maps(struct bt_job *j, const struct bt_qemu_ring *r)
 				 * mapped (or a memfd) is not read: its code
 				 * comes from the code log. */
 				fi->stale = !bt_same_file(path, maj, min, ino);
+				fi->maj = maj;
+				fi->min = min;
+				fi->ino = ino;
 				fi->ok = fi->path && !fi->stale &&
 					 !bt_qemu_elf_read(path, &fi->elf) &&
 					 fi->elf.is_elf64;
@@ -1402,25 +1418,33 @@ static int bt_write_maps(struct bt_job *j, const struct bt_qemu_ring *r)
 			}
 			if (!found)
 				continue;
-			fd = open(fi->path, O_RDONLY | O_CLOEXEC);
+			/* Read, not mapped: a file its owner truncates
+			 * meanwhile must not kill us with SIGBUS; and only a
+			 * regular file (a FIFO put there would block). */
+			fd = bt_open_regular(fi->path);
 			if (fd < 0)
 				continue;
-			map = mmap(NULL, sg->offset + sg->filesz, PROT_READ,
-				   MAP_PRIVATE, fd, 0);
-			close(fd);
-			if (map == MAP_FAILED)
+			map = sg->filesz <= SIZE_MAX &&
+			      bt_fd_is(fd, fi->maj, fi->min, fi->ino) ?
+			      malloc(sg->filesz) : NULL;
+			if (!map || pread(fd, map, sg->filesz, (off_t)sg->offset) !=
+				    (ssize_t)sg->filesz) {
+				free(map);
+				close(fd);
 				continue;
+			}
+			close(fd);
 			memset(&c, 0, sizeof(c));
 			c.kind = BTRACE_CODE_FILE;
 			c.build_id_size = fi->elf.build_id_size;
 			memcpy(c.build_id, fi->elf.build_id, sizeof(c.build_id));
 			c.vaddr = vaddr;
 			c.file_offset = sg->offset;
-			c.data = (const uint8_t *)map + sg->offset;
+			c.data = map;
 			c.size = sg->filesz;
 			c.path = fi->path;
 			rc = btrace_writer_add_code(j->w, &c, j->err);
-			munmap(map, sg->offset + sg->filesz);
+			free(map);
 			if (!rc && !bt_grow((void **)&good, &capgood, ngood,
 					    sizeof(*good))) {
 				good[ngood].s = vaddr;
