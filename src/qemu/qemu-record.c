@@ -258,7 +258,8 @@ int bt_qemu_check_program(char *const *argv, char *out, size_t len,
  * SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGABRT and SIGSYS (btrace's own).
  * Signals from the kernel (si_code > 0: a terminal's ^C or ^\ reaches the
  * whole foreground process group already) and those btrace raised itself
- * (SIGPIPE of a write to a closed pipe) are not sent a second time.  The
+ * (SIGPIPE of a write to a closed pipe) are not sent a second time, nor
+ * are signals sent to the whole process group (bt_fwd_group()).  The
  * emulator starts with the dispositions btrace was given (a background
  * job's ignored SIGINT and SIGQUIT stay ignored unless the program installs
  * handlers, as natively); btrace forwards even those, since the program

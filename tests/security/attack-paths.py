@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 
-btrace, prog, e2e = sys.argv[1:4]
+btrace, prog, e2e = [os.path.abspath(a) for a in sys.argv[1:4]]
 sys.path.insert(0, e2e)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2elib  # noqa: E402

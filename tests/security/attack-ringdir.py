@@ -43,7 +43,7 @@ import sys
 import tempfile
 import time
 
-btrace, progs, e2e, hostile = sys.argv[1:5]
+btrace, progs, e2e, hostile = [os.path.abspath(a) for a in sys.argv[1:5]]
 sys.path.insert(0, e2e)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2elib  # noqa: E402
