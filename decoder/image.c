@@ -455,19 +455,23 @@ static int add_from_disk(struct bt_ctx *c, const struct btrace_mapping *m,
 			return add_hole(c, m, start, end, "%s: open failed", mod->code_file);
 		}
 		mod->map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		close(fd);
 		if (mod->map == MAP_FAILED) {
+			close(fd);
 			mod->map = NULL;
 			return add_hole(c, m, start, end, "%s: mmap failed", mod->code_file);
 		}
 		mod->map_size = (size_t)st.st_size;
+		mod->code_fd = fd + 1;
 	}
 	uint64_t foff = m->pgoff + (start - m->start);
 	if (foff >= mod->map_size)
 		return 0;
 	if (foff + (end - start) > mod->map_size)
 		end = start + (mod->map_size - foff);
-	ret = pt_image_add_file(c->image, mod->code_file, foff, end - start, NULL, start);
+	char fdpath[64];
+
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", mod->code_fd - 1);
+	ret = pt_image_add_file(c->image, fdpath, foff, end - start, NULL, start);
 	if (ret < 0)
 		return add_hole(c, m, start, end, "%s: adding to the image failed: %s",
 				mod->code_file, pt_errstr(pt_errcode(ret)));
@@ -664,6 +668,8 @@ void bt_image_free(struct bt_ctx *c)
 		free(c->modules[i].disk_note);
 		if (c->modules[i].map)
 			munmap(c->modules[i].map, c->modules[i].map_size);
+		if (c->modules[i].code_fd > 0)
+			close(c->modules[i].code_fd - 1);
 	}
 	free(c->modules);
 	free(c->regions);
