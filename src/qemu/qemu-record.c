@@ -675,6 +675,9 @@ static pid_t bt_janitor_start(const struct bt_rings *rs, int *wfd)
 		_exit(0);
 	}
 	close(p[0]);
+	/* Never blocks a signal handler (bt_fwd_group()), even with a
+	 * janitor stopped and its pipe full. */
+	fcntl(p[1], F_SETFL, O_NONBLOCK);
 	*wfd = p[1];
 	return pid;
 }
