@@ -2,9 +2,12 @@
 # SPDX-License-Identifier: MIT
 """nobody replaces a recorded program's file before root reads the snapshot (TAP).
 
-    attack-paths.py BTRACE PROG E2E
+    attack-paths.py BTRACE E2E PROG...
 
-PROG is a crashing program (tests/qemu/progs/crash-fnptr).  Needs root, the
+Each PROG is a crashing program: tests/qemu/progs/crash-fnptr (with a build
+ID: the decoder looks for its file by build ID) and e2e-noid (without: the
+decoder takes the file at the recorded path only if it holds the bytes the
+snapshot embedded from it).  Needs root, the
 user nobody and a qemu-x86_64 with plugin support; skips otherwise.
 
 root records PROG copied into a directory nobody owns.  The snapshot names
@@ -23,7 +26,8 @@ import subprocess
 import sys
 import tempfile
 
-btrace, prog, e2e = [os.path.abspath(a) for a in sys.argv[1:4]]
+btrace, e2e = [os.path.abspath(a) for a in sys.argv[1:3]]
+progs = [os.path.abspath(a) for a in sys.argv[3:]]
 sys.path.insert(0, e2e)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2elib  # noqa: E402
@@ -39,8 +43,15 @@ def main():
     if why:
         return e2elib.skip_all(why)
     t = e2elib.Tap()
+    for prog in progs:
+        one(t, prog)
+    return t.done()
+
+
+def one(t, prog):
     work = tempfile.mkdtemp(prefix='bt-sec-paths-')
     os.chmod(work, 0o755)
+    name = os.path.basename(prog)
     try:
         nob = os.path.join(work, 'nobodys')
         os.mkdir(nob, 0o755)
@@ -58,10 +69,10 @@ def main():
         r = S.run([btrace, 'record', '-b', 'qemu', '-o', snap, '--', exe],
                   env=dict(os.environ, TMPDIR=tmp), cwd=work, text=True,
                   timeout=HANG)
-        if not t.ok(os.path.exists(snap), 'root recorded %s (exit %d)' %
-                    (exe, r.returncode)):
+        if not t.ok(os.path.exists(snap), '%s: root recorded %s (exit %d)' %
+                    (name, exe, r.returncode)):
             t.diag(r.stdout + r.stderr)
-            return t.done()
+            return
         swaps = [
             ('a FIFO', 'import os; os.unlink(P); os.mkfifo(P)'),
             ('a link to /dev/zero',
@@ -78,6 +89,7 @@ def main():
                 ['info']]
         for what, code in swaps:
             r = S.nobody_py('import sys; P = sys.argv[1]\n' + code, exe)
+            what = '%s, %s' % (name, what)
             if not t.ok(r.returncode == 0, 'nobody replaced the program '
                         'with %s' % what):
                 t.diag(r.stderr)
@@ -107,7 +119,6 @@ def main():
                  (what, exe))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return t.done()
 
 
 if __name__ == '__main__':
