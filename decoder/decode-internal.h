@@ -48,6 +48,9 @@ struct bt_module {
 	int dw_tried;
 	void *map;           /* mmap of the disk file when code comes from it */
 	size_t map_size;
+	int code_fd;         /* that file's descriptor + 1 (0: none): libipt
+			      * reads it as /proc/self/fd/N, never the path
+			      * again (another file could be there by then) */
 	int searched;        /* files looked for (bt_image_find_files) */
 	char *code_file;     /* a file with this build ID and its code */
 	char *debug_file;    /* a separate debug file with this build ID */

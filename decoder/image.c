@@ -34,7 +34,7 @@
 
 int bt_image_file_build_id(const char *path, uint8_t *id, uint32_t *size)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = bt_open_regular(path);
 	int ret = -ENOENT;
 
 	if (fd < 0)
@@ -73,7 +73,7 @@ int bt_image_file_build_id(const char *path, uint8_t *id, uint32_t *size)
 static int elf_load_info(const char *path, int *type, uint64_t *first_vaddr,
 			 uint64_t *first_off)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = bt_open_regular(path);
 	int ret = -BTRACE_ERR_FORMAT;
 
 	if (fd < 0)
@@ -223,7 +223,7 @@ static int same_code_as_snapshot(const struct bt_ctx *c,
 				 const struct bt_module *mod, const char *path)
 {
 	const struct btrace_snapshot *s = c->snap;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), checked = 0, ok = 1;
+	int fd = bt_open_regular(path), checked = 0, ok = 1;
 	uint8_t *buf = NULL;
 	uint8_t id[BTRACE_BUILD_ID_MAX];
 	uint32_t n = 0;
@@ -263,7 +263,7 @@ static int same_code_as_snapshot(const struct bt_ctx *c,
 /* The ELF has its code (not a separate debug file with NOBITS .text). */
 static int elf_has_code(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = 0;
+	int fd = bt_open_regular(path), ret = 0;
 	size_t shstrndx;
 
 	if (fd < 0)
@@ -448,26 +448,30 @@ static int add_from_disk(struct bt_ctx *c, const struct btrace_mapping *m,
 				(unsigned long long)end, have, want);
 	}
 	if (!mod->map) {
-		int fd = open(mod->code_file, O_RDONLY | O_CLOEXEC);
+		int fd = bt_open_regular(mod->code_file);
 		if (fd < 0 || fstat(fd, &st) < 0 || !st.st_size) {
 			if (fd >= 0)
 				close(fd);
 			return add_hole(c, m, start, end, "%s: open failed", mod->code_file);
 		}
 		mod->map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		close(fd);
 		if (mod->map == MAP_FAILED) {
+			close(fd);
 			mod->map = NULL;
 			return add_hole(c, m, start, end, "%s: mmap failed", mod->code_file);
 		}
 		mod->map_size = (size_t)st.st_size;
+		mod->code_fd = fd + 1;
 	}
 	uint64_t foff = m->pgoff + (start - m->start);
 	if (foff >= mod->map_size)
 		return 0;
 	if (foff + (end - start) > mod->map_size)
 		end = start + (mod->map_size - foff);
-	ret = pt_image_add_file(c->image, mod->code_file, foff, end - start, NULL, start);
+	char fdpath[64];
+
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", mod->code_fd - 1);
+	ret = pt_image_add_file(c->image, fdpath, foff, end - start, NULL, start);
 	if (ret < 0)
 		return add_hole(c, m, start, end, "%s: adding to the image failed: %s",
 				mod->code_file, pt_errstr(pt_errcode(ret)));
@@ -664,6 +668,8 @@ void bt_image_free(struct bt_ctx *c)
 		free(c->modules[i].disk_note);
 		if (c->modules[i].map)
 			munmap(c->modules[i].map, c->modules[i].map_size);
+		if (c->modules[i].code_fd > 0)
+			close(c->modules[i].code_fd - 1);
 	}
 	free(c->modules);
 	free(c->regions);

@@ -45,7 +45,7 @@ int bt_elf_build_id(const char *path, uint8_t *out, size_t max)
 	Elf64_Ehdr eh;
 	int fd, ret = -ENOENT;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = bt_open_regular(path);
 	if (fd < 0)
 		return -errno;
 	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||

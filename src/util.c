@@ -225,3 +225,19 @@ void bt_msg(const char *fmt, ...)
 		out[n++] = '\n';
 	fwrite(out, 1, n, stderr);
 }
+
+int bt_open_regular(const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), e;
+
+	if (fd < 0)
+		return -1;
+	e = fstat(fd, &st) ? errno : !S_ISREG(st.st_mode) ? EINVAL : 0;
+	if (e) {
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}

@@ -87,4 +87,13 @@ void bt_strip_controls(char *s);
  */
 void bt_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * Open @path read-only if it is a regular file, else fail with EINVAL
+ * without blocking or reading: a FIFO (whose open would wait for a
+ * writer), a device such as /dev/zero or a socket that another user put at
+ * a path btrace reads (a module's recorded path, a mapped file) is never
+ * read.  Returns the descriptor (O_CLOEXEC) or -1 with errno set.
+ */
+int bt_open_regular(const char *path);
+
 #endif /* BT_UTIL_H */

@@ -79,6 +79,8 @@ struct bt_range {
 
 static struct {
 	char dir[PATH_MAX];
+	dev_t dir_dev;                   /* dir= as found at load: ours, */
+	ino_t dir_ino;                   /* 0700 (0/0: unusable) */
 	uint32_t nslots, nxslots;
 	uint64_t entries, xentries;
 	uint64_t tb_max;
@@ -239,11 +241,21 @@ static int bt_file_publish(int fd)
 	struct msghdr m;
 	struct cmsghdr *cm;
 	struct timeval tv = { 2, 0 };
+	struct stat st;
 	int dfd, s, rc = 0;
 
-	dfd = open(g.dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	/* The directory btrace made, not one put in its place (docs/
+	 * security.md): a ring is never sent to a socket someone else
+	 * bound. */
+	dfd = open(g.dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
+	if (fstat(dfd, &st) || !g.dir_ino || st.st_dev != g.dir_dev ||
+	    st.st_ino != g.dir_ino || st.st_uid != geteuid() ||
+	    (st.st_mode & 077)) {
+		close(dfd);
+		return -EACCES;
+	}
 	s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s < 0) {
 		rc = -errno;
@@ -1651,6 +1663,15 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 	if (!g.dir[0]) {
 		fprintf(stderr, "btrace-qemu: load failed: no dir= argument\n");
 		return -1;
+	}
+	{
+		struct stat st;
+
+		if (!lstat(g.dir, &st) && S_ISDIR(st.st_mode) &&
+		    st.st_uid == geteuid() && !(st.st_mode & 077)) {
+			g.dir_dev = st.st_dev;
+			g.dir_ino = st.st_ino;
+		}
 	}
 	bt_note_host_maps();
 	/* The header now (btrace sees the plugin started), the rest at the

@@ -87,7 +87,7 @@ int bt_qemu_elf_read(const char *path, struct bt_qemu_elf *e)
 	int fd, n, rc = 0;
 
 	memset(e, 0, sizeof(*e));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = bt_open_regular(path);
 	if (fd < 0)
 		return -errno;
 	if (bt_pread_all(fd, ident, sizeof(ident), 0) ||
@@ -191,7 +191,7 @@ int bt_qemu_core_read(const char *path, struct bt_qemu_core *c)
 	int fd, n, rc = -ENOEXEC;
 
 	memset(c, 0, sizeof(*c));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = bt_open_regular(path);
 	if (fd < 0)
 		return -errno;
 	if (bt_pread_all(fd, &eh, sizeof(eh), 0) ||

@@ -40,6 +40,7 @@
 #include "qemu-limits.h"
 #include "qemu-owner.h"
 #include "qemu-record.h"
+#include "ringdir.h"
 #include "util.h"
 
 #define BT_QEMU_DEFAULT_SIZE (4ull << 20)
@@ -258,7 +259,8 @@ int bt_qemu_check_program(char *const *argv, char *out, size_t len,
  * SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGABRT and SIGSYS (btrace's own).
  * Signals from the kernel (si_code > 0: a terminal's ^C or ^\ reaches the
  * whole foreground process group already) and those btrace raised itself
- * (SIGPIPE of a write to a closed pipe) are not sent a second time.  The
+ * (SIGPIPE of a write to a closed pipe) are not sent a second time, nor
+ * are signals sent to the whole process group (bt_fwd_group()).  The
  * emulator starts with the dispositions btrace was given (a background
  * job's ignored SIGINT and SIGQUIT stay ignored unless the program installs
  * handlers, as natively); btrace forwards even those, since the program
@@ -275,15 +277,92 @@ static volatile sig_atomic_t bt_child_pid;
 /* Signals that came before the emulator's pid was known (bit per signal). */
 static volatile sig_atomic_t bt_fwd_pending[BT_FWD_MAX + 1];
 
+/* The janitor (bt_janitor_start()), a witness in our process group with
+ * every signal blocked, and the write end of its pipe. */
+static volatile sig_atomic_t bt_wit_pid;
+static volatile sig_atomic_t bt_wit_fd = -1;
+
+/*
+ * Whether signal @sig just came to the whole process group (kill -SIG
+ * -PGID, kill(-1), a terminal's ^C), not to btrace alone: then the
+ * emulator, in the same group, got it directly, and forwarding it would
+ * deliver it twice.  The janitor, in our group with the signal blocked,
+ * then has it pending (its ShdPnd in /proc/PID/status), and we take that
+ * instance away.  The kernel signals a group's members under tasklist_lock
+ * (__kill_pgrp_info(), kernel/signal.c) newest member first (attach_pid()
+ * adds at the head of the group's list, kernel/pid.c): the janitor, forked
+ * after we joined our group, has it queued before we do.  Async-signal-
+ * safe (open, read, write).
+ */
+static int bt_fwd_group(int sig)
+{
+	static const char key[] = "\nShdPnd:\t";
+	char path[48] = "/proc/", buf[4096];
+	unsigned long long mask = 0;
+	pid_t w = bt_wit_pid;
+	size_t len = 6, got = 0;
+	char digits[12];
+	int fd, nd = 0;
+	ssize_t n;
+
+	if (w <= 0 || sig < 1 || sig > 64)
+		return 0;
+	do
+		digits[nd++] = (char)('0' + w % 10);
+	while ((w /= 10) && nd < 11);
+	while (nd)
+		path[len++] = digits[--nd];
+	memcpy(path + len, "/status", 8);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	while (got < sizeof(buf) - 1 &&
+	       (n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+		got += (size_t)n;
+	close(fd);
+	buf[got] = 0;
+	for (size_t i = 0; i + sizeof(key) - 1 < got; i++) {
+		if (memcmp(buf + i, key, sizeof(key) - 1))
+			continue;
+		for (const char *h = buf + i + sizeof(key) - 1;; h++) {
+			int v = *h >= '0' && *h <= '9' ? *h - '0' :
+				*h >= 'a' && *h <= 'f' ? *h - 'a' + 10 : -1;
+
+			if (v < 0)
+				break;
+			mask = mask << 4 | (unsigned)v;
+		}
+		break;
+	}
+	if (!(mask >> (sig - 1) & 1))
+		return 0;
+	{
+		unsigned char b = (unsigned char)sig;
+		int wfd = bt_wit_fd;
+
+		if (wfd >= 0 && write(wfd, &b, 1) != 1)
+			b = 0;   /* the janitor is gone: nothing to take */
+	}
+	return 1;
+}
+
 static void bt_forward(int sig, siginfo_t *si, void *uc)
 {
+	int e = errno;
+
 	(void)uc;
-	if (si->si_code > 0 || (si->si_code == SI_USER && si->si_pid == getpid()))
+	/* A group's signal (the kernel's too) is taken from the witness
+	 * first, whatever else is decided. */
+	if (bt_fwd_group(sig) || si->si_code > 0 ||
+	    (si->si_code == SI_USER && si->si_pid == getpid())) {
+		errno = e;
 		return;
+	}
 	if (bt_child_pid > 0)
 		kill(bt_child_pid, sig);
 	else if (sig > 0 && sig <= BT_FWD_MAX)
 		bt_fwd_pending[sig] = 1;
+	errno = e;
 }
 
 struct bt_fwd {
@@ -350,24 +429,6 @@ static uint64_t bt_pow2(uint64_t v)
 	return p;
 }
 
-static int bt_rmtree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	char p[PATH_MAX];
-
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-		unlink(p);
-	}
-	closedir(d);
-	return rmdir(dir) ? -errno : 0;
-}
-
 /*
  * Every process's ring is a memfd (shmem pages): the launched process's is
  * created here and inherited by QEMU (plugin argument fd=); every other
@@ -396,6 +457,8 @@ struct bt_rings {
 	int sock;              /* <dir>/sock, SO_PASSCRED, non-blocking */
 	int janitor_fd;        /* write end: EOF tells the janitor to clean */
 	pid_t janitor;
+	dev_t dev;             /* the directory mkdtemp() made: only it is */
+	ino_t ino;             /* ever removed (ringdir.c) */
 	struct bt_ringfd *r;
 	size_t n, cap;
 };
@@ -535,12 +598,15 @@ static int bt_rings_recv(struct bt_rings *rs, pid_t *pid)
 	}
 }
 
-/* A process that removes @dir once @fd (the read end of a pipe only we
- * hold) reads EOF, i.e. once we are gone, whatever ended us; a byte 'k'
- * first means keep it.  It sits in a process group of its own, ignores
- * every signal it can, and holds no other descriptor (no ring, no pipe of
- * the program's).  Returns its pid, or -errno. */
-static pid_t bt_janitor_start(const char *dir, int *wfd)
+/* A process that removes the ring directory once its pipe (the read end
+ * of a pipe only we hold) reads EOF, i.e. once we are gone, whatever ended
+ * us; a byte 'k' first means keep it.  It holds no other descriptor (no
+ * ring, no pipe of the program's).  It stays in our process group with
+ * every signal blocked (never run, never ignored: a blocked signal stays
+ * pending), so that it witnesses which signals were sent to the whole
+ * group (bt_fwd_group()); a byte 1..64 takes one pending instance of that
+ * signal away.  Returns its pid, or -errno. */
+static pid_t bt_janitor_start(const struct bt_rings *rs, int *wfd)
 {
 	int p[2];
 	pid_t pid;
@@ -556,19 +622,21 @@ static pid_t bt_janitor_start(const char *dir, int *wfd)
 		return -e;
 	}
 	if (pid == 0) {
-		struct sigaction ign;
-		char c = 0;
+		struct sigaction dfl;
+		sigset_t all;
+		unsigned char c = 0;
 		int nul;
 		ssize_t n;
 
 		close(p[1]);   /* only btrace holds the write end */
 
-		memset(&ign, 0, sizeof(ign));
-		ign.sa_handler = SIG_IGN;
+		sigfillset(&all);
+		sigprocmask(SIG_BLOCK, &all, NULL);
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
 		for (int sig = 1; sig < NSIG; sig++)
-			if (sig != SIGKILL && sig != SIGSTOP && sig != SIGCHLD)
-				sigaction(sig, &ign, NULL);
-		setpgid(0, 0);
+			if (sig != SIGKILL && sig != SIGSTOP)
+				sigaction(sig, &dfl, NULL);
 		prctl(PR_SET_NAME, (unsigned long)"btrace-janitor", 0, 0, 0);
 		if (p[0] != 3 && dup2(p[0], 3) < 0)
 			_exit(1);
@@ -579,22 +647,38 @@ static pid_t bt_janitor_start(const char *dir, int *wfd)
 		syscall(SYS_close_range, 4u, ~0u, 0u);
 		if (nul > 3)
 			close(nul);
-		do
+		for (;;) {
 			n = read(3, &c, 1);
-		while (n < 0 && errno == EINTR);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n == 1 && c >= 1 && c <= 64) {
+				struct timespec zero = { 0, 0 };
+				sigset_t one;
+
+				sigemptyset(&one);
+				sigaddset(&one, c);
+				sigtimedwait(&one, NULL, &zero);
+				continue;
+			}
+			break;
+		}
 		if (n == 1 && c == 'k')
 			_exit(0);
 		/* A guest core may still be being written: retry a while. */
 		for (int i = 0; i < 100; i++) {
 			struct timespec ts = { 0, 50 * 1000 * 1000 };
+			int rc = bt_ringdir_remove(rs->dir, rs->dev, rs->ino);
 
-			if (!bt_rmtree(dir) || errno == ENOENT)
+			if (!rc || rc == -ENOENT || rc == -ESTALE)
 				break;
 			nanosleep(&ts, NULL);
 		}
 		_exit(0);
 	}
 	close(p[0]);
+	/* Never blocks a signal handler (bt_fwd_group()), even with a
+	 * janitor stopped and its pipe full. */
+	fcntl(p[1], F_SETFL, O_NONBLOCK);
 	*wfd = p[1];
 	return pid;
 }
@@ -608,12 +692,41 @@ static int bt_rings_init(struct bt_rings *rs, struct btrace_error *err)
 {
 	const char *tmp = getenv("TMPDIR");
 	struct sockaddr_un a;
-	int dfd, one = 1, e;
+	struct stat st;
+	char *abs;
+	int dfd, one = 1, e, rc;
 
 	memset(rs, 0, sizeof(*rs));
 	rs->sock = rs->janitor_fd = -1;
-	snprintf(rs->dir, sizeof(rs->dir), "%s/btrace-qemu-XXXXXX",
-		 tmp && *tmp ? tmp : "/tmp");
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	/* Absolute and resolved: the emulator reaches it from the guest's
+	 * working directory, which the guest may change, and every directory
+	 * on the way must be one no other user can change (a TMPDIR another
+	 * user can write lets them swap the ring directory for a link, and
+	 * make root remove or write what it points to). */
+	abs = realpath(tmp, NULL);
+	if (!abs || strlen(abs) + sizeof("/" BT_RINGDIR_PREFIX "XXXXXX") >
+		    sizeof(rs->dir)) {
+		e = abs ? ENAMETOOLONG : errno;
+		free(abs);
+		bt_error(err, -e, "%s: create ring directory failed: %s", tmp,
+			 strerror(e));
+		return bt_hint(err, "set TMPDIR to a writable directory with a "
+			       "little free space (the rings are memory; the "
+			       "directory holds QEMU's guest core of a "
+			       "crashing program)");
+	}
+	rc = bt_ringdir_parent_check(abs, err);
+	if (rc) {
+		free(abs);
+		return rc;
+	}
+	/* What a btrace and its janitor, both killed, left. */
+	bt_ringdir_sweep(abs);
+	snprintf(rs->dir, sizeof(rs->dir), "%s/" BT_RINGDIR_PREFIX "XXXXXX",
+		 abs);
+	free(abs);
 	if (!mkdtemp(rs->dir)) {
 		e = errno;
 		bt_error(err, -e, "%s: create ring directory failed: %s",
@@ -624,31 +737,24 @@ static int bt_rings_init(struct bt_rings *rs, struct btrace_error *err)
 			       "directory holds QEMU's guest core of a "
 			       "crashing program)");
 	}
-	/* Absolute: the emulator reaches it from the guest's working
-	 * directory, which the guest may change. */
-	if (rs->dir[0] != '/') {
-		char *abs = realpath(rs->dir, NULL);
-
-		if (!abs || strlen(abs) >= sizeof(rs->dir)) {
-			e = abs ? ENAMETOOLONG : errno;
-			free(abs);
-			bt_rmtree(rs->dir);
-			bt_error(err, -e, "%s: resolve ring directory failed: %s",
-				 rs->dir, strerror(e));
-			rs->dir[0] = 0;
-			return bt_hint(err, "set TMPDIR to an absolute path");
-		}
-		snprintf(rs->dir, sizeof(rs->dir), "%s", abs);
-		free(abs);
+	if (lstat(rs->dir, &st) || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != geteuid()) {
+		rs->dir[0] = 0;
+		return bt_error(err, -EPERM, "%s: create ring directory failed: "
+				"replaced while made", rs->dir);
 	}
-	rs->janitor = bt_janitor_start(rs->dir, &rs->janitor_fd);
+	rs->dev = st.st_dev;
+	rs->ino = st.st_ino;
+	rs->janitor = bt_janitor_start(rs, &rs->janitor_fd);
 	if (rs->janitor < 0) {
 		e = (int)-rs->janitor;
 		rs->janitor = 0;
-		bt_rmtree(rs->dir);
+		bt_ringdir_remove(rs->dir, rs->dev, rs->ino);
 		return bt_error(err, -e, "%s: start cleanup process failed: %s",
 				rs->dir, strerror(e));
 	}
+	bt_wit_fd = rs->janitor_fd;
+	bt_wit_pid = rs->janitor;
 	rs->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	dfd = open(rs->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	memset(&a, 0, sizeof(a));
@@ -731,6 +837,8 @@ static int bt_ring_present(const char *path)
 /* The janitor's end: @keep tells it to leave the directory. */
 static void bt_janitor_stop(struct bt_rings *rs, int keep)
 {
+	bt_wit_pid = 0;
+	bt_wit_fd = -1;
 	if (rs->janitor_fd >= 0) {
 		if (keep && write(rs->janitor_fd, "k", 1) != 1)
 			keep = 0;
@@ -755,7 +863,7 @@ static void bt_drop_rings(struct bt_rings *rs)
 	rs->r = NULL;
 	rs->n = rs->cap = 0;
 	if (rs->dir[0])
-		bt_rmtree(rs->dir);
+		bt_ringdir_remove(rs->dir, rs->dev, rs->ino);
 	bt_janitor_stop(rs, 0);
 }
 
@@ -988,6 +1096,8 @@ struct bt_file_info {
 	struct bt_qemu_elf elf;
 	int ok;
 	int stale;   /* the path no longer names the mapped file */
+	unsigned int maj, min;     /* the mapped file: its code is read only */
+	unsigned long long ino;    /* from that file */
 };
 
 struct bt_span {
@@ -1029,6 +1139,17 @@ static int bt_same_file(const char *path, unsigned int maj, unsigned int min,
 
 	return !stat(path, &st) && S_ISREG(st.st_mode) &&
 	       (unsigned long long)st.st_ino == ino &&
+	       major(st.st_dev) == maj && minor(st.st_dev) == min;
+}
+
+/* Whether descriptor @fd is the file @maj:@min inode @ino (the one the
+ * program mapped, not one swapped in at its path since). */
+static int bt_fd_is(int fd, unsigned int maj, unsigned int min,
+		    unsigned long long ino)
+{
+	struct stat st;
+
+	return !fstat(fd, &st) && (unsigned long long)st.st_ino == ino &&
 	       major(st.st_dev) == maj && minor(st.st_dev) == min;
 }
 
@@ -1243,6 +1364,9 @@ static int bt_write_maps(struct bt_job *j, const struct bt_qemu_ring *r)
 				 * mapped (or a memfd) is not read: its code
 				 * comes from the code log. */
 				fi->stale = !bt_same_file(path, maj, min, ino);
+				fi->maj = maj;
+				fi->min = min;
+				fi->ino = ino;
 				fi->ok = fi->path && !fi->stale &&
 					 !bt_qemu_elf_read(path, &fi->elf) &&
 					 fi->elf.is_elf64;
@@ -1302,25 +1426,33 @@ static int bt_write_maps(struct bt_job *j, const struct bt_qemu_ring *r)
 			}
 			if (!found)
 				continue;
-			fd = open(fi->path, O_RDONLY | O_CLOEXEC);
+			/* Read, not mapped: a file its owner truncates
+			 * meanwhile must not kill us with SIGBUS; and only a
+			 * regular file (a FIFO put there would block). */
+			fd = bt_open_regular(fi->path);
 			if (fd < 0)
 				continue;
-			map = mmap(NULL, sg->offset + sg->filesz, PROT_READ,
-				   MAP_PRIVATE, fd, 0);
-			close(fd);
-			if (map == MAP_FAILED)
+			map = sg->filesz <= SIZE_MAX &&
+			      bt_fd_is(fd, fi->maj, fi->min, fi->ino) ?
+			      malloc(sg->filesz) : NULL;
+			if (!map || pread(fd, map, sg->filesz, (off_t)sg->offset) !=
+				    (ssize_t)sg->filesz) {
+				free(map);
+				close(fd);
 				continue;
+			}
+			close(fd);
 			memset(&c, 0, sizeof(c));
 			c.kind = BTRACE_CODE_FILE;
 			c.build_id_size = fi->elf.build_id_size;
 			memcpy(c.build_id, fi->elf.build_id, sizeof(c.build_id));
 			c.vaddr = vaddr;
 			c.file_offset = sg->offset;
-			c.data = (const uint8_t *)map + sg->offset;
+			c.data = map;
 			c.size = sg->filesz;
 			c.path = fi->path;
 			rc = btrace_writer_add_code(j->w, &c, j->err);
-			munmap(map, sg->offset + sg->filesz);
+			free(map);
 			if (!rc && !bt_grow((void **)&good, &capgood, ngood,
 					    sizeof(*good))) {
 				good[ngood].s = vaddr;

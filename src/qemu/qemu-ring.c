@@ -140,8 +140,44 @@ const uint8_t *bt_qemu_tb_code(const struct bt_qemu_ring *r,
 	return r->code + t->code_off;
 }
 
-int bt_qemu_ring_open(const char *path, struct bt_qemu_ring *r,
-		      struct btrace_error *err)
+/* Whether @n items of @each bytes at @off lie within @size bytes, without
+ * overflow (the header is the program's: its emulator wrote it, and the
+ * guest can reach the emulator's memory). */
+static int bt_fits(uint64_t off, uint64_t n, uint64_t each, uint64_t size)
+{
+	return off <= size && (!n || each <= (size - off) / n);
+}
+
+/* Ring entries a slot may have: a power of two the ring can index. */
+static int bt_entries_ok(uint64_t e)
+{
+	return e && !(e & (e - 1)) && e <= (1ull << 32);
+}
+
+static int bt_ring_hdr_ok(const struct bt_ring_hdr *h, uint64_t size)
+{
+	if (!bt_entries_ok(h->entries) ||
+	    h->slot_size != bt_ring_slot_size(h->entries) ||
+	    !bt_fits(h->slot_offset, h->nslots, h->slot_size, size))
+		return 0;
+	if (h->nxslots && (!bt_entries_ok(h->xentries) ||
+			   h->xentries % BT_RING_STAGE ||
+			   h->xslot_size != bt_ring_slot_size(h->xentries) ||
+			   !bt_fits(h->xslot_offset, h->nxslots, h->xslot_size,
+				    size)))
+		return 0;
+	if (h->code_offset && (!h->tb_offset ||
+			       !bt_fits(h->code_offset, 1, h->code_cap, size)))
+		return 0;
+	if (!bt_fits(h->maps_offset, 1, h->maps_cap, size) ||
+	    h->maps_len > h->maps_cap)
+		return 0;
+	return !h->tb_offset || bt_fits(h->tb_offset, h->tb_max,
+					sizeof(struct bt_tb_info), size);
+}
+
+static int bt_ring_open(const char *path, struct bt_qemu_ring *r,
+			int need_table, struct btrace_error *err)
 {
 	const struct bt_ring_hdr *h;
 	int rc;
@@ -158,20 +194,7 @@ int bt_qemu_ring_open(const char *path, struct bt_qemu_ring *r,
 				"%s: read ring failed: bad magic or version",
 				path);
 	}
-	if (!h->entries || (h->entries & (h->entries - 1)) ||
-	    h->slot_size != bt_ring_slot_size(h->entries) ||
-	    h->slot_offset + h->nslots * h->slot_size > r->size ||
-	    (h->nxslots && (!h->xentries || (h->xentries & (h->xentries - 1)) ||
-			    h->xentries % BT_RING_STAGE ||
-			    h->xslot_size != bt_ring_slot_size(h->xentries) ||
-			    h->xslot_offset + h->nxslots * h->xslot_size >
-			    r->size)) ||
-	    (h->code_offset && (h->code_offset + h->code_cap > r->size ||
-				!h->tb_offset)) ||
-	    h->maps_offset + h->maps_cap > r->size ||
-	    h->maps_len > h->maps_cap ||
-	    (h->tb_offset && h->tb_offset + h->tb_max *
-	     sizeof(struct bt_tb_info) > r->size)) {
+	if (!bt_ring_hdr_ok(h, r->size)) {
 		bt_qemu_ring_close(r);
 		return bt_error(err, -BTRACE_ERR_FORMAT,
 				"%s: read ring failed: inconsistent header",
@@ -201,6 +224,12 @@ int bt_qemu_ring_open(const char *path, struct bt_qemu_ring *r,
 			r->code_len = h->code_len < h->code_cap ? h->code_len :
 				      h->code_cap;
 		}
+	} else if (need_table) {
+		/* A child's tb_pid names a file without a table (itself, or
+		 * another child): no chain of them is followed. */
+		bt_qemu_ring_close(r);
+		return bt_error(err, -BTRACE_ERR_FORMAT, "%s: read ring failed: "
+				"no TB table where a child's ring says", path);
 	} else {
 		/* A forked child: the table is in the root process's file. */
 		char tpath[PATH_MAX];
@@ -210,7 +239,7 @@ int bt_qemu_ring_open(const char *path, struct bt_qemu_ring *r,
 
 		snprintf(tpath, sizeof(tpath), "%.*s/ring.%d", dl,
 			 slash ? path : ".", h->tb_pid);
-		rc = bt_qemu_ring_open(tpath, &root, err);
+		rc = bt_ring_open(tpath, &root, 1, err);
 		if (rc) {
 			bt_qemu_ring_close(r);
 			return rc;
@@ -226,6 +255,12 @@ int bt_qemu_ring_open(const char *path, struct bt_qemu_ring *r,
 	for (uint32_t i = 0; i < r->nslots; i++)
 		bt_settle(r, bt_ring_slot_at(r->base, h, i), &r->views[i]);
 	return 0;
+}
+
+int bt_qemu_ring_open(const char *path, struct bt_qemu_ring *r,
+		      struct btrace_error *err)
+{
+	return bt_ring_open(path, r, 0, err);
 }
 
 void bt_qemu_ring_close(struct bt_qemu_ring *r)

@@ -75,11 +75,12 @@ const char *bt_elf_sanitizer(const char *path, char *what, size_t wlen)
 	Elf64_Ehdr eh;
 	Elf64_Shdr *sh = NULL;
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Not blocking on a FIFO: only a regular file is read. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) || pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
 	    memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
 	    eh.e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh.e_shentsize != sizeof(Elf64_Shdr) || !eh.e_shnum)

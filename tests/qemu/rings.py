@@ -6,6 +6,9 @@
                                     TMPDIR (tmpfs mounts: needs root)
   rings.py signals BTRACE PROGDIR   signals sent to btrace reach the program
   rings.py killed  BTRACE PROGDIR   kill -9 of btrace in the middle of a run
+  rings.py pgrp    BTRACE PROGDIR   signals sent to the whole process group
+                                    (kill -SIG -PGID) reach the program once,
+                                    as natively
 
 PROGDIR holds fork-status and sig-report (tests/qemu/progs/).  Every case
 compares the program's exit status with its native one, and checks that
@@ -391,9 +394,65 @@ def case_killed(btrace, progs, work):
     return T.done()
 
 
+# ---- pgrp: a signal to the whole process group arrives once ----
+
+def pgrp_run(argv, rep, work, tmp, plan):
+    """Run @argv in a process group of its own (as a shell runs a job),
+    send the group each (signal, 'group'|'leader') of @plan once the
+    program is ready (waiting for each to be reported), then SIGTERM to the
+    group.  Returns (exit status, the program's report lines)."""
+    p = subprocess.Popen(argv, env=env_tmp(tmp), cwd=work,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    wait_for(lambda: lines(rep)[:1] and lines(rep)[0].startswith('ready'))
+    for s, to in plan:
+        n0 = len(lines(rep))
+        if to == 'group':
+            os.killpg(p.pid, s)
+        else:
+            os.kill(p.pid, s)
+        wait_for(lambda: len(lines(rep)) > n0, 60)
+        # A second copy, if any, comes within this time.
+        time.sleep(0.5)
+    os.killpg(p.pid, signal.SIGTERM)
+    out, _ = p.communicate(timeout=HANG)
+    if p.returncode < 0 or p.returncode > 64:
+        T.diag(out[-1500:])
+    return p.returncode, lines(rep)[1:], out
+
+
+def case_pgrp(btrace, progs, work):
+    prog = os.path.join(progs, 'sig-report')
+    tmp = os.path.join(work, 'tmp')
+    os.mkdir(tmp)
+    plan = [(signal.SIGUSR1, 'group'), (signal.SIGHUP, 'group'),
+            (signal.SIGUSR2, 'leader'), (signal.SIGINT, 'group'),
+            (signal.SIGUSR1, 'leader'), (signal.SIGQUIT, 'group'),
+            (signal.SIGUSR1, 'group')]
+    rep = os.path.join(work, 'native.txt')
+    nst, native, _ = pgrp_run([prog, 'signals', rep], rep, work, tmp, plan)
+    T.diag('native: exit %d, got %s' % (nst, ' '.join(native)))
+    rep = os.path.join(work, 'btrace.txt')
+    bst, got, log = pgrp_run([btrace, 'record', '-b', 'qemu', '-o',
+                              os.path.join(work, 'pg.btrace'), '--', prog,
+                              'signals', rep], rep, work, tmp, plan)
+    T.ok(nst == len(plan) + 1 and native[-2:] == ['TERM', 'exit'],
+         'natively, each signal (to the group or the leader) arrives once: '
+         '%d signals' % (nst - 1))
+    T.ok(got == native,
+         'under btrace, the program gets the same signals as natively, '
+         'each once, in order: %s' % ' '.join(got))
+    T.ok(bst == nst, 'btrace exits with the program\'s status %d (%d)' %
+         (nst, bst))
+    T.ok(not sanitizer_said(log), 'no sanitizer report')
+    T.ok(not listing(tmp), 'nothing left in TMPDIR')
+    return T.done()
+
+
 def main():
     if len(sys.argv) != 4:
-        print('usage: rings.py tmpdir|signals|killed BTRACE PROGDIR',
+        print('usage: rings.py tmpdir|signals|killed|pgrp BTRACE PROGDIR',
               file=sys.stderr)
         return 2
     mode, btrace, progs = sys.argv[1:]
@@ -404,7 +463,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix='rings-') as work:
         try:
             return {'tmpdir': case_tmpdir, 'signals': case_signals,
-                    'killed': case_killed}[mode](btrace, progs, work)
+                    'killed': case_killed,
+                    'pgrp': case_pgrp}[mode](btrace, progs, work)
         finally:
             umount(os.path.join(work, 'fs'))
 

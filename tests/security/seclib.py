@@ -41,10 +41,20 @@ def as_nobody(argv, **kw):
     return subprocess.run(nobody_argv(argv), **kw)
 
 
+def nobody_python():
+    """An interpreter nobody can run: the system's (root's own may live
+    under /root, which nobody cannot enter)."""
+    for p in ('/usr/bin/python3', sys.executable):
+        if os.access(p, os.X_OK) and \
+                not os.path.realpath(p).startswith('/root/'):
+            return p
+    return sys.executable
+
+
 def nobody_py(code, *args, **kw):
     """Run Python @code as nobody; returns the CompletedProcess (text)."""
     kw.setdefault('text', True)
-    return as_nobody([sys.executable, '-c', code] + [str(a) for a in args],
+    return as_nobody([nobody_python(), '-c', code] + [str(a) for a in args],
                      **kw)
 
 
