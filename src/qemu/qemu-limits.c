@@ -165,8 +165,8 @@ void bt_qemu_limits_warn(const char *ring_path, int pid)
 		n = bt_qemu_limits_get((const struct bt_ring_hdr *)page, lim);
 	}
 	for (size_t i = 0; i < n; i++)
-		fprintf(stderr, "btrace: warning: process %d ran differently "
-			"under QEMU (limit.%s): %s\n", pid, lim[i].name,
+		bt_msg("btrace: warning: process %d ran differently "
+			"under QEMU (limit.%s): %s", pid, lim[i].name,
 			lim[i].text);
 }
 

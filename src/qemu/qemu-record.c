@@ -923,7 +923,7 @@ static void bt_keep_rings(struct bt_rings *rs)
 			rc = -errno;
 		if (rc) {
 			unlink(tmp);
-			fprintf(stderr, "btrace: %s: keep ring failed: %s\n",
+			bt_msg("btrace: %s: keep ring failed: %s",
 				path, strerror(-rc));
 		}
 		close(rs->r[i].fd);
@@ -2117,8 +2117,8 @@ done:
 			snprintf(kp, sizeof(kp), "%s.core", out);
 			rc2 = bt_keep_core(core_path, kp);
 			if (rc2 && !(o->flags & BTRACE_RECORD_QUIET))
-				fprintf(stderr, "btrace record: %s: keep guest "
-					"core failed: %s\n", kp, strerror(-rc2));
+				bt_msg("btrace record: %s: keep guest "
+					"core failed: %s", kp, strerror(-rc2));
 		} else {
 			unlink(core_path);
 		}
@@ -2223,6 +2223,7 @@ static int bt_snapshot_timed(struct bt_job *j, const char *ring_path,
 	if (!rc)
 		bt_qowner_publish(j->owner, j->pid, res->snapshot_path);
 	if (!rc && getenv("BTRACE_QEMU_TIMING"))
+		/* one line, for bench scripts: not wrapped */
 		fprintf(stderr, "btrace: snapshot of pid %d written %.1f ms "
 			"after its death (%.1f ms of CPU)\n", j->pid,
 			bt_ms_since(&j->died), bt_cpu_ms() - cpu);
@@ -2314,8 +2315,8 @@ static void bt_untraced_children_warn(const char *ring_path, int pid)
 	if (!n)
 		return;
 	bt_untraced_children_text(n, text, sizeof(text));
-	fprintf(stderr, "btrace: warning: process %d (limit.untraced-children): "
-		"%s\n", pid, text);
+	bt_msg("btrace: warning: process %d (limit.untraced-children): "
+		"%s", pid, text);
 }
 
 static void bt_child_died_1(struct bt_tree *t, struct bt_proc *p);
@@ -2384,7 +2385,7 @@ static void bt_child_died_1(struct bt_tree *t, struct bt_proc *p)
 		if (core_path[0])
 			unlink(core_path);
 	} else if (bt_snapshot_timed(&cj, ring_path, t->res)) {
-		fprintf(stderr, "btrace record: forked child %d: %s\n", (int)p->pid,
+		bt_msg("btrace record: forked child %d: %s", (int)p->pid,
 			e.msg[0] ? e.msg : "snapshot failed");
 	}
 }
@@ -2564,16 +2565,16 @@ static void bt_say_killed(const struct bt_job *j, long oom0)
 		return;
 	oom1 = bt_qemu_oom_kills();
 	if (oom0 >= 0 && oom1 > oom0)
-		fprintf(stderr, "btrace: process %d (%s under qemu-x86_64) was "
+		bt_msg("btrace: process %d (%s under qemu-x86_64) was "
 			"killed by the kernel's OOM killer (SIGKILL; %ld OOM "
 			"kill%s on this system during the run): the program "
 			"and the emulator ran out of memory; try a smaller "
-			"--size, more memory, or a hardware backend\n", j->pid,
+			"--size, more memory, or a hardware backend", j->pid,
 			bt_basename(j->prog), oom1 - oom0,
 			oom1 - oom0 == 1 ? "" : "s");
 	else
-		fprintf(stderr, "btrace: process %d (%s under qemu-x86_64) was "
-			"killed by SIGKILL, which btrace did not send%s\n", j->pid,
+		bt_msg("btrace: process %d (%s under qemu-x86_64) was "
+			"killed by SIGKILL, which btrace did not send%s", j->pid,
 			bt_basename(j->prog), oom0 < 0 || oom1 < 0 ?
 			" (whether by the OOM killer is unknown)" :
 			" (not the OOM killer)");
@@ -2805,7 +2806,7 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 		/* Only our own directory's link can fail here: the emulator
 		 * runs on, its ring unread, and this is said. */
 		close(ringfd);
-		fprintf(stderr, "btrace: %s: link ring failed: %s\n", ring_path,
+		bt_msg("btrace: %s: link ring failed: %s", ring_path,
 			strerror(-k));
 	}
 	j.pid = pid;
@@ -2843,7 +2844,7 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	j.owner = NULL;
 	if (getenv("BTRACE_QEMU_KEEP_RINGS")) {
 		bt_keep_rings(&rs);
-		fprintf(stderr, "btrace: ring files kept in %s\n", rs.dir);
+		bt_msg("btrace: ring files kept in %s", rs.dir);
 	} else {
 		bt_drop_rings(&rs);
 	}
