@@ -159,7 +159,8 @@ static int on_return(struct bt_ctx *c, struct bt_walk *w, uint64_t ip)
 #define TAIL_CHAIN_MAX 32
 
 /*
- * A tail call from the top frame to @func (at @ip, its entry).  The
+ * A tail call by a direct jump from the top frame to @func (at @ip, its
+ * entry).  The
  * caller stays a frame of its own, as gdb shows it (it synthesizes such
  * frames from DWARF call sites): its code is at the jump, and it returns
  * where the caller's caller expects (its ret; the callee's frame has
@@ -180,12 +181,16 @@ static int tail_call(struct bt_walk *w, uint64_t func, uint64_t ip)
 			pop_to(w, k);
 			return 1;
 		}
-		if (!(w->fr[k].flags & BTRACE_CALL_TAILCALL))
+		/* the chain: frames pushed here, without a return address
+		 * of their own (a called frame whose function changed by an
+		 * indirect tail call is flagged too, but has one) */
+		if (w->fr[k].ret || !(w->fr[k].flags & BTRACE_CALL_TAILCALL))
 			break;
 		n++;
 	}
 	if (n >= TAIL_CHAIN_MAX) {
 		f->func = func;
+		f->flags |= BTRACE_CALL_TAILCALL;
 		return 1;
 	}
 	return push(w, (struct bt_frame){ 0, f->ip, func, ip,
@@ -241,6 +246,15 @@ static int on_jump(struct bt_ctx *c, struct bt_walk *w, uint64_t ip,
 			return 1;
 		}
 		*flags = BTRACE_CALL_TAILCALL;
+		if (bt_insn_classify(c, f->ip)->cls != BTRACE_INSN_JMP) {
+			/* an indirect jump (an interpreter's dispatch
+			 * through a table, a function pointer called last):
+			 * the frame changes function, as gdb, which finds
+			 * tail callers from DWARF call sites, shows none */
+			f->func = func;
+			f->flags |= BTRACE_CALL_TAILCALL;
+			return 1;
+		}
 		return tail_call(w, func, ip);
 	}
 	return 0;

@@ -201,6 +201,36 @@ out:
 	fx_free(&f);
 }
 
+/* An indirect tail call (via_a -> via_b through a pointer) changes the
+ * frame's function; a direct one (via_b -> outer) keeps the caller as a
+ * frame; and a frame whose function changed that way has a return address
+ * of its own: a direct tail call to the function of a frame below it
+ * (outer) is not a cycle of tail calls going back there. */
+static void test_pt_tail_indirect(struct bt_test *t)
+{
+	static const char *const want[] = { "store", "outer", "via_b", "outer",
+					    "main" };
+	struct fx f;
+	struct gen_opts o = { 0 };
+
+	if (setup(t, &f, "BT_PROG_TAILIND", NULL, &o, NULL))
+		goto out;
+	check_exact(t, &f);
+	check_fault(t, &f, f.truth.fault_ip);
+	const struct btrace_thread *th = &f.res->threads[0];
+	BT_EQ_INT(t, 5, (int)th->nstack);
+	BT_REQUIRE(t, th->nstack >= 5);
+	for (int i = 0; i < 5; i++)
+		BT_EQ_STR(t, want[i], th->stack[i].sym.function);
+	BT_CHECK(t, !(th->stack[0].flags & BTRACE_CALL_TAILCALL));
+	BT_CHECK(t, th->stack[1].flags & BTRACE_CALL_TAILCALL);
+	BT_CHECK(t, th->stack[2].flags & BTRACE_CALL_TAILCALL);
+	BT_CHECK(t, !(th->stack[3].flags & BTRACE_CALL_TAILCALL));
+	BT_CHECK(t, !has_frame(th, "via_a"));
+out:
+	fx_free(&f);
+}
+
 static void test_pt_plain(struct bt_test *t) { pt_variant(t, 0, 0, 0); }
 static void test_pt_retcomp_tnt64(struct bt_test *t) { pt_variant(t, 1, 1, 0); }
 static void test_pt_psb64(struct bt_test *t) { pt_variant(t, 1, 0, 64); }
@@ -599,7 +629,7 @@ static void test_setup(struct bt_test *t)
 }
 
 BT_TESTS(test_setup, test_pt_plain, test_pt_retcomp_tnt64, test_pt_psb64,
-	 test_pt_tail_cycle,
+	 test_pt_tail_cycle, test_pt_tail_indirect,
 	 test_pt_tail_only, test_pt_wrapped, test_pt_overflow,
 	 test_pt_handler_reraise, test_pt_handler_sigreturn, test_pt_longjmp,
 	 test_pt_regs_elsewhere,
