@@ -135,8 +135,15 @@ static int on_return(struct bt_ctx *c, struct bt_walk *w, uint64_t ip)
 	 * the kernel put on its stack, not to a caller: the signal frame stays
 	 * until the trampoline's rt_sigreturn goes back to the interrupted
 	 * instruction (ITEM_FAR, below). */
-	if (w->nfr && (w->fr[w->nfr - 1].flags & BTRACE_CALL_SIGNAL)) {
-		struct bt_frame *f = &w->fr[w->nfr - 1];
+	size_t b = w->nfr;
+	/* the frame that returns: the top one, or the frame below the tail
+	 * calls it made (they have no return address of their own) */
+	while (b > 1 && !w->fr[b - 1].ret &&
+	       (w->fr[b - 1].flags & BTRACE_CALL_TAILCALL))
+		b--;
+	if (b && (w->fr[b - 1].flags & BTRACE_CALL_SIGNAL)) {
+		struct bt_frame *f = &w->fr[b - 1];
+		pop_to(w, b - 1);
 		f->func = bt_syms_func_start(c, ip, NULL);
 		f->ip = ip;
 		return 0;

@@ -231,6 +231,30 @@ out:
 	fx_free(&f);
 }
 
+/* A handler that ends in a tail call returns from the function it jumped
+ * to: into the signal trampoline, and rt_sigreturn back into outer; the
+ * stack of the later fault is the one before the signal. */
+static void test_pt_handler_tail(struct bt_test *t)
+{
+	static const char *const want[] = { "store", "outer", "main" };
+	struct fx f;
+	struct gen_opts o = { 0 };
+
+	if (setup(t, &f, "BT_PROG_SIGTAIL", NULL, &o, NULL))
+		goto out;
+	check_exact(t, &f);
+	check_fault(t, &f, f.truth.fault_ip);
+	const struct btrace_thread *th = &f.res->threads[0];
+	BT_EQ_INT(t, 3, (int)th->nstack);
+	BT_REQUIRE(t, th->nstack >= 3);
+	for (int i = 0; i < 3; i++) {
+		BT_EQ_STR(t, want[i], th->stack[i].sym.function);
+		BT_CHECK(t, !(th->stack[i].flags & BTRACE_CALL_SIGNAL));
+	}
+out:
+	fx_free(&f);
+}
+
 static void test_pt_plain(struct bt_test *t) { pt_variant(t, 0, 0, 0); }
 static void test_pt_retcomp_tnt64(struct bt_test *t) { pt_variant(t, 1, 1, 0); }
 static void test_pt_psb64(struct bt_test *t) { pt_variant(t, 1, 0, 64); }
@@ -629,7 +653,7 @@ static void test_setup(struct bt_test *t)
 }
 
 BT_TESTS(test_setup, test_pt_plain, test_pt_retcomp_tnt64, test_pt_psb64,
-	 test_pt_tail_cycle, test_pt_tail_indirect,
+	 test_pt_tail_cycle, test_pt_tail_indirect, test_pt_handler_tail,
 	 test_pt_tail_only, test_pt_wrapped, test_pt_overflow,
 	 test_pt_handler_reraise, test_pt_handler_sigreturn, test_pt_longjmp,
 	 test_pt_regs_elsewhere,
