@@ -135,8 +135,15 @@ static int on_return(struct bt_ctx *c, struct bt_walk *w, uint64_t ip)
 	 * the kernel put on its stack, not to a caller: the signal frame stays
 	 * until the trampoline's rt_sigreturn goes back to the interrupted
 	 * instruction (ITEM_FAR, below). */
-	if (w->nfr && (w->fr[w->nfr - 1].flags & BTRACE_CALL_SIGNAL)) {
-		struct bt_frame *f = &w->fr[w->nfr - 1];
+	size_t b = w->nfr;
+	/* the frame that returns: the top one, or the frame below the tail
+	 * calls it made (they have no return address of their own) */
+	while (b > 1 && !w->fr[b - 1].ret &&
+	       (w->fr[b - 1].flags & BTRACE_CALL_TAILCALL))
+		b--;
+	if (b && (w->fr[b - 1].flags & BTRACE_CALL_SIGNAL)) {
+		struct bt_frame *f = &w->fr[b - 1];
+		pop_to(w, b - 1);
 		f->func = bt_syms_func_start(c, ip, NULL);
 		f->ip = ip;
 		return 0;
@@ -151,6 +158,51 @@ static int on_return(struct bt_ctx *c, struct bt_walk *w, uint64_t ip)
 	w->nfr = 0;
 	return push(w, (struct bt_frame){ 0, 0, bt_syms_func_start(c, ip, NULL), ip,
 				       BTRACE_CALL_PARTIAL, w->depth });
+}
+
+/* The longest chain of tail calls kept as frames of their own; past it
+ * the top frame changes function (a chain that long is a state machine,
+ * not a stack anyone reads). */
+#define TAIL_CHAIN_MAX 32
+
+/*
+ * A tail call by a direct jump from the top frame to @func (at @ip, its
+ * entry).  The
+ * caller stays a frame of its own, as gdb shows it (it synthesizes such
+ * frames from DWARF call sites): its code is at the jump, and it returns
+ * where the caller's caller expects (its ret; the callee's frame has
+ * none, so a return pops both).  The callee's frame is flagged
+ * BTRACE_CALL_TAILCALL and has the caller's depth (no return address was
+ * pushed).  A tail call to a function already in the chain (a cycle: a
+ * state machine of tail calls) goes back to its frame; a chain past
+ * TAIL_CHAIN_MAX changes the top frame's function instead, as a tail call
+ * did before frames were kept for them.  Returns 1, or -ENOMEM.
+ */
+static int tail_call(struct bt_walk *w, uint64_t func, uint64_t ip)
+{
+	struct bt_frame *f = top(w);
+	size_t n = 0, k = w->nfr;
+
+	while (k-- > 0) {
+		if (w->fr[k].func == func) {
+			pop_to(w, k);
+			return 1;
+		}
+		/* the chain: frames pushed here, without a return address
+		 * of their own (a called frame whose function changed by an
+		 * indirect tail call is flagged too, but has one) */
+		if (w->fr[k].ret || !(w->fr[k].flags & BTRACE_CALL_TAILCALL))
+			break;
+		n++;
+	}
+	if (n >= TAIL_CHAIN_MAX) {
+		f->func = func;
+		f->flags |= BTRACE_CALL_TAILCALL;
+		return 1;
+	}
+	return push(w, (struct bt_frame){ 0, f->ip, func, ip,
+				       BTRACE_CALL_TAILCALL, f->depth }) < 0 ?
+	       -ENOMEM : 1;
 }
 
 /* Control arrived at @ip after a jump.  Returns 1 if a new call entry
@@ -195,14 +247,22 @@ static int on_jump(struct bt_ctx *c, struct bt_walk *w, uint64_t ip,
 		 * frame, entered before the history with no known caller (e.g.
 		 * the dynamic loader handing over to _start), the frame just
 		 * changes function: nothing below it could be misattributed. */
-		f->func = func;
 		if (!f->ret && (f->flags & BTRACE_CALL_PARTIAL) && w->nfr == 1) {
+			f->func = func;
 			*flags = 0;
 			return 1;
 		}
-		f->flags |= BTRACE_CALL_TAILCALL;
 		*flags = BTRACE_CALL_TAILCALL;
-		return 1;
+		if (bt_insn_classify(c, f->ip)->cls != BTRACE_INSN_JMP) {
+			/* an indirect jump (an interpreter's dispatch
+			 * through a table, a function pointer called last):
+			 * the frame changes function, as gdb, which finds
+			 * tail callers from DWARF call sites, shows none */
+			f->func = func;
+			f->flags |= BTRACE_CALL_TAILCALL;
+			return 1;
+		}
+		return tail_call(w, func, ip);
 	}
 	return 0;
 }
@@ -262,6 +322,8 @@ static int on_block(struct bt_ctx *c, struct bt_thread_build *bb,
 		ret = on_return(c, w, b->ip);
 	else if (w->jump_pending && (j = on_jump(c, w, b->ip, &flags)) == 1)
 		start = 1;
+	if (j < 0)
+		return j;
 	if (ret < 0)
 		return ret;
 	if (!w->nfr) {
@@ -334,7 +396,8 @@ int bt_walk_item(struct bt_ctx *c, struct bt_thread_build *bb,
 			ret = on_return(c, w, b->ip);
 		} else if (w->jump_pending) {
 			uint32_t fl = 0;
-			on_jump(c, w, b->ip, &fl);
+			ret = on_jump(c, w, b->ip, &fl);
+			ret = ret < 0 ? ret : 0;
 		}
 		w->ret_pending = w->jump_pending = 0;
 		if (ret < 0)

@@ -214,6 +214,27 @@ static const char *subprogram_name(Dwarf_Die *die)
 	return die_name(die);
 }
 
+/* A C++ member function's DIE without a linkage name (GCC leaves it out
+ * for members of classes local to a function: std::function's invoker of
+ * a lambda): its DWARF name is unqualified (`_M_invoke`) where gdb shows
+ * the class; the symbol table's demangled name has it. */
+static int cxx_member(Dwarf_Die *die)
+{
+	Dwarf_Die cu;
+
+	if (!dwarf_hasattr_integrate(die, DW_AT_specification) ||
+	    !dwarf_diecu(die, &cu, NULL, NULL))
+		return 0;
+	switch (dwarf_srclang(&cu)) {
+	case DW_LANG_C_plus_plus:
+	case DW_LANG_C_plus_plus_03:
+	case DW_LANG_C_plus_plus_11:
+	case DW_LANG_C_plus_plus_14:
+		return 1;
+	}
+	return 0;
+}
+
 /* The concrete (out-of-line) subprogram of @cu holding @pc.  Needed in
  * inlined code: dwarf_getscopes() then goes on with the scopes of the
  * abstract definition, not with the function the code is in. */
@@ -322,6 +343,14 @@ static Dwarf_Die *unit_of(struct bt_ctx *c, Dwfl_Module *mod, uint64_t ip,
 	struct bt_dwidx *x;
 	struct bt_cumap *m = NULL;
 
+	/* libdwfl stretches each arange to the next one's start: code in
+	 * a gap between a unit's ranges (_start, crt code, anything built
+	 * without debug info) would get that unit, and the last line before
+	 * it.  A unit that says where its code is must hold @ip. */
+	if (cu && (dwarf_hasattr(cu, DW_AT_ranges) ||
+		   dwarf_hasattr(cu, DW_AT_low_pc)) &&
+	    dwarf_haspc(cu, ip - *bias) <= 0)
+		cu = NULL;
 	if (cu || !(x = dwidx_get(c)))
 		return cu;
 	for (size_t i = 0; i < x->ncumaps && !m; i++)
@@ -810,7 +839,9 @@ static void lookup(struct bt_ctx *c, uint64_t ip, struct btrace_symbol *s)
 	}
 	Dwarf_Addr bias;
 	Dwarf_Die *cu = unit_of(c, mod, ip, &bias), *scopes = NULL;
-	Dwfl_Line *l = dwfl_module_getsrc(mod, ip);
+	/* no unit holds @ip: no line (dwfl_module_getsrc would give the
+	 * last line of the unit before it, unit_of) */
+	Dwfl_Line *l = cu ? dwfl_module_getsrc(mod, ip) : NULL;
 	Dwarf_Line *dl;
 	if (l) {
 		int line = 0;
@@ -834,8 +865,11 @@ static void lookup(struct bt_ctx *c, uint64_t ip, struct btrace_symbol *s)
 		struct bt_dwsub *sub = dwidx_find(c, mod, cu, bias, ip, &inl);
 		int ns = sub ? 0 : dwarf_getscopes(cu, ip - bias, &scopes);
 		Dwarf_Die fn;
-		if (sub && !(inl && fr && fr->outer))
+		Dwarf_Die *nd = NULL;   /* the DIE @n is the name of */
+		if (sub && !(inl && fr && fr->outer)) {
 			n = sub->name;
+			nd = &sub->die;
+		}
 		for (int i = 0; i < ns; i++) {
 			int tag = dwarf_tag(&scopes[i]);
 			if (tag == DW_TAG_inlined_subroutine) {
@@ -843,15 +877,21 @@ static void lookup(struct bt_ctx *c, uint64_t ip, struct btrace_symbol *s)
 				/* the function it is inlined in: known for
 				 * the range, or looked for once */
 				if (!(fr && fr->outer) &&
-				    concrete_subprogram(cu, ip - bias, &fn))
+				    concrete_subprogram(cu, ip - bias, &fn)) {
 					n = subprogram_name(&fn);
+					nd = &fn;
+				}
 				break;
 			}
 			if (tag == DW_TAG_subprogram) {
 				n = subprogram_name(&scopes[i]);
+				nd = &scopes[i];
 				break;
 			}
 		}
+		/* a C++ member named by the symbol table keeps that name */
+		if (n && fr && fr->name && nd && cxx_member(nd))
+			n = NULL;
 		if (n && (!s->outer || strcmp(n, s->outer)))
 			s->outer = bt_ctx_strdup(c, n);
 		if (fr && !fr->outer && s->outer)

@@ -201,6 +201,43 @@ CASES = [
     C('c-int3', ['int3.c'], ['-O1'] + OPT, quick=True, cls='int3'),
     C('c-swapcontext', ['coro.c'], ['-O1'] + OPT, quick=True,
       cls='swapcontext'),
+    # --- 16. programs a new user brings (gdbcmp): callbacks from libc,
+    # exit-time code, thread pools, reloaded libraries, GOT calls, tail
+    # calls, asynchronous handlers, glibc's own aborts --------------------
+    C('c-qsort-cb', ['qsort_cb.c'], ['-O2'] + OPT, quick=True,
+      cls='crash in a qsort comparator (libc calls back)'),
+    C('c-pool-condvar', ['pool.c'], ['-O2', '-pthread'] + OPT, quick=True,
+      cls='thread pool, main waits on a condvar'),
+    C('c-dlopen-reload', ['reload.c'], ['-O1'] + OPT, lib='crashlib.c',
+      args=['@lib'], quick=True,
+      cls='dlopen, dlclose, dlopen at another address'),
+    C('c-noplt', ['noplt_main.c'], ['-O2', '-fno-plt'] + OPT,
+      lib='noplt_lib.c', libflags=['-O2', '-fno-plt'] + OPT, link=True,
+      quick=True, cls='-fno-plt library, GOT calls into libc'),
+    C('c-tailcall-O2', ['tailcall.c'], ['-O2'] + OPT, quick=True,
+      cls='tail-call chain at -O2'),
+    C('c-sigalrm-onstack', ['sigalrm.c'], ['-O1'] + OPT, quick=True,
+      cls='SIGALRM handler on a sigaltstack faults'),
+    C('c-assert-O3', ['assert_O3.c'], ['-O3'] + OPT, quick=True,
+      cls='assert() in -O3 code (inlined, vectorized)'),
+    C('c-alloca-overflow', ['alloca.c'], ['-O1'] + OPT, quick=True,
+      cls='stack overflow through alloca'),
+    C('c-double-free', ['double_free.c'], ['-O1'] + OPT, quick=True,
+      cls='double free: abort from malloc_printerr'),
+    dict(name='cxx-exit-atexit', lang='cxx', srcs=['exit_crash.cc'],
+         flags=['-O1'] + OPT, args=['atexit'], quick=True,
+         cls='C++ crash in an atexit handler during exit()'),
+    dict(name='cxx-exit-static', lang='cxx', srcs=['exit_crash.cc'],
+         flags=['-O1'] + OPT, args=['static'],
+         cls='C++ crash in a static destructor during exit()'),
+    dict(name='cxx-function-lambda', lang='cxx', srcs=['cxx_fn.cc'],
+         flags=['-O2'] + OPT, args=['lambda'], quick=True,
+         cls='C++ std::function holding a lambda'),
+    dict(name='cxx-vcall-deleted', lang='cxx', srcs=['cxx_fn.cc'],
+         flags=['-O2'] + OPT, args=['vcall'], quick=True,
+         cls='C++ virtual call on a deleted object'),
+    dict(name='py-ctypes-callback', lang='python', srcs=['py_ctypes_cb.py'],
+         cls='python ctypes callback from qsort'),
     # --- C++ --------------------------------------------------------------
     dict(name='cxx-uncaught', lang='cxx', srcs=['cxx_throw.cc'],
          flags=['-O1'] + OPT, quick=True, cls='C++ uncaught exception'),
@@ -342,10 +379,16 @@ def build(case, bindir):
             if case.get('lib'):
                 lib = os.path.join(bindir, 'lib%s.so' % name)
                 lsrc = os.path.join(SRC, case['lib'])
-                if stale(lib, [lsrc]):
-                    sh([cc, '-shared', '-fPIC', '-O1', '-g', '-o', lib,
-                        lsrc])
-            cmd = [cc] + case['flags'] + ['-o', out] + srcs + \
+                lcmd = [cc, '-shared', '-fPIC'] + \
+                    case.get('libflags', ['-O1', '-g']) + ['-o', lib, lsrc]
+                if stale(lib, [lsrc], lcmd):
+                    sh(lcmd)
+                    built(lib, lcmd)
+            # link: the program is linked against the library (found
+            # through its RUNPATH) rather than dlopen()ing it.
+            linked = ['-L' + bindir, '-l' + name,
+                      '-Wl,-rpath,' + bindir] if case.get('link') else []
+            cmd = [cc] + case['flags'] + ['-o', out] + srcs + linked + \
                 case.get('libs', []) + \
                 (['-pthread'] if '-pthread' in case['flags'] else [])
             if stale(out, srcs, cmd + ['strip'] * bool(case.get('strip'))):
@@ -526,10 +569,14 @@ def same_fn(a, b):
     """Equal names, or one the other qualified (an inline frame's DWARF
     name is `operator()` where gdb shows `std::function<...>::operator()`).
     """
+    ra, rb = L.norm(strip_cxx(a)), L.norm(strip_cxx(b))
     a, b = fname(a), fname(b)
     if not a or not b:
         return a == b
-    return a == b or a.endswith('::' + b) or b.endswith('::' + a)
+    # qualified: compared before fname() strips leading underscores
+    # (`std::__invoke_impl` and `__invoke_impl`)
+    return a == b or a.endswith('::' + b) or b.endswith('::' + a) or \
+        ra.endswith('::' + rb) or rb.endswith('::' + ra)
 
 
 def variant(name):

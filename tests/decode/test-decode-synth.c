@@ -161,6 +161,11 @@ static void pt_variant(struct bt_test *t, int retcomp, int tnt64, uint32_t psb)
 	BT_REQUIRE(t, th->nstack >= 3);
 	BT_EQ_STR(t, "store", th->stack[0].sym.function);
 	BT_CHECK(t, th->stack[0].flags & BTRACE_CALL_TAILCALL);
+	/* the tail caller is a frame of its own (as gdb shows it), at its
+	 * jump, entered by a call */
+	BT_EQ_STR(t, "tail", th->stack[1].sym.function);
+	BT_CHECK(t, !(th->stack[1].flags & BTRACE_CALL_TAILCALL));
+	BT_EQ_STR(t, "leaf", th->stack[2].sym.function);
 	BT_CHECK(t, has_frame(th, "leaf"));
 	BT_CHECK(t, has_frame(th, "middle"));
 	BT_EQ_STR(t, "main", th->stack[th->nstack - 1].sym.function);
@@ -168,6 +173,84 @@ static void pt_variant(struct bt_test *t, int retcomp, int tnt64, uint32_t psb)
 	BT_EQ_INT(t, 0, th->ngaps);
 	BT_CHECK(t, th->stack[0].sym.line > 0);
 	BT_CHECK(t, th->ncalls > 10);
+out:
+	fx_free(&f);
+}
+
+/* A cycle of tail calls (ping <-> pong, 100 jumps) then a tail call to
+ * store: the stack keeps no frame per jump of the cycle, only the
+ * function the cycle was in when it tail-called store. */
+static void test_pt_tail_cycle(struct bt_test *t)
+{
+	struct fx f;
+	struct gen_opts o = { 0 };
+
+	if (setup(t, &f, "BT_PROG_TAILCYCLE", NULL, &o, NULL))
+		goto out;
+	check_exact(t, &f);
+	check_fault(t, &f, f.truth.fault_ip);
+	const struct btrace_thread *th = &f.res->threads[0];
+	BT_EQ_INT(t, 3, (int)th->nstack);
+	BT_REQUIRE(t, th->nstack >= 3);
+	BT_EQ_STR(t, "store", th->stack[0].sym.function);
+	BT_CHECK(t, th->stack[0].flags & BTRACE_CALL_TAILCALL);
+	BT_EQ_STR(t, "ping", th->stack[1].sym.function);
+	BT_CHECK(t, !(th->stack[1].flags & BTRACE_CALL_TAILCALL));
+	BT_EQ_STR(t, "main", th->stack[2].sym.function);
+out:
+	fx_free(&f);
+}
+
+/* An indirect tail call (via_a -> via_b through a pointer) changes the
+ * frame's function; a direct one (via_b -> outer) keeps the caller as a
+ * frame; and a frame whose function changed that way has a return address
+ * of its own: a direct tail call to the function of a frame below it
+ * (outer) is not a cycle of tail calls going back there. */
+static void test_pt_tail_indirect(struct bt_test *t)
+{
+	static const char *const want[] = { "store", "outer", "via_b", "outer",
+					    "main" };
+	struct fx f;
+	struct gen_opts o = { 0 };
+
+	if (setup(t, &f, "BT_PROG_TAILIND", NULL, &o, NULL))
+		goto out;
+	check_exact(t, &f);
+	check_fault(t, &f, f.truth.fault_ip);
+	const struct btrace_thread *th = &f.res->threads[0];
+	BT_EQ_INT(t, 5, (int)th->nstack);
+	BT_REQUIRE(t, th->nstack >= 5);
+	for (int i = 0; i < 5; i++)
+		BT_EQ_STR(t, want[i], th->stack[i].sym.function);
+	BT_CHECK(t, !(th->stack[0].flags & BTRACE_CALL_TAILCALL));
+	BT_CHECK(t, th->stack[1].flags & BTRACE_CALL_TAILCALL);
+	BT_CHECK(t, th->stack[2].flags & BTRACE_CALL_TAILCALL);
+	BT_CHECK(t, !(th->stack[3].flags & BTRACE_CALL_TAILCALL));
+	BT_CHECK(t, !has_frame(th, "via_a"));
+out:
+	fx_free(&f);
+}
+
+/* A handler that ends in a tail call returns from the function it jumped
+ * to: into the signal trampoline, and rt_sigreturn back into outer; the
+ * stack of the later fault is the one before the signal. */
+static void test_pt_handler_tail(struct bt_test *t)
+{
+	static const char *const want[] = { "store", "outer", "main" };
+	struct fx f;
+	struct gen_opts o = { 0 };
+
+	if (setup(t, &f, "BT_PROG_SIGTAIL", NULL, &o, NULL))
+		goto out;
+	check_exact(t, &f);
+	check_fault(t, &f, f.truth.fault_ip);
+	const struct btrace_thread *th = &f.res->threads[0];
+	BT_EQ_INT(t, 3, (int)th->nstack);
+	BT_REQUIRE(t, th->nstack >= 3);
+	for (int i = 0; i < 3; i++) {
+		BT_EQ_STR(t, want[i], th->stack[i].sym.function);
+		BT_CHECK(t, !(th->stack[i].flags & BTRACE_CALL_SIGNAL));
+	}
 out:
 	fx_free(&f);
 }
@@ -570,6 +653,7 @@ static void test_setup(struct bt_test *t)
 }
 
 BT_TESTS(test_setup, test_pt_plain, test_pt_retcomp_tnt64, test_pt_psb64,
+	 test_pt_tail_cycle, test_pt_tail_indirect, test_pt_handler_tail,
 	 test_pt_tail_only, test_pt_wrapped, test_pt_overflow,
 	 test_pt_handler_reraise, test_pt_handler_sigreturn, test_pt_longjmp,
 	 test_pt_regs_elsewhere,

@@ -15,9 +15,11 @@ tail call; name; file; line).  From the top down to main:
 - every gdb frame is a btrace stack entry, in gdb's order, with the same
   function (modulo glibc's __GI_ aliases and IFUNC variants, e2elib.norm),
   the same file (basename) and line, and `"inlined": true` exactly where
-  gdb's frame is an inline frame; the only gdb frames btrace may leave out
-  are gdb's synthesized tail-call frames right below a btrace frame flagged
-  tail_call (btrace marks the callee instead);
+  gdb's frame is an inline frame; a gdb tail-call frame (synthesized from
+  DWARF call sites) right below a btrace frame flagged tail_call is
+  btrace's tail caller there: its inline frames at the jump and its own
+  frame, one of which has gdb's name (and line; gdb names the frame by
+  the innermost inline function at the jump and shows no others);
 - btrace has no frame gdb does not have;
 - the text report shows the same frames in the same order, the inline ones
   marked "[inlined]".
@@ -134,8 +136,27 @@ def compare(bt, gdb):
     out, ok, i = [], True, 0
     for gf in g:
         if gf['kind'] == 'tailcall' and i > 0 and b[i - 1].get('tail_call'):
-            out.append('  gdb tail-call frame %s: btrace marks %s tail_call'
-                       % (gf['function'], b[i - 1].get('function')))
+            # btrace shows the tail caller right below the callee it
+            # jumped to: its inline frames at the jump, then its own;
+            # gdb one frame, named by the innermost of them
+            k = i
+            while k < len(b) and b[k].get('inlined'):
+                k += 1
+            group = b[i:k + 1]
+            same = [bf for bf in group
+                    if L.norm(bf.get('function')) == L.norm(gf['function'])]
+            good = bool(same) and (gf['line'] is None or
+                                   same[0].get('line') == gf['line'])
+            ok = ok and good
+            out.append('  %s btrace tail caller %s | gdb %s %s:%s [tailcall]'
+                       % ('==' if good else '!=',
+                          ' < '.join('%s %s:%s%s' % (
+                              bf.get('function'), L.base(bf.get('file')),
+                              bf.get('line'),
+                              ' [inlined]' if bf.get('inlined') else '')
+                              for bf in group),
+                          gf['function'], gf['file'], gf['line']))
+            i += len(group)
             continue
         if i >= len(b):
             out.append('  missing: gdb %s %s:%s' % (gf['function'],

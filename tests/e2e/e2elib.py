@@ -200,6 +200,16 @@ def _upto_main(frames):
     return frames, False
 
 
+def _tail_caller(b, i):
+    """b[i] is one of a tail caller's frames (its inline frames at the
+    jump, then its own), not the first, right below the callee's frame
+    flagged tail_call."""
+    s = i
+    while s > 0 and b[s - 1].get('inlined'):
+        s -= 1
+    return 0 < s < i and bool(b[s - 1].get('tail_call'))
+
+
 def stack_compare(bt, gdb, own):
     """Compare btrace's stack (JSON frames) with gdb's backtrace.
 
@@ -207,8 +217,12 @@ def stack_compare(bt, gdb, own):
     gdb's does), else over the shorter list.  Names compare with norm().
     Where both leave a frame unnamed, the modules must be equal.  gdb
     synthesizes a frame for a function that tail-called (DWARF call-site
-    info); btrace marks the callee tail_call instead: such a gdb frame is
-    skipped only right below a btrace frame flagged tail_call.  Lines are
+    info), named by the innermost function inlined at the jump; btrace
+    shows the tail caller (its inline frames at the jump, then its own
+    frame) below the callee, flagged tail_call: the tail caller's own frame
+    is skipped there, and a gdb frame btrace does not have only right
+    below a btrace frame flagged tail_call (a chain longer than the
+    decoder keeps).  Lines are
     compared for frames of the program's own files (@own: basenames).
     Returns (ok, message)."""
     b, bmain = _upto_main(bt)
@@ -232,6 +246,15 @@ def stack_compare(bt, gdb, own):
         if not same and i > 0 and b[i - 1].get('tail_call'):
             notes.append('gdb tail-call frame %s skipped' % gn)
             j += 1
+            continue
+        if not same and _tail_caller(b, i):
+            # btrace's tail caller with inline frames at its jump: gdb's
+            # tail-call frame is named by the innermost and stands for
+            # them all
+            notes.append('btrace tail caller frame %s skipped (gdb shows '
+                         'the tail caller by its innermost inline frame)'
+                         % bn)
+            i += 1
             continue
         if same and base(bf.get('module')) in own and gf.get('line') and \
                 bf.get('line') and gf['line'] != bf['line']:
