@@ -21,6 +21,7 @@ interpreter (exit 1 naming it), six levels (the kernel's ELOOP).
 """
 import errno
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -98,7 +99,10 @@ def test_limit(btrace, d, name, argv, native_sig, key, want_text):
        (name, native_sig, nat.returncode))
     snap = os.path.join(d, name + '.btrace')
     p = record(btrace, snap, argv, on='exit')
-    warned = [ln for ln in p.stderr.splitlines()
+    # btrace's messages wrap at 80 columns: continuation lines start
+    # with two spaces; each message is one line here
+    msgs = re.sub(r'\n  (?=\S)', ' ', p.stderr).splitlines()
+    warned = [ln for ln in msgs
               if 'warning' in ln and '(limit.%s)' % key in ln]
     ok(len(warned) == 1 and want_text in warned[0],
        '%s: one warning at record time naming limit.%s (%s)' %
