@@ -3,8 +3,9 @@
 # Peak memory (max RSS, bench/measure.py) and time of `btrace report` on
 # QEMU snapshots where a SIGSEGV handler ran a long path after the fault and
 # the program then aborted (bench/handler-path-prog.c): the decoder keeps
-# the crashed thread's whole history then (decoder/decode.c, the
-# "qemu.final_signal" rule).  Baseline in the same run: the same path run
+# the history before the fault, the head and the end of the path after it
+# and counts the rest (decoder/decode.c, "hold"; it kept the whole history
+# before).  Baseline in the same run: the same path run
 # before a plain crash (no handler), a buffer of about the same size.
 # Issue #13 asks for at most 200 MB with default history sizes.
 #   bench/report-handler-rss.sh [BUILD_DIR]

@@ -758,6 +758,7 @@ int bt_analyze_thread(struct bt_ctx *c, struct bt_thread_build *bb)
 		return ret;
 	w = bb->w;
 	which = find_fault(c, bb, &fault_item);
+	bt_thread_hold_end(bb, t->fault.found ? fault_item : -2);
 	if (t->fault.found && fault_item < 0) {
 		/* mark the fault at the end of the history */
 		struct btrace_block it = { 0 };
@@ -782,8 +783,7 @@ int bt_analyze_thread(struct bt_ctx *c, struct bt_thread_build *bb)
 	 * (the shallowest entry is 0; block depths stay relative) */
 	for (size_t i = 0; i < t->ncalls; i++) {
 		struct btrace_call *cl = &t->calls[i];
-		cl->first_block = cl->first_block >= t->dropped_blocks ?
-				  cl->first_block - t->dropped_blocks : 0;
+		cl->first_block = bt_thread_position(bb, cl->first_block);
 		cl->depth -= w->min_depth;
 		if (!(cl->flags & BTRACE_CALL_GAP))
 			cl->sym = bt_syms_lookup(c, cl->ip);
@@ -796,6 +796,9 @@ int bt_analyze_thread(struct bt_ctx *c, struct bt_thread_build *bb)
 		struct btrace_insn in;
 		t->fault.block_index = fault_item >= (int64_t)t->dropped_blocks ?
 			(uint64_t)fault_item - t->dropped_blocks : 0;
+		/* the path after the fault left out (decode.c, hold) */
+		if (t->omitted_blocks)
+			t->fault.after_blocks = bb->hole_blocks;
 		t->fault.sym = *bt_syms_lookup(c, t->fault.ip);
 		if (t->fault.block_end_ip)
 			t->fault.block_end_sym = *bt_syms_lookup(c, t->fault.block_end_ip);

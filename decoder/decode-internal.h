@@ -294,6 +294,20 @@ struct bt_thread_build {
 	uint64_t first_index;        /* its index, UINT64_MAX: none */
 	int64_t start;               /* tail decode: the PSB it started at;
 				      * -1: the whole buffer */
+	/* hold (decode.c: a handler went on after the fault,
+	 * qemu.final_signal): the window of @keep units before the latest
+	 * signal episode's first delivery (bt_walk.handler_item), then the
+	 * head of the path after it, are frozen at the start of blocks[] /
+	 * calls[]; after them only a ring of the latest items and calls is
+	 * kept (the rest is counted in hole_*). */
+	int hold;
+	int hold_ended;              /* bt_thread_hold_end() done */
+	int64_t frozen_ep;           /* handler_item the prefix is for, -1 none */
+	size_t pre_blocks, pre_calls;  /* the frozen prefix */
+	uint64_t hole_items;         /* items left out after it */
+	uint64_t hole_blocks;        /* ... BTRACE_ITEM_BLOCKs of them */
+	uint64_t hole_calls;         /* call entries left out */
+	int32_t hole_min_depth;      /* their least depth (raw) */
 };
 
 /* Emit an item (flushes a held one first). */
@@ -418,6 +432,13 @@ int bt_walk_block(struct bt_ctx *c, struct bt_thread_build *b,
 		  struct btrace_block *it, uint64_t index);
 void bt_walk_end(struct bt_thread_build *b);
 int bt_analyze_thread(struct bt_ctx *c, struct bt_thread_build *b);
+/* decode.c, hold: the fault is item @fault_item (-1: an item added after
+ * the last); sets the thread's omitted_* (or drops a prefix frozen for
+ * another item) */
+void bt_thread_hold_end(struct bt_thread_build *b, int64_t fault_item);
+/* Index in blocks[] of item @x once the decode is done (0: before the
+ * window; nblocks: omitted) */
+uint64_t bt_thread_position(const struct bt_thread_build *b, uint64_t x);
 /* decode.c: drop old entries after the walker appended a call */
 void bt_thread_compact_calls(struct bt_thread_build *b);
 

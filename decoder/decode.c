@@ -219,6 +219,211 @@ static int compact(struct bt_ctx *c, struct bt_thread_build *b)
 	return 0;
 }
 
+/*
+ * Hold (a signal handler went on after the fault, qemu.final_signal): the
+ * fault is the first delivery of the last signal episode that counts,
+ * which is known at the end only, and the path after it can be far longer
+ * than the history asked for.  What is kept, in bounded memory:
+ * - the window of @keep units before the latest episode's first delivery
+ *   (bt_walk.handler_item: an episode begun later replaces it), moved back
+ *   to the first blocks of the last @keep call entries before it (by
+ *   HOLD_EXTRA items at most);
+ * - the head of the path after it: its first @keep call entries (at most
+ *   HOLD_EXTRA items);
+ * then, once that prefix is frozen, a ring of the latest items (the same
+ *   window rule, ending at the newest item: where the thread died, and the
+ *   history before a later episode) and calls; what leaves the ring is
+ *   only counted (hole_*).  The walk itself sees every item.
+ */
+#define HOLD_EXTRA 32768u
+
+/* Item index of blocks[@p] (@p <= nblocks). */
+static uint64_t hold_item(const struct bt_thread_build *b, size_t p)
+{
+	return b->t->dropped_blocks + p +
+	       (p < b->pre_blocks ? 0 : b->hole_items);
+}
+
+/* Where a window of @keep units ending at blocks[@end] (excluded) starts,
+ * not below @lo (the live part); moved back to the first block of the last
+ * @keep call entries that start before it, by HOLD_EXTRA items at most. */
+static size_t hold_window(const struct bt_thread_build *b, size_t lo,
+			  size_t end)
+{
+	const struct btrace_thread *t = b->t;
+	size_t s = end, m = t->ncalls;
+	uint64_t u = 0, x = hold_item(b, end);
+
+	while (s > lo && u < b->keep) {
+		s--;
+		if (t->blocks[s].kind == BTRACE_ITEM_BLOCK)
+			u += b->unit == BTRACE_UNIT_INSNS ? t->blocks[s].ninsn : 1;
+	}
+	while (m > b->pre_calls && t->calls[m - 1].first_block >= x)
+		m--;
+	if (m > b->pre_calls) {
+		size_t k = m - b->pre_calls > b->keep ? m - (size_t)b->keep :
+			   b->pre_calls;
+		uint64_t fb = t->calls[k].first_block, lx = hold_item(b, lo);
+		uint64_t sx = hold_item(b, s);
+
+		if (fb < lx)
+			fb = lx;
+		if (fb < sx && sx - fb > HOLD_EXTRA)
+			fb = sx - HOLD_EXTRA;
+		if (fb < sx)
+			s -= (size_t)(sx - fb);
+	}
+	return s;
+}
+
+/* Drop the live items blocks[pre_blocks, @s) and the live call entries
+ * that ended before blocks[@s] (not those from calls[@kc] on): into the
+ * hole once the prefix is frozen, else out of the window. */
+static void hold_drop(struct bt_thread_build *b, size_t s, size_t kc)
+{
+	struct btrace_thread *t = b->t;
+	size_t lo = b->pre_blocks, j = b->pre_calls, nd = j;
+	uint64_t xs = hold_item(b, s);
+	int frozen = b->frozen_ep >= 0;
+
+	while (nd + 1 < t->ncalls && nd < kc && t->calls[nd + 1].first_block <= xs)
+		nd++;
+	if (nd > j) {
+		if (frozen) {
+			for (size_t i = j; i < nd; i++)
+				if (t->calls[i].depth < b->hole_min_depth)
+					b->hole_min_depth = t->calls[i].depth;
+			b->hole_calls += nd - j;
+		} else {
+			t->dropped_calls += nd - j;
+		}
+		memmove(t->calls + j, t->calls + nd,
+			(t->ncalls - nd) * sizeof(*t->calls));
+		t->ncalls -= nd - j;
+	}
+	if (s > lo) {
+		if (frozen) {
+			for (size_t i = lo; i < s; i++)
+				b->hole_blocks += t->blocks[i].kind == BTRACE_ITEM_BLOCK;
+			b->hole_items += s - lo;
+		} else {
+			t->dropped_blocks += s - lo;
+		}
+		memmove(t->blocks + lo, t->blocks + s,
+			(t->nblocks - s) * sizeof(*t->blocks));
+		t->nblocks -= s - lo;
+	}
+}
+
+/* The frozen prefix is not the fault's: it and the hole leave the window
+ * (the ring after them holds the history before the newest items). */
+static void hold_unfreeze(struct bt_thread_build *b)
+{
+	struct btrace_thread *t = b->t;
+
+	if (b->frozen_ep < 0)
+		return;
+	t->dropped_blocks += b->pre_blocks + b->hole_items;
+	t->dropped_calls += b->pre_calls + b->hole_calls;
+	memmove(t->blocks, t->blocks + b->pre_blocks,
+		(t->nblocks - b->pre_blocks) * sizeof(*t->blocks));
+	t->nblocks -= b->pre_blocks;
+	memmove(t->calls, t->calls + b->pre_calls,
+		(t->ncalls - b->pre_calls) * sizeof(*t->calls));
+	t->ncalls -= b->pre_calls;
+	b->frozen_ep = -1;
+	b->pre_blocks = b->pre_calls = 0;
+	b->hole_items = b->hole_blocks = b->hole_calls = 0;
+	b->hole_min_depth = INT32_MAX;
+}
+
+static void compact_hold(struct bt_thread_build *b)
+{
+	struct btrace_thread *t = b->t;
+	int64_t f = b->w ? b->w->handler_item : -1;
+
+	if (b->frozen_ep >= 0 && f != b->frozen_ep)
+		hold_unfreeze(b);
+	if (b->frozen_ep < 0 && f >= 0 && (uint64_t)f >= t->dropped_blocks &&
+	    (uint64_t)f < t->dropped_blocks + t->nblocks) {
+		/* the latest episode began in the window: keep the history
+		 * before it and what ran after it */
+		size_t pf = (size_t)((uint64_t)f - t->dropped_blocks), mf = 0;
+		uint64_t cut = 0;
+
+		while (mf < t->ncalls && t->calls[mf].first_block <= (uint64_t)f)
+			mf++;
+		if (t->ncalls - mf > b->keep)
+			cut = t->calls[mf + b->keep].first_block;
+		if (t->nblocks - pf > HOLD_EXTRA &&
+		    (!cut || cut > (uint64_t)f + HOLD_EXTRA))
+			cut = (uint64_t)f + HOLD_EXTRA;
+		hold_drop(b, hold_window(b, 0, pf), mf > b->keep ?
+			  mf - (size_t)b->keep : 0);
+		if (!cut) {
+			/* the head is not complete yet */
+			if (t->nblocks * 2 > b->trigger)
+				b->trigger = t->nblocks * 2;
+			return;
+		}
+		b->frozen_ep = f;
+		b->pre_blocks = (size_t)(cut - t->dropped_blocks);
+		while (b->pre_calls < t->ncalls &&
+		       t->calls[b->pre_calls].first_block < cut)
+			b->pre_calls++;
+	}
+	if (b->frozen_ep >= 0)
+		hold_drop(b, hold_window(b, b->pre_blocks, t->nblocks),
+			  t->ncalls > b->pre_calls + b->keep ?
+			  t->ncalls - (size_t)b->keep : b->pre_calls);
+	else
+		hold_drop(b, hold_window(b, 0, t->nblocks),
+			  t->ncalls > b->keep ? t->ncalls - (size_t)b->keep : 0);
+	if (t->nblocks * 2 > b->trigger)
+		b->trigger = t->nblocks * 2;
+}
+
+/* bt_analyze_thread(): the fault is item @fault_item (-1: one added at the
+ * end).  A prefix frozen for another item goes; else the hole is made
+ * public (struct btrace_thread omitted_*). */
+void bt_thread_hold_end(struct bt_thread_build *b, int64_t fault_item)
+{
+	struct btrace_thread *t = b->t;
+
+	b->hold_ended = 1;   /* the fault item, if added, is the last */
+	if (b->frozen_ep < 0)
+		return;
+	if (fault_item != b->frozen_ep) {
+		hold_unfreeze(b);
+		return;
+	}
+	if (!b->hole_items && !b->hole_calls)
+		return;
+	t->omit_block_at = b->pre_blocks;
+	t->omitted_blocks = b->hole_items;
+	t->omit_call_at = b->pre_calls;
+	t->omitted_calls = b->hole_calls;
+	t->omitted_min_depth = b->hole_calls ?
+			       b->hole_min_depth - b->w->min_depth : 0;
+}
+
+/* Index in blocks[] of item @x at the end of the decode (bt_thread_hold_end()
+ * done): 0 before the window, nblocks in the omitted part. */
+uint64_t bt_thread_position(const struct bt_thread_build *b, uint64_t x)
+{
+	const struct btrace_thread *t = b->t;
+
+	if (x < t->dropped_blocks)
+		return 0;
+	x -= t->dropped_blocks;
+	if (!t->omitted_blocks || x < t->omit_block_at)
+		return x;
+	if (x < t->omit_block_at + t->omitted_blocks)
+		return t->nblocks;
+	return x - t->omitted_blocks;
+}
+
 static int stream_begin(struct bt_ctx *c, struct bt_thread_build *b)
 {
 	int ret;
@@ -278,7 +483,9 @@ static int emit(struct bt_ctx *c, struct bt_thread_build *b,
 	int ret;
 
 	if (t->nblocks >= b->trigger) {
-		if (b->keep) {
+		if (b->keep && b->hold && !b->hold_ended) {
+			compact_hold(b);
+		} else if (b->keep) {
 			ret = compact(c, b);
 			if (ret < 0)
 				return ret;
@@ -538,9 +745,17 @@ static void thread_reset(struct bt_thread_build *b)
 	b->last_async_kernel = 0;
 	b->ended_async = 0;
 	b->trigger = b->keep < 2048 ? 4096 : 2 * b->keep;
-	b->calls_trigger = b->keep && b->unit == BTRACE_UNIT_CALLS && !b->sink ?
-			   b->trigger : SIZE_MAX;
+	b->calls_trigger = b->keep && b->unit == BTRACE_UNIT_CALLS && !b->sink &&
+			   !b->hold ? b->trigger : SIZE_MAX;
 	b->fault_item = -1;
+	b->frozen_ep = -1;
+	b->hold_ended = 0;
+	b->pre_blocks = b->pre_calls = 0;
+	b->hole_items = b->hole_blocks = b->hole_calls = 0;
+	b->hole_min_depth = INT32_MAX;
+	t->omitted_blocks = t->omitted_calls = 0;
+	t->omit_block_at = t->omit_call_at = 0;
+	t->omitted_min_depth = 0;
 	b->sent_items = b->sent_calls = 0;
 	b->first_index = UINT64_MAX;
 }
@@ -548,7 +763,7 @@ static void thread_reset(struct bt_thread_build *b)
 static uint64_t count_units(const struct bt_thread_build *b)
 {
 	return b->unit == BTRACE_UNIT_CALLS ?
-	       b->t->ncalls + b->t->dropped_calls : b->units;
+	       b->t->ncalls + b->t->dropped_calls + b->hole_calls : b->units;
 }
 
 static int crashed_tid(const struct btrace_snapshot *s)
@@ -632,12 +847,11 @@ static int decode_pt_tail(struct bt_ctx *c, const struct btrace_buffer *buf,
 	}
 	b->t->unusable_bytes = (uint64_t)first;
 	/* A handler went on after the fault: the history before the fault is
-	 * not at the end, so keep all of it (see below), from the first pass
-	 * on (a small buffer is whole at the first pass). */
-	if (b->t->crashed && buf->size <= (16u << 20) && !b->sink &&
-	    btrace_snapshot_meta(c->snap, "qemu.final_signal"))
-		b->keep = 0;   /* (bounded by the buffer; streaming, the sink
-				* has the history) */
+	 * not at the end; keep it, the head and the end of what ran after
+	 * (hold: compact_hold()), from the first pass on.  (Streaming, the
+	 * sink has the history.) */
+	b->hold = b->t->crashed && b->keep && !b->sink &&
+		  btrace_snapshot_meta(c->snap, "qemu.final_signal");
 	for (;;) {
 		/* the step-th PSB before the previous start */
 		int64_t s = start < 0 ? (int64_t)buf->size : start;
@@ -677,7 +891,7 @@ static int decode_pt_tail(struct bt_ctx *c, const struct btrace_buffer *buf,
 			 * asked for). */
 			if (b->t->crashed && !b->t->fault.death_ip &&
 			    btrace_snapshot_meta(c->snap, "qemu.final_signal")) {
-				/* (keeping all of it: set before the loop) */
+				/* (hold: set before the loop) */
 				step *= 2;
 				continue;
 			}

@@ -251,6 +251,22 @@ struct btrace_thread {
 	uint64_t dropped_blocks;   /* entries dropped before blocks[0]
 				    * (btrace_decode_opts.keep) */
 	uint64_t dropped_calls;    /* entries dropped before calls[0] */
+
+	/* A long path after the fault (a signal handler that went on, with
+	 * btrace_decode_opts.keep) is not kept whole: its first and its last
+	 * entries are.  blocks[omit_block_at] comes omitted_blocks entries
+	 * after blocks[omit_block_at - 1]; the same for calls[] (the entries
+	 * left out: omitted_calls, the least depth among them
+	 * omitted_min_depth, normalised as calls[].depth).  A kept call that
+	 * started in the omitted part has first_block == nblocks.  All 0:
+	 * nothing omitted (the fault is then never before the omitted part:
+	 * fault.block_index < omit_block_at, fault.after_blocks counts the
+	 * omitted blocks too). */
+	uint64_t omitted_blocks;
+	uint64_t omitted_calls;
+	size_t omit_block_at;
+	size_t omit_call_at;
+	int32_t omitted_min_depth;
 };
 
 struct btrace_decode_result {

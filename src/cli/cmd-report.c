@@ -430,12 +430,58 @@ static void print_blocks(FILE *f, const struct btrace_thread *t, uint64_t want)
 			"signal (sent; the next instruction)" : "fault",
 			t->fault.insn[0] ? cli_esc(t->fault.insn) : "(no code)",
 			col(C_OFF));
-	size_t after = 0;
-	for (size_t i = end + 1; i < t->nblocks; i++)
-		after += t->blocks[i].kind == BTRACE_ITEM_BLOCK;
-	if (t->fault.found && after)
-		fprintf(f, "  (%zu more blocks ran after the fault: a signal handler)\n",
-			after);
+	/* (the library counts them: a long path is not kept whole) */
+	if (t->fault.found && t->fault.after_blocks)
+		fprintf(f, "  (%llu more blocks ran after the fault: a signal handler)\n",
+			(unsigned long long)t->fault.after_blocks);
+}
+
+/*
+ * The call entries after the fault: @first = calls_end(), their count
+ * (those the library left out of a long path included: omitted_calls),
+ * the k-th of them (NULL: left out), and which are shown of @want: the
+ * first want/2 and the last ones; a run not shown is one "... N calls ..."
+ * line.
+ */
+static uint64_t after_count(const struct btrace_thread *t, size_t first)
+{
+	return t->ncalls - first + t->omitted_calls;
+}
+
+static const struct btrace_call *after_call(const struct btrace_thread *t,
+					    size_t first, uint64_t k)
+{
+	uint64_t i = first + k;
+
+	if (t->omitted_calls && i >= t->omit_call_at) {
+		if (i < t->omit_call_at + t->omitted_calls)
+			return NULL;
+		i -= t->omitted_calls;
+	}
+	return &t->calls[i];
+}
+
+static int after_shown(const struct btrace_thread *t, size_t first,
+		       uint64_t k, uint64_t want)
+{
+	uint64_t n = after_count(t, first);
+
+	if (n > want && k >= want / 2 && k < n - (want - want / 2))
+		return 0;
+	return after_call(t, first, k) != NULL;
+}
+
+/* The least depth among the entries after the fault. */
+static int after_mind(const struct btrace_thread *t, size_t first)
+{
+	int mind = 1 << 30;
+
+	for (size_t i = first; i < t->ncalls; i++)
+		if (t->calls[i].depth < mind)
+			mind = t->calls[i].depth;
+	if (t->omitted_calls && t->omitted_min_depth < mind)
+		mind = t->omitted_min_depth;
+	return mind;
 }
 
 /* What ran after the fault (a signal handler and what it called), at the
@@ -443,25 +489,27 @@ static void print_blocks(FILE *f, const struct btrace_thread *t, uint64_t want)
 static void print_after(FILE *f, const struct btrace_thread *t, uint64_t want,
 			const struct rep_opts *o)
 {
-	size_t first = calls_end(t), n = t->ncalls - first;
+	size_t first = calls_end(t);
+	uint64_t n = after_count(t, first);
 	char a[128], b[128];
-	int mind = 1 << 30;
+	int mind;
 
 	if (!went_on(t))
 		return;
-	for (size_t i = first; i < t->ncalls; i++)
-		if (t->calls[i].depth < mind)
-			mind = t->calls[i].depth;
-	fprintf(f, "\nafter the fault (a signal handler ran: %llu blocks, %zu calls)\n",
-		(unsigned long long)t->fault.after_blocks, n);
-	for (size_t i = first; i < t->ncalls; i++) {
-		size_t k = i - first;
-		if (n > want && k == want / 2) {
-			fprintf(f, "  ... %zu calls ...\n", (size_t)(n - want));
-			i += n - want - 1;
+	mind = after_mind(t, first);
+	fprintf(f, "\nafter the fault (a signal handler ran: %llu blocks, %llu calls)\n",
+		(unsigned long long)t->fault.after_blocks, (unsigned long long)n);
+	for (uint64_t k = 0; k < n;) {
+		uint64_t r = 0;
+		while (k < n && !after_shown(t, first, k, want)) {
+			k++;
+			r++;
+		}
+		if (r) {
+			fprintf(f, "  ... %llu calls ...\n", (unsigned long long)r);
 			continue;
 		}
-		print_call(f, t, &t->calls[i], mind);
+		print_call(f, t, after_call(t, first, k++), mind);
 	}
 	const char *fin = death_final(o);
 	if (t->fault.death_ip) {
@@ -799,27 +847,28 @@ static void j_thread(struct json *j, const struct btrace_thread *t,
 
 	/* what ran after the fault (a signal handler), at the call level */
 	if (went_on(t)) {
-		size_t first = calls_end(t), na = t->ncalls - first;
-		int amind = 1 << 30;
-		for (size_t i = first; i < t->ncalls; i++)
-			if (t->calls[i].depth < amind)
-				amind = t->calls[i].depth;
+		size_t first = calls_end(t);
+		uint64_t na = after_count(t, first);
+		int amind = after_mind(t, first);
 		json_begin_object(j, "after_fault");
 		json_uint(j, "blocks", t->fault.after_blocks);
 		json_uint(j, "ncalls", na);
 		json_begin_array(j, "calls");
-		for (size_t i = first; i < t->ncalls; i++) {
-			size_t k = i - first;
-			if (na > o->calls && k == o->calls / 2) {
+		for (uint64_t k = 0; k < na;) {
+			uint64_t r = 0;
+			while (k < na && !after_shown(t, first, k, o->calls)) {
+				k++;
+				r++;
+			}
+			if (r) {
 				/* the middle of a long handler path */
 				json_begin_object(j, NULL);
 				json_null(j, "function");
-				json_uint(j, "skipped", na - o->calls);
+				json_uint(j, "skipped", r);
 				json_end_object(j);
-				i += na - o->calls - 1;
 				continue;
 			}
-			j_call(j, t, &t->calls[i], amind);
+			j_call(j, t, after_call(t, first, k++), amind);
 		}
 		json_end_array(j);
 		json_end_object(j);
