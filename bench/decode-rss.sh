@@ -60,8 +60,9 @@ for c in $cases; do
 			cmd = h[3] (h[4] != "" ? " " h[4] : "");
 			bm = x[3] ~ /^[0-9]+$/ ? sprintf("%.1f", x[3] / 1024) : x[3];
 			am = y[3] ~ /^[0-9]+$/ ? sprintf("%.1f", y[3] / 1024) : y[3];
-			r = (x[3] ~ /^[0-9]+$/ && y[3] ~ /^[0-9]+$/) ?
-			    sprintf("%.3f", y[3] / x[3]) : "-";
+			r = "-";   # (mawk: no line break inside ?:)
+			if (x[3] ~ /^[0-9]+$/ && y[3] ~ /^[0-9]+$/)
+				r = sprintf("%.3f", y[3] / x[3]);
 			printf "%-5s %8.1fM %-16s %12s %12s %8s %s/%s\n", h[1],
 			       h[2] / 1048576, cmd, bm, am, r, y[1], y[2] }'
 		if [ "${CHECK:-0}" = 1 ] && [ -n "${BEFORE:-}" ]; then

@@ -105,9 +105,11 @@ int bt_insn_init(struct bt_ctx *c)
 	c->fcache = malloc(BT_CACHE_SLOTS * sizeof(*c->fcache));
 	if (!c->icache || !c->fcache)
 		return bt_error(c->err, -ENOMEM, "decode: out of memory");
-	/* no code lives at the last address: an empty slot */
-	for (size_t i = 0; i < BT_CACHE_SLOTS; i++)
-		c->icache[i].ip = c->fcache[i].ip = UINT64_MAX;
+	/* no code lives at the last address (all ones): an empty slot; a
+	 * memset, not a loop of 4096 stores (the fuzz targets decode once per
+	 * input, instrumented: the loop was a tenth of their time) */
+	memset(c->icache, 0xff, BT_CACHE_SLOTS * sizeof(*c->icache));
+	memset(c->fcache, 0xff, BT_CACHE_SLOTS * sizeof(*c->fcache));
 	return 0;
 }
 

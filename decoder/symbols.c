@@ -913,8 +913,8 @@ const struct btrace_symbol *bt_syms_lookup(struct bt_ctx *c, uint64_t ip)
 		c->scache = malloc(BT_CACHE_SLOTS * sizeof(*c->scache));
 		if (!c->scache)
 			return lookup_slow(c, ip);
-		for (size_t i = 0; i < BT_CACHE_SLOTS; i++)
-			c->scache[i].ip = UINT64_MAX;
+		/* every ip UINT64_MAX (all ones): empty */
+		memset(c->scache, 0xff, BT_CACHE_SLOTS * sizeof(*c->scache));
 	}
 	e = &c->scache[bt_cache_slot(ip)];
 	if (e->ip != ip) {

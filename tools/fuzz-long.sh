@@ -7,12 +7,14 @@
 # the executions done, the executions per second and the projected time to
 # 10^7 executions at that rate.  Crashing inputs are left in
 # CORPUS_DIR/crashes/TARGET (put them in tests/fuzz/regress/TARGET once
-# fixed).  Runs nice'd.
+# fixed).
 #   tools/fuzz-long.sh [RUNS [SECONDS [TARGET...]]]
 # RUNS default 10000000; SECONDS default 0 = no time limit.
 # BT_FUZZ_CORPUS: the corpus root (default ${XDG_CACHE_HOME:-~/.cache}/btrace-fuzz).
 # BT_FUZZ_BUILD: the clang fuzz build (default build-fuzz; configured and
 # built here when missing).  BT_FUZZ_ARGS: more libFuzzer options.
+# BT_FUZZ_NICE: the niceness of the runs (default 19: idle CPU only).
+# BT_FUZZ_LOGS: keep each target's libFuzzer log there (TARGET.log).
 set -eu
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -34,8 +36,13 @@ for t in $targets; do exes="$exes tests/fuzz/fuzz-$t"; done
 nice ninja -C "$build" $exes >/dev/null || nice ninja -C "$build" $exes
 
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
+if [ -n "${BT_FUZZ_LOGS:-}" ]; then
+	logs=$BT_FUZZ_LOGS
+	mkdir -p "$logs"
+else
+	logs=$(mktemp -d)
+	trap 'rm -rf "$logs"' EXIT
+fi
 
 run_one() {
 	t=$1
@@ -45,7 +52,7 @@ run_one() {
 	set +e
 	# -timeout: a hang guard, not a speed limit (run-fuzzer.sh)
 	# shellcheck disable=SC2086
-	(cd "$corpus/crashes/$t" && nice -n 10 /usr/bin/time -o "$logs/$t.cpu" \
+	(cd "$corpus/crashes/$t" && nice -n "${BT_FUZZ_NICE:-19}" /usr/bin/time -o "$logs/$t.cpu" \
 		-f '%U %S' "$root/$build/tests/fuzz/fuzz-$t" \
 		-runs="$runs" -max_total_time="$secs" -max_len=65536 \
 		-rss_limit_mb=2048 -timeout="${BT_FUZZ_TIMEOUT:-300}" \

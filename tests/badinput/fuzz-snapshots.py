@@ -527,8 +527,8 @@ class Base:
             sys.exit('%s: not a complete snapshot (no end marker)' % path)
 
 
-def make_case(rng, bases):
-    base = rng.choice(bases)
+def make_case(rng, bases, weights=None):
+    base = rng.choices(bases, weights)[0] if weights else rng.choice(bases)
     r = rng.random()
     if r < 0.25:
         data, d = m_raw(rng, base.data, base.secs)
@@ -556,46 +556,132 @@ def run(argv, timeout, cwd):
         return None, e.stdout or b'', e.stderr or b''
 
 
-def check_case(args, idx, data, work):
-    """Run the commands on one snapshot; returns (problems, statuses)."""
+CMDS = [('info', ['info']), ('report', ['report']),
+        ('report --json', ['report', '--json']),
+        ('decode --calls', ['decode', '--calls']),
+        ('export', None)]
+
+
+def judge(args, label, rc, so, se, name, out):
+    """The problems of one command's outcome."""
+    problems = []
+    err = se.decode('utf-8', 'replace')
+    if any(s in err for s in SAN):
+        problems.append('%s: sanitizer report:\n%s' % (label, err[-3000:]))
+    elif rc is None:
+        problems.append('%s: hung (killed after %g s)' % (label,
+                                                          args.timeout))
+    elif rc < 0:
+        problems.append('%s: killed by signal %d\n%s' % (label, -rc,
+                                                        err[-1500:]))
+    elif rc not in (0, 1):
+        problems.append('%s: exit %d\n%s' % (label, rc, err[-1500:]))
+    elif rc == 1 and name not in err and 'out.data' not in err:
+        problems.append('%s: exit 1 without a message naming the '
+                        'snapshot:\n%s' % (label, err[-1500:]))
+    if label == 'report --json' and rc in (0, 1) and so.strip():
+        try:
+            json.loads(so)
+        except ValueError as e:
+            problems.append('report --json: not JSON (%s)' % e)
+    if label == 'export' and rc == 1 and os.path.exists(out):
+        problems.append('export: failed but left %s behind' % out)
+    return problems
+
+
+def case_dir(work, idx, data):
     d = os.path.join(work, 'c%d' % idx)
     os.mkdir(d, 0o700)
     snap = os.path.join(d, 'snap-%d.btrace' % idx)
     with open(snap, 'wb') as f:
         f.write(data)
+    return d, snap
+
+
+def check_case(args, idx, data, work):
+    """Run the commands on one snapshot, one btrace process each; returns
+    (problems, statuses)."""
+    d, snap = case_dir(work, idx, data)
     out = os.path.join(d, 'out.data')
     problems, statuses = [], []
-    cmds = [('info', ['info']), ('report', ['report']),
-            ('report --json', ['report', '--json']),
-            ('decode --calls', ['decode', '--calls']),
-            ('export', ['export', '--perf-data', out, '-f', '-q'])]
     name = os.path.basename(snap)
-    for label, cmd in cmds:
+    for label, cmd in CMDS:
+        if cmd is None:
+            cmd = ['export', '--perf-data', out, '-f', '-q']
         rc, so, se = run([args.btrace] + cmd + [snap], args.timeout, d)
         statuses.append(rc)
-        err = se.decode('utf-8', 'replace')
-        if any(s in err for s in SAN):
-            problems.append('%s: sanitizer report:\n%s' % (label, err[-3000:]))
-        elif rc is None:
-            problems.append('%s: hung (killed after %g s)' % (label,
-                                                              args.timeout))
-        elif rc < 0:
-            problems.append('%s: killed by signal %d\n%s' % (label, -rc,
-                                                            err[-1500:]))
-        elif rc not in (0, 1):
-            problems.append('%s: exit %d\n%s' % (label, rc, err[-1500:]))
-        elif rc == 1 and name not in err and 'out.data' not in err:
-            problems.append('%s: exit 1 without a message naming the '
-                            'snapshot:\n%s' % (label, err[-1500:]))
-        if label == 'report --json' and rc in (0, 1) and so.strip():
-            try:
-                json.loads(so)
-            except ValueError as e:
-                problems.append('report --json: not JSON (%s)' % e)
-        if label == 'export' and rc == 1 and os.path.exists(out):
-            problems.append('export: failed but left %s behind' % out)
+        problems += judge(args, label, rc, so, se, name, out)
     shutil.rmtree(d, ignore_errors=True)
     return problems, statuses
+
+
+def batch_outcome(args, d, snap):
+    """(problems, statuses) of a snapshot bt-cli-batch finished, or None
+    when it did not finish it."""
+    try:
+        with open(os.path.join(d, 'status')) as f:
+            lines = f.read().split('\n')
+    except OSError:
+        return None
+    if 'done' not in lines:
+        return None
+    rcs = {}
+    for line in lines:
+        w = line.split()
+        if len(w) == 2:
+            rcs[int(w[0])] = int(w[1])
+    out = os.path.join(d, 'out.data')
+    name = os.path.basename(snap)
+    problems, statuses = [], []
+
+    def slurp(f):
+        try:
+            with open(os.path.join(d, f), 'rb') as fh:
+                return fh.read()
+        except OSError:
+            return b''
+    for k, (label, _) in enumerate(CMDS):
+        rc = rcs.get(k)
+        statuses.append(rc)
+        if rc is None:
+            problems.append('%s: no exit status from bt-cli-batch' % label)
+            continue
+        problems += judge(args, label, rc, slurp('%d.out' % k),
+                          slurp('%d.err' % k), name, out)
+    leak = slurp('leak.err').decode('utf-8', 'replace')
+    if any(s in leak for s in SAN):
+        problems.append('leak check: sanitizer report:\n%s' % leak[-3000:])
+    return problems, statuses
+
+
+def check_batch(args, cases, work):
+    """Run the commands on several snapshots in one bt-cli-batch process;
+    [(problems, statuses)] in the order of @cases [(idx, data)].  What it
+    did not finish (a signal, a sanitizer error, a hang) and any case it
+    found a problem in are run again one btrace process per command: that
+    verdict is the one kept (a difference is printed)."""
+    dirs = [case_dir(work, idx, data) for idx, data in cases]
+    rc, _, se = run([args.batch_exe, '%d' % max(1, int(args.timeout))] +
+                    [snap for _, snap in dirs],
+                    args.timeout * 5 * len(cases) + 60, work)
+    results = []
+    for (idx, data), (d, snap) in zip(cases, dirs):
+        got = batch_outcome(args, d, snap)
+        shutil.rmtree(d, ignore_errors=True)
+        if got is not None and not got[0]:
+            results.append(got)
+            continue
+        again = check_case(args, idx, data, work)
+        if got is not None and not again[0]:
+            again[0].append('bt-cli-batch found problems the btrace '
+                            'processes do not (a harness artefact?):\n' +
+                            '\n'.join(got[0]))
+        results.append(again)
+    with args.lock:
+        args.batch_stats['processes'] += 1
+        if rc != 0:
+            args.batch_stats['died'] += 1
+    return results
 
 
 def main():
@@ -610,9 +696,17 @@ def main():
     ap.add_argument('--keep', help='write failing snapshots here')
     ap.add_argument('--gen', nargs=2, metavar=('GEN_FIXTURE', 'PROG'),
                     help='also make a PT and a BTS base with bt-gen-fixture')
+    ap.add_argument('--batch', type=int, default=1,
+                    help='snapshots per bt-cli-batch process (default 1: '
+                    'one btrace process per command)')
+    ap.add_argument('--batch-exe', help='bt-cli-batch (with --batch)')
+    ap.add_argument('--weights', help='comma-separated weights of the '
+                    'bases, in order (default: equal)')
     ap.add_argument('bases', nargs='*')
     args = ap.parse_args()
     args.btrace = os.path.abspath(args.btrace)
+    if args.batch_exe:
+        args.batch_exe = os.path.abspath(args.batch_exe)
 
     os.environ.setdefault('ASAN_OPTIONS', 'detect_leaks=1:abort_on_error=0')
     os.environ.setdefault('UBSAN_OPTIONS',
@@ -637,6 +731,18 @@ def main():
             print('Bail out! no base snapshots')
             return 1
         bases = [Base(p) for p in paths]
+        weights = None
+        if args.weights:
+            weights = [float(w) for w in args.weights.split(',')]
+            if len(weights) != len(bases) or sum(weights) <= 0:
+                print('Bail out! --weights: %d bases, %d weights' %
+                      (len(bases), len(weights)))
+                return 1
+        if args.batch > 1 and not args.batch_exe:
+            print('Bail out! --batch needs --batch-exe')
+            return 1
+        args.lock = threading.Lock()
+        args.batch_stats = {'processes': 0, 'died': 0}
         print('# %d base snapshots: %s' % (len(bases), ', '.join(
             os.path.basename(b.path) for b in bases)))
         print('1..%d' % args.count)
@@ -645,10 +751,7 @@ def main():
         tally = {'fail': 0, 'rc': {}, 'done': 0}
         t0 = time.time()
 
-        def one(idx):
-            rng = random.Random(args.seed * 1000003 + idx)
-            data, desc = make_case(rng, bases)
-            problems, statuses = check_case(args, idx, data, work)
+        def report(idx, data, desc, problems, statuses):
             with lock:
                 tally['done'] += 1
                 for label, rc in zip(('info', 'report', 'json', 'decode',
@@ -671,12 +774,40 @@ def main():
                     print('ok %d - case %d (%s)' % (n, idx, desc))
                 sys.stdout.flush()
 
+        def make(idx):
+            rng = random.Random(args.seed * 1000003 + idx)
+            return make_case(rng, bases, weights)
+
+        def one(idx):
+            data, desc = make(idx)
+            problems, statuses = check_case(args, idx, data, work)
+            report(idx, data, desc, problems, statuses)
+
+        def batch(idxs):
+            made = [make(i) for i in idxs]
+            res = check_batch(args, [(i, m[0]) for i, m in zip(idxs, made)],
+                              work)
+            for i, (data, desc), (problems, statuses) in zip(idxs, made,
+                                                            res):
+                report(i, data, desc, problems, statuses)
+
+        first, end = args.start, args.start + args.count
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as ex:
-            list(ex.map(one, range(args.start, args.start + args.count)))
+            if args.batch > 1:
+                list(ex.map(batch, [range(i, min(i + args.batch, end))
+                                    for i in range(first, end,
+                                                   args.batch)]))
+            else:
+                list(ex.map(one, range(first, end)))
         dt = time.time() - t0
         print('# %d snapshots, %d commands, %d failed, %.0f s (%.2f '
               'snapshots/s)' % (tally['done'], 5 * tally['done'],
                                 tally['fail'], dt, tally['done'] / dt))
+        if args.batch > 1:
+            print('# %d bt-cli-batch processes (%d snapshots each), %d '
+                  'ended early (their unfinished snapshots ran as btrace '
+                  'processes)' % (args.batch_stats['processes'], args.batch,
+                                  args.batch_stats['died']))
         print('# exit statuses: ' + ' '.join(
             '%s:%d' % kv for kv in sorted(tally['rc'].items())))
         return 1 if tally['fail'] else 0

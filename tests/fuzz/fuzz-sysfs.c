@@ -40,6 +40,20 @@ static const char *const fz_files[] = {
 #define FZ_PATH 1024
 static char fz_root[512];
 
+/*
+ * What each file of the tree is now: the tree is kept from one input to the
+ * next and only the files whose content or kind changed are rewritten (a
+ * mutation usually changes one chunk): the parsers still open and read
+ * every file, the cost of rewriting the whole tree per input (some 70
+ * system calls) is gone.
+ */
+enum { FZ_UNKNOWN, FZ_ABSENT, FZ_DIR, FZ_FILE };
+static struct fz_state {
+	int kind;
+	size_t len;
+	uint8_t *data;   /* FZ_FILE: its content (malloc'd) */
+} fz_state[FZ_NFILES];
+
 static void mkdirs(const char *path)
 {
 	char p[FZ_PATH];
@@ -52,17 +66,47 @@ static void mkdirs(const char *path)
 	}
 }
 
-static void clear(void)
+static void fz_remove(const char *path)
 {
-	char p[FZ_PATH];
+	if (unlink(path) && (errno == EISDIR || errno == EPERM))
+		rmdir(path);
+}
 
-	for (size_t i = 0; i < FZ_NFILES; i++) {
-		snprintf(p, sizeof(p), "%s/%s", fz_root, fz_files[i]);
-		if (unlink(p) && errno == EISDIR)
-			rmdir(p);
-		else if (errno == EPERM)
-			rmdir(p);
+/* Make file @i absent (@kind FZ_ABSENT), a directory (FZ_DIR) or a file
+ * holding @len bytes of @p (FZ_FILE), unless it already is. */
+static void fz_put(size_t i, int kind, const uint8_t *p, size_t len)
+{
+	struct fz_state *st = &fz_state[i];
+	char path[FZ_PATH];
+	FILE *f;
+
+	if (st->kind == kind && (kind != FZ_FILE ||
+	    (st->len == len && (!len || !memcmp(st->data, p, len)))))
+		return;
+	snprintf(path, sizeof(path), "%s/%s", fz_root, fz_files[i]);
+	if (st->kind != FZ_ABSENT &&
+	    !(st->kind == FZ_FILE && kind == FZ_FILE))
+		fz_remove(path);
+	free(st->data);
+	st->data = NULL;
+	st->kind = FZ_UNKNOWN;
+	if (kind == FZ_DIR) {
+		if (mkdir(path, 0700))
+			return;
+	} else if (kind == FZ_FILE) {
+		if (!(f = fopen(path, "wb")))
+			return;
+		size_t w = fwrite(p, 1, len, f);
+		if (fclose(f) || w != len)
+			return;
+		st->data = malloc(len ? len : 1);
+		if (!st->data)
+			return;
+		if (len)
+			memcpy(st->data, p, len);
+		st->len = len;
 	}
+	st->kind = kind;
 }
 
 static void cleanup(void)
@@ -97,6 +141,15 @@ static int setup(void)
 		abort();
 	}
 	atexit(cleanup);
+	/* the parent directories, once (no file of the list is the parent
+	 * of another) */
+	for (size_t i = 0; i < FZ_NFILES; i++) {
+		char path[FZ_PATH];
+
+		snprintf(path, sizeof(path), "%s/%s", fz_root, fz_files[i]);
+		mkdirs(path);
+		fz_state[i].kind = FZ_ABSENT;
+	}
 	return 0;
 }
 
@@ -114,28 +167,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!ready)
 		ready = !setup();
-	clear();
-	for (size_t i = 0; i <= FZ_NFILES && p <= end; i++) {
-		const uint8_t *nul = memchr(p, 0, (size_t)(end - p));
+	for (size_t i = 0; i <= FZ_NFILES; i++) {
+		if (p > end) {
+			/* past the input: the file is absent */
+			if (i < FZ_NFILES)
+				fz_put(i, FZ_ABSENT, NULL, 0);
+			continue;
+		}
+		const uint8_t *nul = p < end ?
+			memchr(p, 0, (size_t)(end - p)) : NULL;
 		size_t len = nul ? (size_t)(nul - p) : (size_t)(end - p);
-		char path[FZ_PATH];
-		FILE *f;
 
 		if (i == FZ_NFILES) {
 			snprintf(terms, sizeof(terms), "%.*s",
 				 (int)(len < 599 ? len : 599), (const char *)p);
 			break;
 		}
-		snprintf(path, sizeof(path), "%s/%s", fz_root, fz_files[i]);
-		mkdirs(path);
-		if (len && p[0] == 0x7f) {
-			/* absent */
-		} else if (len && p[0] == 0x7e) {
-			mkdir(path, 0700);
-		} else if ((f = fopen(path, "wb"))) {
-			fwrite(p, 1, len, f);
-			fclose(f);
-		}
+		if (len && p[0] == 0x7f)
+			fz_put(i, FZ_ABSENT, NULL, 0);
+		else if (len && p[0] == 0x7e)
+			fz_put(i, FZ_DIR, NULL, 0);
+		else
+			fz_put(i, FZ_FILE, p, len);
 		p += len + 1;
 	}
 
