@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 SIGNO = {'SIGILL': 4, 'SIGTRAP': 5, 'SIGABRT': 6, 'SIGBUS': 7, 'SIGFPE': 8,
          'SIGSEGV': 11, 'SIGSYS': 31}
@@ -91,6 +92,42 @@ def emulators(pid):
         if b'qemu' in os.path.basename(argv0):
             out.append(k)
     return out
+
+
+def children(pid):
+    """The children of every thread of @pid."""
+    out = []
+    try:
+        for t in os.listdir('/proc/%d/task' % pid):
+            with open('/proc/%d/task/%s/children' % (pid, t)) as f:
+                out += [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    return out
+
+
+def comm(pid):
+    """/proc/PID/comm, None when the process is gone."""
+    try:
+        with open('/proc/%d/comm' % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def reap(pid, limit):
+    """Wait up to @limit s for @pid (a child, or one we are the subreaper
+    of); its wait status or None."""
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        try:
+            w, st = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return None
+        if w == pid:
+            return st
+        time.sleep(0.05)
+    return None
 
 
 def run_main(main):

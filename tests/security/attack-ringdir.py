@@ -153,36 +153,7 @@ def wait_for(pred, limit=HANG):
     return None
 
 
-def children(pid):
-    out = []
-    try:
-        for t in os.listdir('/proc/%d/task' % pid):
-            with open('/proc/%d/task/%s/children' % (pid, t)) as f:
-                out += [int(x) for x in f.read().split()]
-    except OSError:
-        pass
-    return out
-
-
-def comm(pid):
-    try:
-        with open('/proc/%d/comm' % pid) as f:
-            return f.read().strip()
-    except OSError:
-        return None
-
-
-def reap(pid, limit):
-    end = time.monotonic() + limit
-    while time.monotonic() < end:
-        try:
-            w, st = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            return None
-        if w == pid:
-            return st
-        time.sleep(0.05)
-    return None
+children, comm, reap = e2elib.children, e2elib.comm, e2elib.reap
 
 
 def env_tmp(tmp):
