@@ -27,6 +27,7 @@ import json
 import os
 import pwd
 import resource
+import signal
 import shutil
 import stat
 import subprocess
@@ -171,6 +172,11 @@ def record(btrace, args, cwd, tmpdir, snap=None, core=None, extra=()):
     env = dict(os.environ, TMPDIR=tmpdir, BTRACE_TEST_SECRET=SECRET)
 
     def pre():
+        # a background job of a shell without job control ignores SIGINT
+        # and SIGQUIT, and so would the program (natively too): the cases
+        # are about the default action
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         if core is not None:
             resource.setrlimit(resource.RLIMIT_CORE, core)
 
