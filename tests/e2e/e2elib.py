@@ -94,6 +94,26 @@ def emulators(pid):
     return out
 
 
+def lines(path):
+    """The lines of a text file, [] when it cannot be read."""
+    try:
+        with open(path) as f:
+            return f.read().splitlines()
+    except OSError:
+        return []
+
+
+def wait_for(pred, limit):
+    """Poll @pred until it is true or @limit s passed; its last value."""
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.02)
+    return pred()
+
+
 def children(pid):
     """The children of every thread of @pid."""
     out = []

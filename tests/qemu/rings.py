@@ -57,21 +57,10 @@ def listing(d):
 
 
 def wait_for(pred, limit=HANG):
-    end = time.monotonic() + limit
-    while time.monotonic() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    return pred()
+    return e2elib.wait_for(pred, limit)
 
 
-def lines(path):
-    try:
-        with open(path) as f:
-            return f.read().splitlines()
-    except OSError:
-        return []
+lines = e2elib.lines
 
 
 def mount_tmpfs(path, opts):

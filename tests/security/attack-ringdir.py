@@ -135,22 +135,11 @@ def run(argv, env=None, cwd=None, timeout=HANG):
     return p.returncode, p.stdout + p.stderr
 
 
-def lines(path):
-    try:
-        with open(path) as f:
-            return f.read().splitlines()
-    except OSError:
-        return []
+lines = e2elib.lines
 
 
 def wait_for(pred, limit=HANG):
-    end = time.monotonic() + limit
-    while time.monotonic() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.02)
-    return None
+    return e2elib.wait_for(pred, limit)
 
 
 children, comm, reap = e2elib.children, e2elib.comm, e2elib.reap
