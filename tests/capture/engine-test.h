@@ -21,9 +21,26 @@
 
 #include "bt-test.h"
 #include "capture/engine.h"
+#include "capture/engine-internal.h"
 #include "capture/perf.h"
 
 static char child_path[1024], tmpdir[256];
+
+/* A bare engine for @pid over @o, @rec and @res: no descriptors yet, and
+ * nothing else set (bt_engine_prepare() comes next). */
+static inline void engine_bare(struct bt_engine *e,
+			       const struct bt_engine_opts *o,
+			       const struct btrace_record_opts *rec,
+			       struct btrace_record_result *res, pid_t pid)
+{
+	memset(e, 0, sizeof(*e));
+	e->o = o;
+	e->rec = rec;
+	e->res = res;
+	e->pidfd = -1;
+	e->sigfd = -1;
+	e->pid = pid;
+}
 
 /* The engine with a dummy software event standing in for intel_pt. */
 static void engine_opts(struct bt_engine_opts *o,

@@ -110,12 +110,7 @@ static void test_catch_all_failure_no_stale_fd(struct bt_test *t)
 	o.has_aux = true;       /* the AUX mmap is refused by the kernel */
 	o.max_tasks = 1;        /* the thread goes to the catch-all rings */
 	target = spawn(targv);
-	memset(&e, 0, sizeof(e));
-	e.o = &o;
-	e.rec = &rec;
-	e.res = &res;
-	e.pidfd = -1;
-	e.sigfd = -1;
+	engine_bare(&e, &o, &rec, &res, 0);
 	BT_REQUIRE(t, bt_engine_prepare(&e, &err) == 0);
 	bt_budget_env_current(&e.env);
 	bt_budget_state_init(&e.env, &e.st);
@@ -194,13 +189,7 @@ static void test_first_stop_before_clone_event(struct bt_test *t)
 	engine_opts(&o, &rec, false);
 	rec.flags = BTRACE_RECORD_QUIET;
 	rec.on = BTRACE_ON_DEFAULT;
-	memset(&e, 0, sizeof(e));
-	e.o = &o;
-	e.rec = &rec;
-	e.res = &res;
-	e.pidfd = -1;
-	e.sigfd = -1;
-	e.pid = child;
+	engine_bare(&e, &o, &rec, &res, child);
 	e.precise = true;
 	BT_REQUIRE(t, bt_engine_prepare(&e, &err) == 0);
 	bt_budget_env_current(&e.env);
@@ -558,13 +547,7 @@ static void test_aux_marks_kept(struct bt_test *t)
 	pc->data_head = n;
 	engine_opts(&o, &rec, false);
 	rec.flags = BTRACE_RECORD_QUIET | BTRACE_RECORD_NO_CODE;
-	memset(&e, 0, sizeof(e));
-	e.o = &o;
-	e.rec = &rec;
-	e.res = &res;
-	e.pidfd = -1;
-	e.sigfd = -1;
-	e.pid = getpid();
+	engine_bare(&e, &o, &rec, &res, getpid());
 	BT_REQUIRE(t, bt_engine_prepare(&e, &err) == 0);
 	bt_sideband_init(&e.sb, e.pid);
 	BT_REQUIRE(t, bt_grow((void **)&e.tevs, &e.ctev, 0, sizeof(*e.tevs)) == 0);
@@ -630,13 +613,7 @@ static int split_case(const char *out, const uint8_t *aux, uint64_t aux_head,
 	engine_opts(&o, &rec, false);
 	o.has_aux = true;
 	rec.flags = BTRACE_RECORD_QUIET | BTRACE_RECORD_NO_CODE;
-	memset(&e, 0, sizeof(e));
-	e.o = &o;
-	e.rec = &rec;
-	e.res = &res;
-	e.pidfd = -1;
-	e.sigfd = -1;
-	e.pid = getpid();
+	engine_bare(&e, &o, &rec, &res, getpid());
 	if ((ret = bt_engine_prepare(&e, err)) < 0)
 		return ret;
 	bt_sideband_init(&e.sb, e.pid);
