@@ -122,6 +122,54 @@ static int sigret_to(struct bt_ctx *c, const struct bt_frame *f, uint64_t ip)
 	return block_granular(c) && ip > f->ret && ip <= straight_end(c, f->ret);
 }
 
+/* Control went on at @ip in another context (another stack): the known
+ * part of the stack ends here, nothing is grafted on the frames of the
+ * context that was left.  A new outer frame, callers unknown. */
+static int new_context(struct bt_ctx *c, struct bt_walk *w, uint64_t ip)
+{
+	w->nfr = 0;
+	return push(w, (struct bt_frame){ 0, 0, bt_syms_func_start(c, ip, NULL), ip,
+				       BTRACE_CALL_PARTIAL, w->depth });
+}
+
+/* Length of the name of the function that @name is a part split off by
+ * the compiler of ("f.cold" in C, "f() [clone .cold]" demangled), or 0. */
+static size_t cold_stem(const char *name)
+{
+	const char *p = strstr(name, " [clone .cold");
+
+	if (p)
+		return (size_t)(p - name);
+	p = strstr(name, ".cold");
+	if (p && p > name && (p[5] == '\0' || p[5] == '.'))
+		return (size_t)(p - name);
+	return 0;
+}
+
+/* The frame of the function whose split-off part holds @ip (a landing
+ * pad or an error path in "f.cold" of a frame of f), or -1. */
+static int frame_of_cold_part(struct bt_ctx *c, struct bt_walk *w, uint64_t ip)
+{
+	const struct btrace_symbol *s = bt_syms_lookup(c, ip);
+	char stem[512];
+	size_t n;
+
+	if (!s || !s->outer || !(n = cold_stem(s->outer)) || n >= sizeof(stem))
+		return -1;
+	memcpy(stem, s->outer, n);
+	stem[n] = '\0';
+	for (size_t k = w->nfr; k-- > 0;) {
+		const struct btrace_symbol *f;
+
+		if (!w->fr[k].func)
+			continue;
+		f = bt_syms_lookup(c, w->fr[k].func);
+		if (f && f->outer && !strcmp(f->outer, stem))
+			return (int)k;
+	}
+	return -1;
+}
+
 /* Control arrived at @ip after a return. */
 static int on_return(struct bt_ctx *c, struct bt_walk *w, uint64_t ip)
 {
@@ -151,13 +199,10 @@ static int on_return(struct bt_ctx *c, struct bt_walk *w, uint64_t ip)
 	/* A return to an address no frame expects (swapcontext/setcontext
 	 * end with a ret into another context, a coroutine switch by hand):
 	 * the frames below belong to the context that was left, not to this
-	 * one.  The known part of the stack ends here; nothing is grafted.
-	 * With no frame left it is a return past the start of the history.
-	 * Either way: a new outer frame, callers unknown. */
+	 * one.  With no frame left it is a return past the start of the
+	 * history.  Either way: a new context. */
 	w->depth--;
-	w->nfr = 0;
-	return push(w, (struct bt_frame){ 0, 0, bt_syms_func_start(c, ip, NULL), ip,
-				       BTRACE_CALL_PARTIAL, w->depth });
+	return new_context(c, w, ip);
 }
 
 /* The longest chain of tail calls kept as frames of their own; past it
@@ -235,12 +280,31 @@ static int on_jump(struct bt_ctx *c, struct bt_walk *w, uint64_t ip,
 	}
 	if (!func)
 		return 0;
+	/* Into the part of a function that the compiler split off: the
+	 * function goes on (the top frame), or exception unwinding lands in
+	 * it (a frame further down). */
+	int k = frame_of_cold_part(c, w, ip);
+	if (k >= 0 && (size_t)k == w->nfr - 1)
+		return 0;
+	if (k >= 0) {
+		pop_to(w, (size_t)k);
+		*flags = BTRACE_CALL_UNWOUND;
+		return 1;
+	}
 	/* longjmp or exception unwinding: into a function further down. */
-	int k = frame_of_function(w, func, w->nfr - 1);
+	k = frame_of_function(w, func, w->nfr - 1);
 	if (k >= 0 && func != ip) {
 		pop_to(w, (size_t)k);
 		*flags = BTRACE_CALL_UNWOUND;
 		return 1;
+	}
+	if (func != ip && bt_insn_classify(c, f->ip)->cls == BTRACE_INSN_JMP_IND) {
+		/* An indirect jump into the middle of a function that no
+		 * frame is in: a context resumed where it stopped (a
+		 * goroutine or a coroutine switched by hand, a longjmp to a
+		 * frame entered before the history began). */
+		*flags = BTRACE_CALL_PARTIAL;
+		return new_context(c, w, ip) < 0 ? -ENOMEM : 1;
 	}
 	if (func == ip) {
 		/* A jump to a function's entry: a tail call.  For the outermost

@@ -59,6 +59,8 @@ each); `--full` or BTRACE_CORPUS=full runs them all.  A program whose
 toolchain or interpreter is missing on this machine is skipped with the
 reason.  A summary per check (pass/total) is printed as TAP comments and
 written to BUILDDIR/corpus-summary.txt (and .json, with every result).
+With BT_CORPUS_KEEP=DIR each program's snapshot is kept as DIR/NAME.btrace
+(its binaries stay in BUILDDIR), to compare two builds' reports on them.
 """
 import concurrent.futures
 import fnmatch
@@ -774,6 +776,21 @@ def check_case(case, nat, g, rec, rep, snaps, btrace, snap):
                          'gdb %s; btrace %s' % (' < '.join(gframes) or '-',
                                                 ' < '.join(map(str, bstack))
                                                 or '-'))
+        if not res['frames'][0]:
+            # what a failure needs to be understood from a CI log alone:
+            # the frames' flags and the last calls that built them
+            fl = ['%s%s%s' % (f.get('function'),
+                              ' [partial]' if f.get('partial') else '',
+                              ' [tail]' if f.get('tail_call') else '')
+                  for f in (thr or {}).get('stack', [])]
+            calls = ['%s%s%s%s' % ('  ' * (c.get('depth') or 0),
+                                   c.get('function') or c.get('ip'),
+                                   ' [partial]' if c.get('partial') else '',
+                                   ' [tail]' if c.get('tail_call') else '')
+                     for c in ((thr or {}).get('calls') or [])[-16:]]
+            res['frames'] = (False, res['frames'][1] +
+                             '\nstack: %s\nlast calls:\n%s'
+                             % (' < '.join(fl), '\n'.join(calls)))
         tail = (thr or {}).get('tail') or []
         dis = (ff or {}).get('disassembly')
         if not fault or not tail:
@@ -898,6 +915,11 @@ def run_case(case, btrace, bindir, workroot):
                   guard_rss=case.get('max_rss', MAX_RSS),
                   timeout=case.get('timeout', RUN_TIMEOUT))
         snaps = sorted(f for f in os.listdir(d) if f.endswith('.btrace'))
+        keep = os.environ.get('BT_CORPUS_KEEP')
+        if keep and os.path.exists(snap):
+            # kept for comparing two builds' reports on the same snapshots
+            os.makedirs(keep, exist_ok=True)
+            shutil.copy2(snap, os.path.join(keep, case['name'] + '.btrace'))
         rep = None
         if os.path.exists(snap):
             try:
@@ -1044,7 +1066,10 @@ def main():
                     else:
                         ok, msg = res[chk]
                     todo = None if ok else todo_for(lim, case['name'], chk)
+                    msg, _, detail = msg.partition('\n')
                     t.ok(ok, '%s: %s' % (desc, msg), todo=todo)
+                    if detail:
+                        t.diag(detail)
                     summary[chk][1] += 1
                     summary[chk][0] += 1 if ok else 0
                     rec['checks'][chk] = {'result': 'pass' if ok else

@@ -3,7 +3,7 @@
 """The fault, what ran after it, and what the report does not know (TAP).
 
     report-fault.py BTRACE BT_GEN_FIXTURE LOOP FIRST NODEFER SIGLJ KILL CTX
-                    HANDLER LJREC SKIPRET RETSKIP
+                    HANDLER LJREC SKIPRET PANIC RETSKIP JMPCTX COLD
 
 Each case writes a synthetic snapshot of a real program single-stepped to
 its death (bt-gen-fixture: the truth is the ptrace path) and checks
@@ -21,6 +21,11 @@ its death (bt-gen-fixture: the truth is the ptrace path) and checks
   false, the block holds the first fault;
 - SIGSEGV sent with kill(): kind "sent", where the thread was, the sender;
 - a coroutine switched by swapcontext: the stack has no frame of main's;
+- contexts switched by an indirect jump into the middle of a function (a
+  goroutine resumed by a scheduler): the stack has no frame of the
+  context that was left;
+- a C++ catch handler in the function's cold part (f.cold), reached by
+  a jump from f: the cold part is f going on, not a frame of its own;
 - longjmp landing in the innermost frame of a recursive function: the
   outer frames of the recursion stay;
 - the call-next idiom (call next; pop) is not a frame;
@@ -77,7 +82,7 @@ def hexv(v):
 def main():
     btrace, genexe = sys.argv[1:3]
     loop, first, nodefer, siglj, kill, ctx, handler, ljrec, skipret, \
-        panic, retskip = sys.argv[3:14]
+        panic, retskip, jmpctx, cold = sys.argv[3:16]
     work = tempfile.mkdtemp(prefix='btrace-fault.')
     try:
         # -- a fault known only to its block ------------------------------
@@ -216,6 +221,27 @@ def main():
         ok(fns(st) == ['boom', 'co_body'] and st[-1]['partial'] and
            hexv(r['fault']['ip']) == truth,
            'swapcontext: boom <- co_body, callers unknown: %s' % fns(st))
+
+        # -- contexts switched by an indirect jump --------------------------
+        snap = os.path.join(work, 'jmpctx.btrace')
+        truth, _ = gen(genexe, snap, jmpctx, '-r')
+        text, r = report(btrace, snap)
+        st = r['threads'][0]['stack']
+        ok(fns(st) == ['boom', 'co_body'] and st[-1]['partial'] and
+           hexv(r['fault']['ip']) == truth,
+           'jmp * into a resumed context: boom <- co_body, callers '
+           'unknown: %s' % fns(st))
+
+        # -- a catch handler in a function's cold part ----------------------
+        snap = os.path.join(work, 'cold.btrace')
+        truth, _ = gen(genexe, snap, cold, '-r')
+        text, r = report(btrace, snap)
+        st = fns(r['threads'][0]['stack'])
+        ok(len(st) == 3 and st[0].startswith('boom') and
+           st[1].startswith('handle') and st[2] == 'main' and
+           hexv(r['fault']['ip']) == truth,
+           'catch handler in handle.cold: boom <- handle <- main, '
+           'no frame for the cold part: %s' % st)
 
         # -- longjmp into the innermost frame of a recursion --------------
         snap = os.path.join(work, 'ljrec.btrace')
