@@ -213,24 +213,17 @@ def main():
         ok('sent: the signal was sent, nothing faulted' in text,
            'kill(): text says the signal was sent')
 
-        # -- a coroutine switched by hand ---------------------------------
-        snap = os.path.join(work, 'ctx.btrace')
-        truth, _ = gen(genexe, snap, ctx, '-r')
-        text, r = report(btrace, snap)
-        st = r['threads'][0]['stack']
-        ok(fns(st) == ['boom', 'co_body'] and st[-1]['partial'] and
-           hexv(r['fault']['ip']) == truth,
-           'swapcontext: boom <- co_body, callers unknown: %s' % fns(st))
-
-        # -- contexts switched by an indirect jump --------------------------
-        snap = os.path.join(work, 'jmpctx.btrace')
-        truth, _ = gen(genexe, snap, jmpctx, '-r')
-        text, r = report(btrace, snap)
-        st = r['threads'][0]['stack']
-        ok(fns(st) == ['boom', 'co_body'] and st[-1]['partial'] and
-           hexv(r['fault']['ip']) == truth,
-           'jmp * into a resumed context: boom <- co_body, callers '
-           'unknown: %s' % fns(st))
+        # -- a coroutine switched by hand (swapcontext's ret), contexts --
+        # -- switched by an indirect jump (jmp * into the resumed code) ----
+        for prog, how in ((ctx, 'swapcontext'),
+                          (jmpctx, 'jmp * into a resumed context')):
+            snap = os.path.join(work, os.path.basename(prog) + '.btrace')
+            truth, _ = gen(genexe, snap, prog, '-r')
+            text, r = report(btrace, snap)
+            st = r['threads'][0]['stack']
+            ok(fns(st) == ['boom', 'co_body'] and st[-1]['partial'] and
+               hexv(r['fault']['ip']) == truth,
+               '%s: boom <- co_body, callers unknown: %s' % (how, fns(st)))
 
         # -- a catch handler in a function's cold part ----------------------
         snap = os.path.join(work, 'cold.btrace')
