@@ -31,7 +31,7 @@ CASE is one of:
   without a decode error (a return-compressing encoder must count that
   call as done, as the decoder does: Go's SIGURG preemption did this at
   random), and every round's code ran once, each return going back to
-  its caller.
+  its caller; recorded as BTS, it decodes without a gap.
 - gone-exe, gone-lib, gone-memfd: code whose file is gone at the death (the
   executable deleted itself, a library deleted after dlopen, a library
   loaded from a memfd): the crash decodes (the stack's top frame is the
@@ -206,6 +206,20 @@ def case_callsig(t, btrace, progdir, work):
              len(pages), len(seen), 4 * len(pages),
              ', not once: %s' % twice[:4] if twice else '',
              ', wrong: %s' % bad[:4] if bad else ''))
+    # BTS: the call is a branch record of its own; without it the decoder
+    # walked on past the call into bytes that never ran
+    snap = os.path.join(work, 'callsig-bts.btrace')
+    rec = subprocess.run([btrace, 'record', '-b', 'qemu', '--format', 'bts',
+                          '-q', '-o', snap, '--', prog, info], cwd=work,
+                         capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL, timeout=600)
+    r = subprocess.run([btrace, 'decode', '--insn', snap],
+                       capture_output=True, text=True)
+    gaps = [ln for ln in r.stdout.splitlines() if ln.startswith('[gap:')]
+    t.ok(rec.returncode == 128 + 11 and r.returncode == 0 and not gaps and
+         r.stdout.count('<call_jit') > 0,
+         'BTS: the history decodes without a gap (status %d, %s)' %
+         (rec.returncode, gaps[:2]))
 
 
 def case_threads(t, btrace, progdir, work):
