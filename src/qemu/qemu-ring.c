@@ -511,6 +511,24 @@ int bt_qemu_rebuild(const struct bt_qemu_ring *r,
 			rc = bt_transition(r, prev, t->start, fault_here, &b);
 			if (rc == 2)
 				out->nasync++;
+			if (rc == 2 && !fault_here && prev->kind == BT_TB_CALL) {
+				/* The signal came after the block: its direct
+				 * call is done (the edge leaves from the
+				 * target), and a decoder executes it, pushing
+				 * the return address.  The encoder must push
+				 * it too: without this call its return stack
+				 * missed an entry the decoder's has, and a
+				 * later compressed return was decoded to a
+				 * wrong address (Go's SIGURG preemption). */
+				struct bt_branch c;
+
+				bt_set(&c, BT_BR_CALL, tb_last(prev),
+				       prev->last_len, prev->target, 1);
+				rc = cb(ctx, &c);
+				if (rc)
+					return rc;
+				rc = 2;
+			}
 			if (rc > 0) {
 				rc = cb(ctx, &b);
 				if (rc)

@@ -25,6 +25,13 @@ CASE is one of:
   is killed with SIGABRT from outside after a second: the history before the
   loop is kept (the calls of before_loop_step), and the stack names the
   looping function and main.
+- callsig: a signal taken right after a direct call, at the callee's first
+  instruction (its page is made executable by the SIGSEGV handler), then
+  the callee returns, 32 times, then a crash in C: the history decodes
+  without a decode error (a return-compressing encoder must count that
+  call as done, as the decoder does: Go's SIGURG preemption did this at
+  random), and every round's code ran once, each return going back to
+  its caller; recorded as BTS, it decodes without a gap.
 - gone-exe, gone-lib, gone-memfd: code whose file is gone at the death (the
   executable deleted itself, a library deleted after dlopen, a library
   loaded from a memfd): the crash decodes (the stack's top frame is the
@@ -148,6 +155,71 @@ def case_jit(t, btrace, progdir, work):
     t.ok('qemu.code_rewritten' in meta,
          'the snapshot says code was rewritten after it ran (%s)' %
          meta.get('qemu.code_rewritten'))
+
+
+def case_callsig(t, btrace, progdir, work):
+    prog = os.path.join(progdir, 'qp-callsig')
+    info = os.path.join(work, 'callsig.txt')
+    snap = os.path.join(work, 'callsig.btrace')
+    rec = L.record(btrace, snap, [prog, info], cwd=work)
+    t.ok(rec.returncode == 128 + 11, 'dies of SIGSEGV (status %d)' %
+         rec.returncode)
+    if not t.ok(os.path.exists(snap) and os.path.exists(info),
+                'snapshot written'):
+        t.diag(rec.stderr)
+        return
+    pages = [int(m, 16) for m in
+             re.findall(r'jit=0x([0-9a-f]+)', open(info).read())]
+    rep = L.report_json(btrace, snap)
+    gaps = [g for th in rep['threads'] for g in th['history']['gaps']
+            if g['kind'] == 'decode-error']
+    t.ok(not gaps, 'no decode error in the history (%s)' %
+         [g['reason'] for g in gaps])
+    t.ok(rep['fault'].get('function') == 'crash_after',
+         'the fault is in crash_after (%s)' % rep['fault'].get('function'))
+    r = subprocess.run([btrace, 'decode', '--insn', snap],
+                       capture_output=True, text=True)
+    path = re.findall(r'^\s+0x([0-9a-f]+)\s+<([^>+]*)[^>]*>\s+(\S+)',
+                      r.stdout, re.M)
+    seen = {}
+    bad = []
+    for i, (a, fn, mn) in enumerate(path):
+        a = int(a, 16)
+        for p in pages:
+            # call B, ret; B: lea, ret (qp-callsig.c)
+            for off, want in ((0, 'call'), (5, 'ret'), (4096, 'lea'),
+                              (4099, 'ret')):
+                if a == p + off:
+                    seen[(p, off)] = seen.get((p, off), 0) + 1
+                    if not mn.startswith(want):
+                        bad.append('%#x: %s' % (a, mn))
+                    if off == 5 and (i + 1 >= len(path) or
+                                     path[i + 1][1] != 'call_jit'):
+                        bad.append('%#x ret -> %s' % (
+                            a, path[i + 1][1] if i + 1 < len(path)
+                            else 'end'))
+    twice = sorted('%#x+%d' % k for k, n in seen.items() if n != 1)
+    t.ok(r.returncode == 0 and len(pages) == 32 and
+         len(seen) == 4 * len(pages) and not twice and not bad,
+         'each of the %d rounds ran its call, the callee and its return to '
+         'call_jit once (%d of %d seen%s%s)' % (
+             len(pages), len(seen), 4 * len(pages),
+             ', not once: %s' % twice[:4] if twice else '',
+             ', wrong: %s' % bad[:4] if bad else ''))
+    # BTS: the call is a branch record of its own; without it the decoder
+    # walked on past the call into bytes that never ran
+    snap = os.path.join(work, 'callsig-bts.btrace')
+    rec = subprocess.run([btrace, 'record', '-b', 'qemu', '--format', 'bts',
+                          '-q', '-o', snap, '--', prog, info], cwd=work,
+                         capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL, timeout=600)
+    r = subprocess.run([btrace, 'decode', '--insn', snap],
+                       capture_output=True, text=True)
+    gaps = [ln for ln in r.stdout.splitlines() if ln.startswith('[gap:')]
+    t.ok(rec.returncode == 128 + 11 and r.returncode == 0 and not gaps and
+         r.stdout.count('<call_jit') > 0,
+         'BTS: the history decodes without a gap (status %d, %s)' %
+         (rec.returncode, gaps[:2]))
 
 
 def case_threads(t, btrace, progdir, work):
@@ -281,6 +353,8 @@ def main():
             case_jit(t, btrace, progdir, work)
         elif case == 'threads':
             case_threads(t, btrace, progdir, work)
+        elif case == 'callsig':
+            case_callsig(t, btrace, progdir, work)
         elif case.startswith('spin-'):
             case_spin(t, btrace, progdir, work, case[5:])
         elif case.startswith('gone-'):
