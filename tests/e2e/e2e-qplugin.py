@@ -222,6 +222,41 @@ def case_callsig(t, btrace, progdir, work):
          (rec.returncode, gaps[:2]))
 
 
+def case_jccsig(t, btrace, progdir, work):
+    # A fault after a block's last Jcc, handled (the handler maps the
+    # target): the signal frame holds the Jcc and rt_sigreturn goes to its
+    # target, which jumps on to crash_after.  That episode is closed: the
+    # crash that follows is the fault, and its stack has no signal frame.
+    prog = os.path.join(progdir, 'qp-jccsig')
+    snap = os.path.join(work, 'jccsig.btrace')
+    rec = L.record(btrace, snap, [prog], cwd=work)
+    t.ok(rec.returncode == 2, 'exits 2 from its handler, as natively '
+         '(status %d)' % rec.returncode)
+    if not t.ok(os.path.exists(snap), 'snapshot written (exit 2 after a '
+                'fault)'):
+        t.diag(rec.stderr)
+        return
+    rep = L.report_json(btrace, snap)
+    f = rep['fault']
+    t.ok(f.get('function') == 'crash_after',
+         'the fault is crash_after\'s, not the handled one at the Jcc\'s '
+         'target (%s)' % f.get('function'))
+    # the path before the fault goes through the handled episode: the
+    # handler, its return to the Jcc's target B (a page start, 4096 after
+    # A's), then the fault; not from A straight to the fault
+    tail = rep['threads'][0]['tail']
+    ips = [int(x['ip'], 16) if x.get('ip') else 0 for x in tail]
+    fns = [x.get('function') for x in tail]
+    t.ok(len(tail) >= 3 and tail[-1].get('fault') and
+         fns[-1] == 'crash_after' and 'on_segv' in fns[:-1] and
+         ips[-2] & 0xfff == 0 and ips[-2] - 4096 in ips[:-2],
+         'the path before the fault: the handler, its return to the Jcc\'s '
+         'target, then crash_after (%s)' % fns[-4:])
+    st = [x.get('function') for x in rep['threads'][0]['stack']]
+    t.ok(st[:3] == ['crash_after', 'outer', 'main'],
+         'stack at the fault: crash_after <- outer <- main (%s)' % st)
+
+
 def case_threads(t, btrace, progdir, work):
     prog = os.path.join(progdir, 'qp-threads')
     tidf = os.path.join(work, 'tid.txt')
@@ -355,6 +390,8 @@ def main():
             case_threads(t, btrace, progdir, work)
         elif case == 'callsig':
             case_callsig(t, btrace, progdir, work)
+        elif case == 'jccsig':
+            case_jccsig(t, btrace, progdir, work)
         elif case.startswith('spin-'):
             case_spin(t, btrace, progdir, work, case[5:])
         elif case.startswith('gone-'):
