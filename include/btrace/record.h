@@ -43,7 +43,10 @@ struct btrace_record_opts {
 	uint64_t pad;              /* extra room after the fault; 0 = default */
 	uint64_t on;               /* BTRACE_ON_* mask; 0 = BTRACE_ON_DEFAULT */
 	uint32_t flags;            /* BTRACE_RECORD_* */
-	const char *sysfs_root;    /* NULL: /sys */
+	const char *sysfs_root;    /* NULL: /sys (or $BTRACE_SYSFS_ROOT) */
+	btrace_log_fn log;         /* messages while recording; NULL: none
+				    * (btrace.h says what it receives) */
+	void *log_ctx;             /* passed to @log */
 	size_t :0;
 };
 
@@ -55,6 +58,40 @@ struct btrace_record_result {
 	char snapshot_path[4096];  /* the last snapshot written, "" if none */
 	uint32_t backend;          /* the backend used */
 };
+
+/*
+ * The backends.  One table in libbtrace lists them in the order `auto`
+ * tries them; record, doctor and the command line all read it, so a
+ * backend is added in one place.
+ */
+#define BTRACE_BACKEND_F_AUTO     0x1u  /* `auto` may pick it */
+#define BTRACE_BACKEND_F_HARDWARE 0x2u  /* perf hardware tracing: can attach
+					 * (-p PID), be calibrated, take over
+					 * a joined recording */
+#define BTRACE_BACKEND_F_PROBED   0x4u  /* `auto` probes it and takes it when
+					 * usable; the one `auto` backend
+					 * without it is the last resort */
+
+struct btrace_backend_desc {
+	uint32_t id;               /* enum btrace_backend */
+	uint32_t flags;            /* BTRACE_BACKEND_F_* */
+	const char *name;          /* "pt": --backend NAME, btrace info */
+	const char *label;         /* "Intel PT": in messages */
+};
+
+/**
+ * @brief The @i-th backend of the table (from 0, in `auto` order), NULL
+ * past the end.  The descriptors are the library's (static): never freed.
+ */
+BTRACE_API const struct btrace_backend_desc *btrace_backend_at(size_t i);
+
+/** @brief The backend of id @id (enum btrace_backend), NULL if unknown. */
+BTRACE_API const struct btrace_backend_desc *btrace_backend_by_id(uint32_t id);
+
+/** @brief The backend called @name ("pt", "bts", "qemu"), NULL if none
+ * ("auto" is not a backend: it is id BTRACE_BACKEND_UNKNOWN). */
+BTRACE_API const struct btrace_backend_desc *
+btrace_backend_by_name(const char *name);
 
 /**
  * @brief Run a recording to its end.

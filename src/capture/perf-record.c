@@ -288,9 +288,9 @@ int bt_perf_record(const struct btrace_record_opts *opts,
 }
 
 int bt_capture_join(const struct btrace_record_opts *opts,
+		    const uint32_t *order, size_t norder,
 		    struct btrace_record_result *res, struct btrace_error *err)
 {
-	static const uint32_t order[] = { BTRACE_BACKEND_PT, BTRACE_BACKEND_BTS };
 	struct btrace_error why = { 0 };
 	struct bt_engine_opts eo;
 	struct bt_pmu pmu;
@@ -298,9 +298,7 @@ int bt_capture_join(const struct btrace_record_opts *opts,
 
 	if (!opts->pid)
 		return 1;
-	for (size_t i = 0; i < BT_ARRAY_SIZE(order) && !hw; i++) {
-		if (opts->backend && opts->backend != order[i])
-			continue;
+	for (size_t i = 0; i < norder && !hw; i++) {
 		bt_error_clear(&why);
 		hw = hw_opts(order[i], opts, &eo, &pmu, &why) == 0;
 	}

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <btrace/capture.h>
+#include <btrace/record.h>
 #include <btrace/snapshot.h>
 
 #include "cli.h"
@@ -29,12 +30,9 @@ static void help(void)
 
 static const char *backend_name(uint32_t b)
 {
-	switch (b) {
-	case BTRACE_BACKEND_PT: return "pt";
-	case BTRACE_BACKEND_BTS: return "bts";
-	case BTRACE_BACKEND_QEMU: return "qemu";
-	}
-	return "unknown";
+	const struct btrace_backend_desc *d = btrace_backend_by_id(b);
+
+	return d ? d->name : "unknown";
 }
 
 static const char *yes(int v)

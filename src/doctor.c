@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* btrace_doctor(), btrace_snapshot_request(). */
+/*
+ * btrace_doctor(), btrace_snapshot_request(), btrace_qemu_emulator().  The
+ * backends and the order `auto` tries them come from the backend table
+ * (src/backend.c), as for btrace_record().
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -13,12 +17,12 @@
 #include <btrace/record.h>
 #include <btrace/snapshot.h>
 
-#include "budget.h"
-#include "capture-internal.h"
-#include "capture.h"
-#include "pmu.h"
+#include "backend.h"
+#include "capture/budget.h"
+#include "capture/capture-internal.h"
+#include "capture/pmu.h"
+#include "capture/registry.h"
 #include "qemu/qemu-record.h"
-#include "registry.h"
 #include "util.h"
 
 static void fill_pmu(const char *root, uint32_t backend,
@@ -49,7 +53,7 @@ static void fill_pmu(const char *root, uint32_t backend,
 			p->default_config = ptc.config;
 	}
 	bt_error_clear(&err);
-	r = bt_perf_probe(backend, root, &err);
+	r = bt_backend_get(backend)->probe(backend, root, &err);
 	p->usable = r == 0;
 	if (r < 0) {
 		snprintf(p->why, sizeof(p->why), "%s", err.msg);
@@ -179,6 +183,82 @@ static void fill_qemu(const char *sysfs_root, struct btrace_doctor_qemu *q)
 	q->usable = 1;
 }
 
+/* What the doctor found for backend @id ("usable" and "why"): its PMU,
+ * or the QEMU part of the report. */
+static int usable_of(const struct btrace_doctor_report *r, uint32_t id,
+		     const char **why)
+{
+	switch (id) {
+	case BTRACE_BACKEND_PT:
+		*why = r->pt.why;
+		return r->pt.usable;
+	case BTRACE_BACKEND_BTS:
+		*why = r->bts.why;
+		return r->bts.usable;
+	case BTRACE_BACKEND_QEMU:
+		*why = r->qemu.why;
+		return r->qemu.usable;
+	}
+	*why = "";
+	return 0;
+}
+
+/* The backend `auto` would pick, and why, as btrace_record() decides it:
+ * the first usable probed backend of the table, else its last resort. */
+static void pick_auto(struct btrace_doctor_report *r)
+{
+	const struct bt_backend *b, *last = NULL;
+	char failed[sizeof(r->auto_why)] = "", names[256] = "";
+	size_t nfailed = 0, nprobed = 0;
+	const char *why;
+
+	for (size_t i = 0; (b = bt_backend_at(i)); i++) {
+		if (!(b->d.flags & BTRACE_BACKEND_F_AUTO))
+			continue;
+		if (!(b->d.flags & BTRACE_BACKEND_F_PROBED)) {
+			if (!last)
+				last = b;
+			continue;
+		}
+		nprobed++;
+		if (usable_of(r, b->d.id, &why)) {
+			r->auto_backend = b->d.id;
+			if (nfailed)
+				snprintf(r->auto_why, sizeof(r->auto_why),
+					 "%s; %s is", failed, b->brief);
+			else
+				snprintf(r->auto_why, sizeof(r->auto_why),
+					 "%s is usable", b->brief);
+			return;
+		}
+		/* "Intel PT is not usable (why)[; ...]" */
+		snprintf(failed + strlen(failed), sizeof(failed) - strlen(failed),
+			 "%s%s is not usable (%s)", nfailed ? "; " : "",
+			 b->brief, why);
+		nfailed++;
+	}
+	if (!last)
+		return;
+	/* "neither Intel PT nor BTS" ("neither A, B nor C") */
+	for (size_t i = 0, k = 0; (b = bt_backend_at(i)); i++) {
+		if ((b->d.flags & (BTRACE_BACKEND_F_AUTO | BTRACE_BACKEND_F_PROBED)) !=
+		    (BTRACE_BACKEND_F_AUTO | BTRACE_BACKEND_F_PROBED))
+			continue;
+		k++;
+		snprintf(names + strlen(names), sizeof(names) - strlen(names),
+			 "%s%s", k == 1 ? "" : k == nprobed ? " nor " : ", ",
+			 b->brief);
+	}
+	r->auto_backend = last->d.id;
+	if (usable_of(r, last->d.id, &why) != 0)
+		snprintf(r->auto_why, sizeof(r->auto_why), "neither %s is usable "
+			 "here: %s is used", names, last->brief);
+	else
+		snprintf(r->auto_why, sizeof(r->auto_why), "neither %s is usable "
+			 "here; %s would be used, but it is not usable (see "
+			 "QEMU)", names, last->brief);
+}
+
 int btrace_doctor(const char *sysfs_root, struct btrace_doctor_report *rep,
 		  struct btrace_error *err)
 {
@@ -243,21 +323,8 @@ int btrace_doctor(const char *sysfs_root, struct btrace_doctor_report *rep,
 				 r.bts.present ? "intel_bts" : "branch-instructions");
 		r.kpti = si.kpti_known ? si.kpti : -1;
 		r.ptrace_scope = si.ptrace_scope;
-		if (r.pt.usable) {
-			r.auto_backend = BTRACE_BACKEND_PT;
-			snprintf(r.auto_why, sizeof(r.auto_why), "Intel PT is usable");
-		} else if (r.bts.usable) {
-			r.auto_backend = BTRACE_BACKEND_BTS;
-			snprintf(r.auto_why, sizeof(r.auto_why),
-				 "Intel PT is not usable (%s); BTS is", r.pt.why);
-		}
 		fill_qemu(sysfs_root, &r.qemu);
-		if (!r.pt.usable && !r.bts.usable) {
-			r.auto_backend = BTRACE_BACKEND_QEMU;
-			snprintf(r.auto_why, sizeof(r.auto_why), "%s",
-				 r.qemu.usable != 0 ? "neither Intel PT nor BTS is usable here: the QEMU software trace is used" :
-				 "neither Intel PT nor BTS is usable here; the QEMU software trace would be used, but it is not usable (see QEMU)");
-		}
+		pick_auto(&r);
 		memcpy(rep, &r, sz);
 	}
 	return 0;
