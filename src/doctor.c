@@ -105,6 +105,24 @@ static void qemu_version(const char *emu, char *out, size_t len)
 	snprintf(out, len, "%.*s", (int)(end - v), v);
 }
 
+int btrace_qemu_emulator(char *path, size_t path_len, char *version,
+			 size_t version_len, struct btrace_error *err)
+{
+	int r;
+
+	if (version && version_len)
+		version[0] = 0;
+	if (!path || !path_len)
+		return bt_error(err, -EINVAL, "qemu-x86_64: find emulator "
+				"failed: no room for its path");
+	r = bt_qemu_find_emulator(path, path_len, err);
+	if (r < 0 && access(path, X_OK) != 0)
+		path[0] = 0;
+	if (path[0] && version && version_len)
+		qemu_version(path, version, version_len);
+	return r;
+}
+
 static void qemu_fail(struct btrace_doctor_qemu *q, const struct btrace_error *e)
 {
 	q->usable = 0;
@@ -123,14 +141,13 @@ static void fill_qemu(const char *sysfs_root, struct btrace_doctor_qemu *q)
 	char preload[PATH_MAX], *argv[2] = { NULL, NULL };
 
 	memset(q, 0, sizeof(*q));
-	if (bt_qemu_find_emulator(q->emulator, sizeof(q->emulator), &err) < 0) {
-		if (access(q->emulator, X_OK) != 0)
-			q->emulator[0] = 0;
+	if (btrace_qemu_emulator(q->emulator, sizeof(q->emulator), q->version,
+				 sizeof(q->version), &err) < 0) {
+		q->version[0] = 0;
 		qemu_fail(q, &err);
 		return;
 	}
 	q->found = 1;
-	qemu_version(q->emulator, q->version, sizeof(q->version));
 	if (!q->version[0]) {
 		bt_error(&err, -ENOEXEC, "%s: run failed: '%s --version' did not "
 			 "print a version", q->emulator, q->emulator);
