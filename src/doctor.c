@@ -136,7 +136,8 @@ static void fill_qemu(const char *sysfs_root, struct btrace_doctor_qemu *q)
 {
 	static const char *const probes[] = { "/bin/true", "/usr/bin/true" };
 	struct btrace_record_opts ro = { .sz = sizeof(ro) };
-	struct btrace_record_result res = { .exit_status = -1 };
+	struct btrace_record_result res = { .sz = sizeof(res),
+					     .exit_status = -1 };
 	struct btrace_error err = { 0 };
 	char preload[PATH_MAX], *argv[2] = { NULL, NULL };
 

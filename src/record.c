@@ -145,19 +145,23 @@ int btrace_record(const struct btrace_record_opts *opts,
 		  struct btrace_record_result *res, struct btrace_error *err)
 {
 	struct btrace_record_opts o;
+	struct btrace_record_result r;
 	struct bt_log prev;
-	int r;
+	size_t n;
+	int rc;
 
-	if (!res)
-		return bt_error(err, -EINVAL, "record options: check failed: "
-				"no result given");
-	memset(res, 0, sizeof(*res));
-	res->exit_status = -1;
-	r = bt_opts_copy(&o, sizeof(o), opts, "record options", err);
-	if (r < 0)
-		return r;
-	prev = bt_log_set(o.log, o.log_ctx);
-	r = record(&o, res, err);
-	bt_log_restore(prev);
-	return r;
+	rc = bt_result_size(res, sizeof(r), "record result", &n, err);
+	if (rc < 0)
+		return rc;
+	memset(&r, 0, sizeof(r));
+	r.exit_status = -1;
+	rc = bt_opts_copy(&o, sizeof(o), opts, "record options", err);
+	if (rc == 0) {
+		prev = bt_log_set(o.log, o.log_ctx);
+		rc = record(&o, &r, err);
+		bt_log_restore(prev);
+	}
+	r.sz = res->sz;
+	memcpy(res, &r, n);
+	return rc;
 }

@@ -213,6 +213,22 @@ void bt_msg(const char *fmt, ...)
 		   BTRACE_LOG_INFO, buf, cur_log.ctx);
 }
 
+int bt_result_size(const void *user, size_t known, const char *what,
+		   size_t *n, struct btrace_error *err)
+{
+	size_t sz;
+
+	if (!user)
+		return bt_error(err, -EINVAL, "%s: check failed: no result "
+				"given", what);
+	memcpy(&sz, user, sizeof(sz));
+	if (sz < sizeof(size_t))
+		return bt_error(err, -EINVAL, "%s: check failed: sz is %zu, "
+				"below sizeof(size_t)", what, sz);
+	*n = sz < known ? sz : known;
+	return 0;
+}
+
 int bt_opts_copy(void *out, size_t known, const void *user, const char *what,
 		 struct btrace_error *err)
 {

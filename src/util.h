@@ -112,6 +112,13 @@ void bt_log_restore(struct bt_log prev);
  */
 int bt_opts_copy(void *out, size_t known, const void *user, const char *what,
 		 struct btrace_error *err);
+/*
+ * The same policy for a result struct the caller allocated: *@n gets the
+ * bytes to write into @user (its sz, at most @known).  Returns 0, or
+ * -EINVAL with @err filled for NULL or an sz below sizeof(size_t).
+ */
+int bt_result_size(const void *user, size_t known, const char *what,
+		   size_t *n, struct btrace_error *err);
 
 /*
  * Open @path read-only if it is a regular file, else fail with EINVAL

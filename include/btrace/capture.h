@@ -126,6 +126,9 @@ BTRACE_API int btrace_snapshot_request(int pid, const char *path,
 				       struct btrace_error *err);
 
 struct btrace_calibration {
+	size_t sz;                 /* set by the caller: sizeof(struct
+				    * btrace_calibration); only that many
+				    * bytes are written (btrace.h) */
 	uint32_t backend;          /* enum btrace_backend measured */
 	uint32_t runs;
 	uint64_t pad_max;          /* bytes written after the fault, worst run */

@@ -51,6 +51,9 @@ struct btrace_record_opts {
 };
 
 struct btrace_record_result {
+	size_t sz;                 /* set by the caller: sizeof(struct
+				    * btrace_record_result); only that many
+				    * bytes are written (btrace.h) */
 	int exit_status;           /* the program's wait status, -1 if it did
 				    * not run (or has not ended) */
 	int shell_status;          /* status a shell would report: code or 128+sig */
@@ -100,6 +103,8 @@ btrace_backend_by_name(const char *name);
  * backend, and writes a snapshot when a selected event happens.  Returns 0
  * when the recording ran (whatever the program's own fate, which is in
  * @res), a negative error code with @err filled when it could not.
+ * @opts->sz and @res->sz follow the size policy of btrace.h; messages go
+ * to @opts->log only.
  */
 BTRACE_API int btrace_record(const struct btrace_record_opts *opts,
 			     struct btrace_record_result *res,

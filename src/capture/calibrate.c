@@ -160,7 +160,7 @@ static void save(uint32_t backend, uint64_t pad, char *where, size_t len)
 	fclose(f);
 }
 
-int btrace_calibrate(uint32_t backend, unsigned runs, const char *sysfs_root,
+static int calibrate(uint32_t backend, unsigned runs, const char *sysfs_root,
 		     struct btrace_calibration *out, struct btrace_error *err)
 {
 	struct bt_pt_config ptc = { 0 };
@@ -168,8 +168,6 @@ int btrace_calibrate(uint32_t backend, unsigned runs, const char *sysfs_root,
 	struct bt_cpu cpu;
 	int r;
 
-	if (!out)
-		return bt_error(err, -EINVAL, "calibrate: invalid arguments");
 	memset(out, 0, sizeof(out[0]));
 	if (!runs)
 		runs = 5;
@@ -219,4 +217,19 @@ int btrace_calibrate(uint32_t backend, unsigned runs, const char *sysfs_root,
 		out->recommended = 4096;
 	save(backend, out->recommended, out->saved_to, sizeof(out->saved_to));
 	return 0;
+}
+
+int btrace_calibrate(uint32_t backend, unsigned runs, const char *sysfs_root,
+		     struct btrace_calibration *out, struct btrace_error *err)
+{
+	struct btrace_calibration c;
+	size_t n;
+	int r = bt_result_size(out, sizeof(c), "calibration result", &n, err);
+
+	if (r < 0)
+		return r;
+	r = calibrate(backend, runs, sysfs_root, &c, err);
+	c.sz = out->sz;
+	memcpy(out, &c, n);
+	return r;
 }

@@ -53,7 +53,7 @@ int cmd_calibrate(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct btrace_calibration cal;
+	struct btrace_calibration cal = { .sz = sizeof(cal) };
 	struct btrace_error err = { 0 };
 	const char *root = NULL;
 	uint32_t backend = 0;

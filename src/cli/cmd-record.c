@@ -113,7 +113,8 @@ int cmd_record(int argc, char **argv)
 	struct btrace_record_opts ro = { .sz = sizeof(ro),
 					 .log = cli_log_stderr };
 	const struct btrace_backend_desc *bd;
-	struct btrace_record_result res = { .exit_status = -1 };
+	struct btrace_record_result res = { .sz = sizeof(res),
+					     .exit_status = -1 };
 	struct btrace_error err = { 0 };
 	uint64_t v;
 	int c, ret;

@@ -108,7 +108,8 @@ static void run_record(void *arg)
 static void test_record_silent_without_callback(struct bt_test *t)
 {
 	static char *argv[] = { "/nonexistent/bt-test-program", NULL };
-	struct rec_call c = { .o = { .sz = sizeof(c.o), .argv = argv } };
+	struct rec_call c = { .o = { .sz = sizeof(c.o), .argv = argv },
+			      .res = { .sz = sizeof(c.res) } };
 	struct heard h = { .n = 0 };
 
 	/* auto: the probes have things to say (which backend, or why not) */
@@ -119,6 +120,7 @@ static void test_record_silent_without_callback(struct bt_test *t)
 	/* with a callback: the same run says them there, not on stderr */
 	memset(&c, 0, sizeof(c));
 	c.o.sz = sizeof(c.o);
+	c.res.sz = sizeof(c.res);
 	c.o.argv = argv;
 	c.o.log = listen;
 	c.o.log_ctx = &h;
@@ -212,7 +214,7 @@ static void test_record_opts_policy(struct bt_test *t)
 		uint64_t newer;
 	} big;
 	struct btrace_record_opts small;
-	struct btrace_record_result res;
+	struct btrace_record_result res = { .sz = sizeof(res) };
 	struct btrace_error err = { 0 };
 
 	/* a newer caller that set an option this library lacks */
@@ -236,6 +238,27 @@ static void test_record_opts_policy(struct bt_test *t)
 	BT_CHECK(t, btrace_record(&small, &res, &err) < 0);
 	BT_CONTAINS(t, err.msg, "bt-test-program");
 	BT_EQ_INT(t, -EINVAL, btrace_record(NULL, &res, &err));
+
+	/* results: an older caller's shorter struct gets only its bytes */
+	{
+		struct {
+			struct btrace_record_result r;
+			char after[8];
+		} older;
+		size_t n = offsetof(struct btrace_record_result, snapshot_path);
+
+		memset(&older, 0x5a, sizeof(older));
+		older.r.sz = n;
+		BT_CHECK(t, btrace_record(&small, &older.r, &err) < 0);
+		BT_EQ_U64(t, n, older.r.sz);
+		BT_EQ_INT(t, -1, older.r.exit_status);
+		BT_EQ_INT(t, 0, older.r.snapshots);
+		BT_EQ_INT(t, 0x5a, (unsigned char)older.r.snapshot_path[0]);
+		BT_EQ_INT(t, 0x5a, (unsigned char)older.after[0]);
+		older.r.sz = 0;
+		BT_EQ_INT(t, -EINVAL, btrace_record(&small, &older.r, &err));
+		BT_CONTAINS(t, err.msg, "record result: check failed");
+	}
 }
 
 BT_TESTS(test_backend_table, test_record_silent_without_callback,
