@@ -295,8 +295,6 @@ int btrace_doctor(const char *sysfs_root, struct btrace_doctor_report *rep,
 
 		memset(&r, 0, sizeof(r));
 		r.sz = sz;
-		if (!sysfs_root || !*sysfs_root)
-			sysfs_root = getenv("BTRACE_SYSFS_ROOT");
 		bt_cpu_identify(&cpu);
 		snprintf(r.cpu_vendor, sizeof(r.cpu_vendor), "%s", cpu.vendor_str);
 		snprintf(r.cpu_brand, sizeof(r.cpu_brand), "%s", cpu.brand);

@@ -43,7 +43,7 @@ struct btrace_record_opts {
 	uint64_t pad;              /* extra room after the fault; 0 = default */
 	uint64_t on;               /* BTRACE_ON_* mask; 0 = BTRACE_ON_DEFAULT */
 	uint32_t flags;            /* BTRACE_RECORD_* */
-	const char *sysfs_root;    /* NULL: /sys (or $BTRACE_SYSFS_ROOT) */
+	const char *sysfs_root;    /* NULL or "": /sys */
 	btrace_log_fn log;         /* messages while recording; NULL: none
 				    * (btrace.h says what it receives) */
 	void *log_ctx;             /* passed to @log */

@@ -20,8 +20,7 @@ int bt_perf_engine_opts(uint32_t backend, const struct btrace_record_opts *opts,
 			struct bt_engine_opts *eo, struct btrace_error *err);
 
 /* 0 when @backend (PT or BTS) is usable here, else a negative code with a
- * message saying why and a hint.  @sysfs_root NULL: /sys (or
- * $BTRACE_SYSFS_ROOT). */
+ * message saying why and a hint.  @sysfs_root NULL or "": /sys. */
 int bt_perf_probe(uint32_t backend, const char *sysfs_root,
 		  struct btrace_error *err);
 

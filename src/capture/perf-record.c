@@ -15,11 +15,10 @@
 #include "pmu.h"
 #include "util.h"
 
+/* The sysfs root to read, NULL for /sys ($BTRACE_SYSFS_ROOT is the
+ * command line's: it passes it as the root). */
 static const char *sysfs_root_of(const char *root)
 {
-	if (root && *root)
-		return root;
-	root = getenv("BTRACE_SYSFS_ROOT");
 	return root && *root ? root : NULL;
 }
 

@@ -2,6 +2,7 @@
 /* btrace calibrate: measure the post-fault pad with a known crasher. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <btrace/capture.h>
@@ -98,6 +99,8 @@ int cmd_calibrate(int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage("calibrate", "unexpected argument '%s'", argv[optind]);
+	if ((!root || !*root) && getenv("BTRACE_SYSFS_ROOT"))
+		root = getenv("BTRACE_SYSFS_ROOT");
 	if (btrace_calibrate(backend, (unsigned)runs, root, &cal, &err) < 0)
 		return cli_fail("calibrate", &err);
 	if (json) {

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <btrace/capture.h>
@@ -322,6 +323,8 @@ int cmd_doctor(int argc, char **argv)
 		return cli_usage("doctor", "unexpected argument '%s'", argv[optind]);
 	memset(&rep, 0, sizeof(rep));
 	rep.sz = sizeof(rep);
+	if ((!root || !*root) && getenv("BTRACE_SYSFS_ROOT"))
+		root = getenv("BTRACE_SYSFS_ROOT");
 	if (btrace_doctor(root, &rep, &err) < 0)
 		return cli_fail("doctor", &err);
 	if (json)

@@ -202,6 +202,8 @@ int cmd_record(int argc, char **argv)
 	if (!ro.pid)
 		ro.argv = argv + optind;
 
+	/* a recorded sysfs tree (tests); the library reads no environment */
+	ro.sysfs_root = getenv("BTRACE_SYSFS_ROOT");
 	/* before the program runs, not after its whole run */
 	ret = cli_check_output("record", ro.output);
 	if (ret)
