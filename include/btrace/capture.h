@@ -50,7 +50,8 @@ struct btrace_doctor_qemu {
 };
 
 struct btrace_doctor_report {
-	size_t sz;                 /* sizeof(struct btrace_doctor_report) */
+	size_t sz;                 /* sizeof(struct btrace_doctor_report);
+				    * the size policy of btrace.h */
 	/* CPU (CPUID) */
 	char cpu_vendor[16];
 	char cpu_brand[64];
