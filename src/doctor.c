@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * btrace_doctor(), btrace_snapshot_request(), btrace_qemu_emulator().  The
+ * btrace_doctor(), btrace_snapshot_request(), btrace_qemu_emulator(),
+ * btrace_calibrate() (its default backend; the measuring is capture's).  The
  * backends and the order `auto` tries them come from the backend table
  * (src/backend.c), as for btrace_record().
  */
@@ -19,6 +20,7 @@
 
 #include "backend.h"
 #include "capture/budget.h"
+#include "capture/capture.h"
 #include "capture/capture-internal.h"
 #include "capture/pmu.h"
 #include "capture/registry.h"
@@ -344,6 +346,43 @@ int btrace_doctor(const char *sysfs_root, struct btrace_doctor_report *rep,
 		memcpy(rep, &r, sz);
 	}
 	return 0;
+}
+
+/* The backend calibrate measures when none is asked for: the first
+ * usable hardware backend of the table, else the last one (whose probe
+ * then says why it cannot). */
+static uint32_t calibrate_default(const char *sysfs_root)
+{
+	const struct bt_backend *b;
+	uint32_t last = BTRACE_BACKEND_UNKNOWN;
+
+	for (size_t i = 0; (b = bt_backend_at(i)); i++) {
+		struct btrace_error why = { 0 };
+
+		if (!(b->d.flags & BTRACE_BACKEND_F_HARDWARE) || !b->probe)
+			continue;
+		if (b->probe(b->d.id, sysfs_root, &why) == 0)
+			return b->d.id;
+		last = b->d.id;
+	}
+	return last;
+}
+
+int btrace_calibrate(uint32_t backend, unsigned runs, const char *sysfs_root,
+		     struct btrace_calibration *out, struct btrace_error *err)
+{
+	struct btrace_calibration c;
+	size_t n;
+	int r = bt_result_size(out, sizeof(c), "calibration result", &n, err);
+
+	if (r < 0)
+		return r;
+	if (!backend)
+		backend = calibrate_default(sysfs_root);
+	r = bt_calibrate(backend, runs, sysfs_root, &c, err);
+	c.sz = out->sz;
+	memcpy(out, &c, n);
+	return r;
 }
 
 int btrace_snapshot_request(int pid, const char *path, struct btrace_error *err)

@@ -160,8 +160,8 @@ static void save(uint32_t backend, uint64_t pad, char *where, size_t len)
 	fclose(f);
 }
 
-static int calibrate(uint32_t backend, unsigned runs, const char *sysfs_root,
-		     struct btrace_calibration *out, struct btrace_error *err)
+int bt_calibrate(uint32_t backend, unsigned runs, const char *sysfs_root,
+		 struct btrace_calibration *out, struct btrace_error *err)
 {
 	struct bt_pt_config ptc = { 0 };
 	struct bt_pmu pmu;
@@ -171,12 +171,6 @@ static int calibrate(uint32_t backend, unsigned runs, const char *sysfs_root,
 	memset(out, 0, sizeof(out[0]));
 	if (!runs)
 		runs = 5;
-	if (!backend) {
-		struct btrace_error why = { 0 };
-
-		backend = bt_perf_probe(BTRACE_BACKEND_PT, sysfs_root, &why) == 0 ?
-			BTRACE_BACKEND_PT : BTRACE_BACKEND_BTS;
-	}
 	r = bt_perf_probe(backend, sysfs_root, err);
 	if (r < 0) {
 		/* The probe's hint points at --backend qemu, which has
@@ -217,19 +211,4 @@ static int calibrate(uint32_t backend, unsigned runs, const char *sysfs_root,
 		out->recommended = 4096;
 	save(backend, out->recommended, out->saved_to, sizeof(out->saved_to));
 	return 0;
-}
-
-int btrace_calibrate(uint32_t backend, unsigned runs, const char *sysfs_root,
-		     struct btrace_calibration *out, struct btrace_error *err)
-{
-	struct btrace_calibration c;
-	size_t n;
-	int r = bt_result_size(out, sizeof(c), "calibration result", &n, err);
-
-	if (r < 0)
-		return r;
-	r = calibrate(backend, runs, sysfs_root, &c, err);
-	c.sz = out->sz;
-	memcpy(out, &c, n);
-	return r;
 }

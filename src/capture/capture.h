@@ -37,6 +37,12 @@ int bt_capture_join(const struct btrace_record_opts *opts,
 		    const uint32_t *order, size_t norder,
 		    struct btrace_record_result *res, struct btrace_error *err);
 
+/* btrace_calibrate() for @backend, PT or BTS (src/doctor.c picks the
+ * default from the backend table); fills all of @out. */
+struct btrace_calibration;
+int bt_calibrate(uint32_t backend, unsigned runs, const char *sysfs_root,
+		 struct btrace_calibration *out, struct btrace_error *err);
+
 /* Default pads (bytes) when neither --pad nor a calibration is given. */
 #define BT_PAD_PT (16u << 10)
 #define BT_PAD_BTS (12u << 10)
