@@ -27,12 +27,13 @@ extern "C" {
 
 /* Record flags. */
 #define BTRACE_RECORD_NO_PTRACE 0x1u  /* passive crash watch */
-#define BTRACE_RECORD_QUIET     0x2u  /* no summary line on stderr */
+#define BTRACE_RECORD_QUIET     0x2u  /* no summary messages to @log */
 #define BTRACE_RECORD_NO_CODE   0x4u  /* do not embed code in snapshots */
 #define BTRACE_RECORD_KEEP_CORE 0x8u  /* keep a guest core next to the snapshot */
 
 struct btrace_record_opts {
-	size_t sz;                 /* sizeof(struct btrace_record_opts) */
+	size_t sz;                 /* sizeof(struct btrace_record_opts); the
+				    * size policy of btrace.h */
 	uint32_t backend;          /* enum btrace_backend; 0 = auto */
 	uint32_t trace_kind;       /* enum btrace_trace_kind for the software
 				    * backend (PT default, or BTS); 0 = default */
