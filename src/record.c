@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * btrace_record(): pick a backend and run the recording.  `auto` takes Intel
- * PT, then BTS, then the QEMU software backend, and says why on stderr.
+ * btrace_record(): pick a backend from the table (src/backend.c) and run
+ * the recording.  `auto` probes the table's probed backends in order (Intel
+ * PT, then BTS), else takes its last resort (the QEMU software backend),
+ * and says why through the options' log callback.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -9,134 +11,157 @@
 
 #include <btrace/record.h>
 
+#include "backend.h"
+#include "capture/capture.h"
 #include "util.h"
 
-/* Backends.  Weak so that a library built without one still links; the
- * dispatcher then says the backend is missing. */
-int bt_perf_probe(uint32_t backend, const char *sysfs_root,
-		  struct btrace_error *err) __attribute__((weak));
-int bt_perf_record(const struct btrace_record_opts *opts,
-		   struct btrace_record_result *res,
-		   struct btrace_error *err) __attribute__((weak));
-int bt_qemu_record(const struct btrace_record_opts *opts,
-		   struct btrace_record_result *res,
-		   struct btrace_error *err) __attribute__((weak));
-/* Join the recording that already owns @opts->pid: 0 joined (and done),
- * 1 nobody owns it, < 0 error. */
-int bt_capture_join(const struct btrace_record_opts *opts,
-		    struct btrace_record_result *res,
-		    struct btrace_error *err) __attribute__((weak));
-/* The one message for -p PID without hardware tracing (qemu-owner.c). */
-int bt_qemu_attach_refused(int pid, const char *why,
-			   struct btrace_error *err) __attribute__((weak));
-
-static const char *backend_label(uint32_t b)
-{
-	switch (b) {
-	case BTRACE_BACKEND_PT: return "Intel PT";
-	case BTRACE_BACKEND_BTS: return "Intel BTS";
-	case BTRACE_BACKEND_QEMU: return "QEMU software trace";
-	}
-	return "unknown";
-}
-
-static int probe(uint32_t backend, const struct btrace_record_opts *opts,
+static int probe(const struct bt_backend *b,
+		 const struct btrace_record_opts *opts,
 		 struct btrace_error *err)
 {
-	if (!bt_perf_probe)
-		return bt_error(err, -BTRACE_ERR_UNSUPPORTED, "%s: probe "
-				"failed: hardware capture is not built in",
-				backend_label(backend));
-	return bt_perf_probe(backend, opts->sysfs_root, err);
+	return b->probe(b->d.id, opts->sysfs_root, err);
 }
 
 static uint32_t pick_auto(const struct btrace_record_opts *opts, int quiet)
 {
-	static const uint32_t order[] = { BTRACE_BACKEND_PT, BTRACE_BACKEND_BTS };
+	const struct bt_backend *b, *last = NULL;
 	struct btrace_error why;
 
-	for (size_t i = 0; i < BT_ARRAY_SIZE(order); i++) {
+	for (size_t i = 0; (b = bt_backend_at(i)); i++) {
+		if (!(b->d.flags & BTRACE_BACKEND_F_AUTO))
+			continue;
+		if (!(b->d.flags & BTRACE_BACKEND_F_PROBED) || !b->probe) {
+			if (!last)
+				last = b;
+			continue;
+		}
 		bt_error_clear(&why);
-		if (probe(order[i], opts, &why) == 0) {
+		if (probe(b, opts, &why) == 0) {
 			if (!quiet)
-				bt_msg("btrace record: using %s",
-				       backend_label(order[i]));
-			return order[i];
+				bt_msg("btrace record: using %s", b->d.label);
+			return b->d.id;
 		}
 		if (!quiet)
-			bt_msg("btrace record: %s unavailable: %s",
-			       backend_label(order[i]), why.msg);
+			bt_msg("btrace record: %s unavailable: %s", b->d.label,
+			       why.msg);
 	}
+	if (!last)
+		return BTRACE_BACKEND_UNKNOWN;
 	if (!quiet)
-		bt_msg("btrace record: using the QEMU software trace "
-		       "(the program runs emulated, 3-10x slower than natively)");
-	return BTRACE_BACKEND_QEMU;
+		bt_msg("btrace record: using %s %s", last->brief,
+		       last->last_resort_note ? last->last_resort_note : "");
+	return last->d.id;
 }
 
-int btrace_record(const struct btrace_record_opts *opts,
+/* `record -p PID` with `auto` and no backend that can attach usable: the
+ * last resort's refusal, which says what to do instead (not the probes'
+ * lines and then its own).  1 when some attaching backend is usable. */
+static int attach_check(const struct btrace_record_opts *opts,
+			struct btrace_error *err)
+{
+	const struct bt_backend *b, *refuse = NULL;
+	struct btrace_error why = { 0 };
+
+	for (size_t i = 0; (b = bt_backend_at(i)); i++) {
+		if (!(b->d.flags & BTRACE_BACKEND_F_AUTO))
+			continue;
+		if (!(b->d.flags & BTRACE_BACKEND_F_HARDWARE)) {
+			if (!refuse && b->attach_refused)
+				refuse = b;
+			continue;
+		}
+		bt_error_clear(&why);
+		if (b->probe && probe(b, opts, &why) == 0)
+			return 1;
+	}
+	if (!refuse)
+		return 1;
+	return refuse->attach_refused(opts->pid,
+		"Intel PT and BTS are unavailable here "
+		"('btrace doctor' says why)", err);
+}
+
+/* The hardware backends a joining recorder may take over with, in order:
+ * @opts->backend alone, or all of them for `auto`. */
+static size_t takeover_order(uint32_t backend, uint32_t *out, size_t max)
+{
+	const struct bt_backend *b;
+	size_t n = 0;
+
+	for (size_t i = 0; (b = bt_backend_at(i)) && n < max; i++)
+		if ((b->d.flags & BTRACE_BACKEND_F_HARDWARE) &&
+		    (!backend || backend == b->d.id))
+			out[n++] = b->d.id;
+	return n;
+}
+
+static int record(const struct btrace_record_opts *opts,
 		  struct btrace_record_result *res, struct btrace_error *err)
 {
+	const struct bt_backend *b;
 	uint32_t backend;
 
-	if (!opts || !res || opts->sz < sizeof(size_t))
-		return bt_error(err, -EINVAL, "record: start failed: invalid "
-				"options");
-	memset(res, 0, sizeof(*res));
-	res->exit_status = -1;
-	if (opts->sz > sizeof(*opts)) {
-		const uint8_t *p = (const uint8_t *)opts;
-
-		for (size_t i = sizeof(*opts); i < opts->sz; i++)
-			if (p[i])
-				return bt_error(err, -EINVAL, "record: start "
-						"failed: unknown options set "
-						"(built against a newer "
-						"btrace?)");
-	}
 	if (!!(opts->argv && opts->argv[0]) == !!opts->pid)
 		return bt_error(err, -EINVAL, "record: start failed: give "
 				"either a program to launch or a pid");
 	/* A second btrace on an owned target joins the owner: it receives
 	 * the owner's snapshots and pays nothing (no EBUSY). */
-	if (opts->pid && bt_capture_join) {
-		int r = bt_capture_join(opts, res, err);
+	if (opts->pid) {
+		uint32_t order[8];
+		size_t n = takeover_order(opts->backend, order,
+					  BT_ARRAY_SIZE(order));
+		int r = bt_capture_join(opts, order, n, res, err);
 
 		if (r <= 0)
 			return r;
 	}
 
 	backend = opts->backend;
-	if (opts->pid && backend == BTRACE_BACKEND_UNKNOWN &&
-	    bt_qemu_attach_refused) {
-		/* Attaching needs Intel PT or BTS: without either, one
-		 * message saying so and what to do instead, not the
-		 * probes' lines and then QEMU's refusal. */
-		struct btrace_error pt = { 0 }, bts = { 0 };
+	if (opts->pid && backend == BTRACE_BACKEND_UNKNOWN) {
+		int r = attach_check(opts, err);
 
-		if (probe(BTRACE_BACKEND_PT, opts, &pt) &&
-		    probe(BTRACE_BACKEND_BTS, opts, &bts))
-			return bt_qemu_attach_refused(opts->pid,
-				"Intel PT and BTS are unavailable here "
-				"('btrace doctor' says why)", err);
+		if (r <= 0)
+			return r;
 	}
 	if (backend == BTRACE_BACKEND_UNKNOWN)
 		backend = pick_auto(opts, opts->flags & BTRACE_RECORD_QUIET);
 	res->backend = backend;
 
-	switch (backend) {
-	case BTRACE_BACKEND_PT:
-	case BTRACE_BACKEND_BTS:
-		if (!bt_perf_record)
-			return bt_error(err, -BTRACE_ERR_UNSUPPORTED, "%s: "
-					"record failed: hardware capture is "
-					"not built in", backend_label(backend));
-		return bt_perf_record(opts, res, err);
-	case BTRACE_BACKEND_QEMU:
-		if (!bt_qemu_record)
-			return bt_error(err, -BTRACE_ERR_UNSUPPORTED, "QEMU "
-					"backend: record failed: not built in");
-		return bt_qemu_record(opts, res, err);
+	b = bt_backend_get(backend);
+	if (!b || !b->record)
+		return bt_error(err, -EINVAL, "record: start failed: unknown "
+				"backend %u", backend);
+	if (opts->backend != backend) {
+		/* the backend reads opts->backend: the one picked */
+		struct btrace_record_opts o = *opts;
+
+		o.backend = backend;
+		return b->record(&o, res, err);
 	}
-	return bt_error(err, -EINVAL, "record: start failed: unknown backend "
-			"%u", backend);
+	return b->record(opts, res, err);
+}
+
+int btrace_record(const struct btrace_record_opts *opts,
+		  struct btrace_record_result *res, struct btrace_error *err)
+{
+	struct btrace_record_opts o;
+	struct btrace_record_result r;
+	struct bt_log prev;
+	size_t n;
+	int rc;
+
+	rc = bt_result_size(res, sizeof(r), "record result", &n, err);
+	if (rc < 0)
+		return rc;
+	memset(&r, 0, sizeof(r));
+	r.exit_status = -1;
+	rc = bt_opts_copy(&o, sizeof(o), opts, "record options", err);
+	if (rc == 0) {
+		prev = bt_log_set(o.log, o.log_ctx);
+		rc = record(&o, &r, err);
+		bt_log_restore(prev);
+	}
+	r.sz = res->sz;
+	memcpy(res, &r, n);
+	return rc;
 }

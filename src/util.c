@@ -180,50 +180,82 @@ void bt_strip_controls(char *s)
 			*s = '?';
 }
 
+/* Per thread: a recording forks, never starts threads that talk. */
+static __thread struct bt_log cur_log;
+
+struct bt_log bt_log_set(btrace_log_fn fn, void *ctx)
+{
+	struct bt_log prev = cur_log;
+
+	cur_log.fn = fn;
+	cur_log.ctx = ctx;
+	return prev;
+}
+
+void bt_log_restore(struct bt_log prev)
+{
+	cur_log = prev;
+}
+
 void bt_msg(const char *fmt, ...)
 {
-	enum { WIDTH = 80, INDENT = 2 };
-	char buf[4096], out[4608];
-	const char *p = buf, *e;
-	size_t col = 0, n = 0, len;
+	char buf[4096];
+	const char *tag;
 	va_list ap;
 
+	if (!cur_log.fn)
+		return;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	/* one write: lines of concurrent writers do not interleave */
-	while (*p && n + 8 < sizeof(out)) {
-		if (*p == '\n') {          /* the caller's own line break */
-			out[n++] = *p++;
-			col = 0;
-			continue;
+	tag = strstr(buf, ": ");
+	cur_log.fn(tag && !strncmp(tag + 2, "warning:", 8) ? BTRACE_LOG_WARN :
+		   BTRACE_LOG_INFO, buf, cur_log.ctx);
+}
+
+int bt_result_size(const void *user, size_t known, const char *what,
+		   size_t *n, struct btrace_error *err)
+{
+	size_t sz;
+
+	if (!user)
+		return bt_error(err, -EINVAL, "%s: check failed: no result "
+				"given", what);
+	memcpy(&sz, user, sizeof(sz));
+	if (sz < sizeof(size_t))
+		return bt_error(err, -EINVAL, "%s: check failed: sz is %zu, "
+				"below sizeof(size_t)", what, sz);
+	*n = sz < known ? sz : known;
+	return 0;
+}
+
+int bt_opts_copy(void *out, size_t known, const void *user, const char *what,
+		 struct btrace_error *err)
+{
+	const uint8_t *p = user;
+	size_t sz;
+
+	if (!user)
+		return bt_error(err, -EINVAL, "%s: check failed: no options "
+				"given", what);
+	memcpy(&sz, user, sizeof(sz));
+	if (sz < sizeof(size_t))
+		return bt_error(err, -EINVAL, "%s: check failed: sz is %zu, "
+				"below sizeof(size_t)", what, sz);
+	for (size_t i = known; i < sz; i++)
+		if (p[i]) {
+			bt_error(err, -EINVAL, "%s: check failed: unknown "
+				 "options set (sz %zu, byte %zu is not zero; "
+				 "this library knows %zu bytes)", what, sz, i,
+				 known);
+			return bt_hint(err, "build against this btrace's "
+				       "headers, or leave the newer options "
+				       "zero");
 		}
-		if (*p == ' ') {
-			p++;
-			continue;
-		}
-		e = p + strcspn(p, " \n");
-		len = (size_t)(e - p);
-		if (col && col + 1 + len > WIDTH) {
-			out[n++] = '\n';
-			for (col = 0; col < INDENT; col++)
-				out[n++] = ' ';
-		} else if (col) {
-			out[n++] = ' ';
-			col++;
-		}
-		if (n + 8 >= sizeof(out))
-			break;
-		if (len > sizeof(out) - 8 - n)
-			len = sizeof(out) - 8 - n;
-		memcpy(out + n, p, len);
-		n += len;
-		col += len;
-		p = e;
-	}
-	if (!n || out[n - 1] != '\n')
-		out[n++] = '\n';
-	fwrite(out, 1, n, stderr);
+	memset(out, 0, known);
+	memcpy(out, user, sz < known ? sz : known);
+	memcpy(out, &known, sizeof(known));
+	return 0;
 }
 
 int bt_open_regular(const char *path)

@@ -81,11 +81,44 @@ int bt_tmp_commit(int fd, const char *tmp, const char *path, int rc);
  * peer sent that ends up in a message). */
 void bt_strip_controls(char *s);
 /*
- * A message of btrace's on stderr ("btrace record: ..."), wrapped at word
- * boundaries to fit 80 columns; continuation lines are indented by two
- * spaces.  A word longer than a line (a path) is kept whole.
+ * A message of the library ("btrace record: ..."): given to the log
+ * callback of the running operation (bt_log_set()), one message per call,
+ * unwrapped; nothing happens when there is none.  A message whose text has
+ * "warning:" after its tag is a BTRACE_LOG_WARN, the others BTRACE_LOG_INFO.
  */
 void bt_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * The log callback bt_msg() calls in this thread, set by each public entry
+ * point from its options for the time of the call: bt_log_set() returns
+ * the previous one, which bt_log_restore() puts back.
+ */
+struct bt_log {
+	btrace_log_fn fn;
+	void *ctx;
+};
+struct bt_log bt_log_set(btrace_log_fn fn, void *ctx);
+void bt_log_restore(struct bt_log prev);
+
+/*
+ * The options policy of btrace.h, for every `*_opts` entry point: check
+ * the caller's struct @user (its first member the size_t sz) against the
+ * library's @known bytes, and copy it into @out (@known bytes, zeroed past
+ * the caller's sz, out's sz then set to @known).  @what names the struct
+ * in the message ("record options").  Returns 0, or -EINVAL with @err
+ * filled: NULL, an sz below sizeof(size_t), or unknown non-zero bytes past
+ * @known (a caller built against a newer btrace that set a field this
+ * library does not have).
+ */
+int bt_opts_copy(void *out, size_t known, const void *user, const char *what,
+		 struct btrace_error *err);
+/*
+ * The same policy for a result struct the caller allocated: *@n gets the
+ * bytes to write into @user (its sz, at most @known).  Returns 0, or
+ * -EINVAL with @err filled for NULL or an sz below sizeof(size_t).
+ */
+int bt_result_size(const void *user, size_t known, const char *what,
+		   size_t *n, struct btrace_error *err);
 
 /*
  * Open @path read-only if it is a regular file, else fail with EINVAL

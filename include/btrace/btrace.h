@@ -58,6 +58,37 @@ struct btrace_error {
 	char hint[256];
 };
 
+/*
+ * Messages.  The libraries print nothing by themselves: an operation that
+ * has something to say while it runs (which backend `auto` took, a thread
+ * that could not be traced, where a snapshot went) calls the log callback
+ * of its options, and says nothing when none is set.
+ *
+ * @msg is one message, complete and without a trailing newline; it is not
+ * wrapped (it may hold a newline of its own).  It reads as btrace's command
+ * line prints it, starting with the tag of the operation ("btrace record:
+ * using Intel PT", "btrace: warning: ...").  @level is a BTRACE_LOG_* value
+ * (a warning says "warning:" after the tag).  @ctx is the options' log_ctx.
+ * The callback runs in the calling thread, or in a child process the
+ * operation forked, before the call returns.
+ */
+enum btrace_log_level {
+	BTRACE_LOG_WARN = 1,
+	BTRACE_LOG_INFO = 2,
+};
+typedef void (*btrace_log_fn)(int level, const char *msg, void *ctx);
+
+/*
+ * Options and results: every struct passed by pointer whose size may grow
+ * starts with `size_t sz`, which the caller sets to sizeof the struct it
+ * was built with.  The policy (the same for every entry point, libbpf's
+ * OPTS_VALID): an @sz smaller than the library's struct (an older caller)
+ * is accepted and the fields it lacks read as zero (a result struct: only
+ * its first @sz bytes are written); a larger @sz (a newer caller) is accepted when the bytes the
+ * library does not know are all zero, else the call fails with -EINVAL
+ * ("unknown options set").  An @sz below sizeof(size_t) is -EINVAL.
+ */
+
 #ifdef __cplusplus
 }
 #endif

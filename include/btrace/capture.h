@@ -50,7 +50,8 @@ struct btrace_doctor_qemu {
 };
 
 struct btrace_doctor_report {
-	size_t sz;                 /* sizeof(struct btrace_doctor_report) */
+	size_t sz;                 /* sizeof(struct btrace_doctor_report);
+				    * the size policy of btrace.h */
 	/* CPU (CPUID) */
 	char cpu_vendor[16];
 	char cpu_brand[64];
@@ -101,6 +102,21 @@ BTRACE_API int btrace_doctor(const char *sysfs_root,
 			     struct btrace_error *err);
 
 /**
+ * @brief Find the emulator the QEMU backend runs ($BTRACE_QEMU, a path or a
+ * name looked up in PATH, else qemu-x86_64 in PATH) and ask it its version.
+ *
+ * @path gets its path ("" when no executable file is there), @version (may
+ * be NULL) what `--version` says ("7.2.22"; "" when it does not run or says
+ * otherwise).  Returns 0 when it is found and can load plugins, else a
+ * negative code with @err saying why (@path is kept when the file exists,
+ * as for a statically linked qemu-x86_64).  btrace_doctor() and `btrace
+ * --version --verbose` both ask this.
+ */
+BTRACE_API int btrace_qemu_emulator(char *path, size_t path_len,
+				    char *version, size_t version_len,
+				    struct btrace_error *err);
+
+/**
  * @brief Ask the btrace process recording @pid for a snapshot now (the
  * events are disabled while the buffers are copied, then re-enabled) and
  * write it to @path.
@@ -111,6 +127,9 @@ BTRACE_API int btrace_snapshot_request(int pid, const char *path,
 				       struct btrace_error *err);
 
 struct btrace_calibration {
+	size_t sz;                 /* set by the caller: sizeof(struct
+				    * btrace_calibration); only that many
+				    * bytes are written (btrace.h) */
 	uint32_t backend;          /* enum btrace_backend measured */
 	uint32_t runs;
 	uint64_t pad_max;          /* bytes written after the fault, worst run */

@@ -39,7 +39,8 @@ extern "C" {
 #define BTRACE_EXPORT_FORCE     0x4u  /* replace an existing output file */
 
 struct btrace_export_opts {
-	size_t sz;                 /* sizeof(struct btrace_export_opts) */
+	size_t sz;                 /* sizeof(struct btrace_export_opts); the
+				    * size policy of btrace.h */
 	uint32_t flags;            /* BTRACE_EXPORT_* */
 	int32_t tid;               /* only this thread's buffers; 0: all */
 	const char *buildid_dir;   /* the cache; NULL: "<out>.symfs/.debug" */

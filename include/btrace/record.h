@@ -27,12 +27,13 @@ extern "C" {
 
 /* Record flags. */
 #define BTRACE_RECORD_NO_PTRACE 0x1u  /* passive crash watch */
-#define BTRACE_RECORD_QUIET     0x2u  /* no summary line on stderr */
+#define BTRACE_RECORD_QUIET     0x2u  /* no summary messages to @log */
 #define BTRACE_RECORD_NO_CODE   0x4u  /* do not embed code in snapshots */
 #define BTRACE_RECORD_KEEP_CORE 0x8u  /* keep a guest core next to the snapshot */
 
 struct btrace_record_opts {
-	size_t sz;                 /* sizeof(struct btrace_record_opts) */
+	size_t sz;                 /* sizeof(struct btrace_record_opts); the
+				    * size policy of btrace.h */
 	uint32_t backend;          /* enum btrace_backend; 0 = auto */
 	uint32_t trace_kind;       /* enum btrace_trace_kind for the software
 				    * backend (PT default, or BTS); 0 = default */
@@ -43,11 +44,17 @@ struct btrace_record_opts {
 	uint64_t pad;              /* extra room after the fault; 0 = default */
 	uint64_t on;               /* BTRACE_ON_* mask; 0 = BTRACE_ON_DEFAULT */
 	uint32_t flags;            /* BTRACE_RECORD_* */
-	const char *sysfs_root;    /* NULL: /sys */
+	const char *sysfs_root;    /* NULL or "": /sys */
+	btrace_log_fn log;         /* messages while recording; NULL: none
+				    * (btrace.h says what it receives) */
+	void *log_ctx;             /* passed to @log */
 	size_t :0;
 };
 
 struct btrace_record_result {
+	size_t sz;                 /* set by the caller: sizeof(struct
+				    * btrace_record_result); only that many
+				    * bytes are written (btrace.h) */
 	int exit_status;           /* the program's wait status, -1 if it did
 				    * not run (or has not ended) */
 	int shell_status;          /* status a shell would report: code or 128+sig */
@@ -56,6 +63,40 @@ struct btrace_record_result {
 	uint32_t backend;          /* the backend used */
 };
 
+/*
+ * The backends.  One table in libbtrace lists them in the order `auto`
+ * tries them; record, doctor and the command line all read it, so a
+ * backend is added in one place.
+ */
+#define BTRACE_BACKEND_F_AUTO     0x1u  /* `auto` may pick it */
+#define BTRACE_BACKEND_F_HARDWARE 0x2u  /* perf hardware tracing: can attach
+					 * (-p PID), be calibrated, take over
+					 * a joined recording */
+#define BTRACE_BACKEND_F_PROBED   0x4u  /* `auto` probes it and takes it when
+					 * usable; the one `auto` backend
+					 * without it is the last resort */
+
+struct btrace_backend_desc {
+	uint32_t id;               /* enum btrace_backend */
+	uint32_t flags;            /* BTRACE_BACKEND_F_* */
+	const char *name;          /* "pt": --backend NAME, btrace info */
+	const char *label;         /* "Intel PT": in messages */
+};
+
+/**
+ * @brief The @i-th backend of the table (from 0, in `auto` order), NULL
+ * past the end.  The descriptors are the library's (static): never freed.
+ */
+BTRACE_API const struct btrace_backend_desc *btrace_backend_at(size_t i);
+
+/** @brief The backend of id @id (enum btrace_backend), NULL if unknown. */
+BTRACE_API const struct btrace_backend_desc *btrace_backend_by_id(uint32_t id);
+
+/** @brief The backend called @name ("pt", "bts", "qemu"), NULL if none
+ * ("auto" is not a backend: it is id BTRACE_BACKEND_UNKNOWN). */
+BTRACE_API const struct btrace_backend_desc *
+btrace_backend_by_name(const char *name);
+
 /**
  * @brief Run a recording to its end.
  *
@@ -63,6 +104,8 @@ struct btrace_record_result {
  * backend, and writes a snapshot when a selected event happens.  Returns 0
  * when the recording ran (whatever the program's own fate, which is in
  * @res), a negative error code with @err filled when it could not.
+ * @opts->sz and @res->sz follow the size policy of btrace.h; messages go
+ * to @opts->log only.
  */
 BTRACE_API int btrace_record(const struct btrace_record_opts *opts,
 			     struct btrace_record_result *res,

@@ -160,25 +160,17 @@ static void save(uint32_t backend, uint64_t pad, char *where, size_t len)
 	fclose(f);
 }
 
-int btrace_calibrate(uint32_t backend, unsigned runs, const char *sysfs_root,
-		     struct btrace_calibration *out, struct btrace_error *err)
+int bt_calibrate(uint32_t backend, unsigned runs, const char *sysfs_root,
+		 struct btrace_calibration *out, struct btrace_error *err)
 {
 	struct bt_pt_config ptc = { 0 };
 	struct bt_pmu pmu;
 	struct bt_cpu cpu;
 	int r;
 
-	if (!out)
-		return bt_error(err, -EINVAL, "calibrate: invalid arguments");
 	memset(out, 0, sizeof(out[0]));
 	if (!runs)
 		runs = 5;
-	if (!backend) {
-		struct btrace_error why = { 0 };
-
-		backend = bt_perf_probe(BTRACE_BACKEND_PT, sysfs_root, &why) == 0 ?
-			BTRACE_BACKEND_PT : BTRACE_BACKEND_BTS;
-	}
 	r = bt_perf_probe(backend, sysfs_root, err);
 	if (r < 0) {
 		/* The probe's hint points at --backend qemu, which has

@@ -37,16 +37,17 @@ static void say(const struct bt_engine *e, const char *fmt, ...)
 
 static void say(const struct bt_engine *e, const char *fmt, ...)
 {
-	char buf[2048];
+	char buf[2048], line[2100];
 	va_list ap;
 
-	if (e->rec->flags & BTRACE_RECORD_QUIET)
+	if ((e->rec->flags & BTRACE_RECORD_QUIET) || !e->rec->log)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	/* wrapped at 80 columns like the rest of record's lines */
-	bt_msg("btrace record: %s", buf);
+	/* to the recording's log callback, tagged like record's lines */
+	snprintf(line, sizeof(line), "btrace record: %s", buf);
+	e->rec->log(BTRACE_LOG_INFO, line, e->rec->log_ctx);
 }
 
 static struct bt_perf_ctx ctx_for(const struct bt_engine *e, pid_t tid, int cpu)

@@ -15,11 +15,10 @@
 #include "pmu.h"
 #include "util.h"
 
+/* The sysfs root to read, NULL for /sys ($BTRACE_SYSFS_ROOT is the
+ * command line's: it passes it as the root). */
 static const char *sysfs_root_of(const char *root)
 {
-	if (root && *root)
-		return root;
-	root = getenv("BTRACE_SYSFS_ROOT");
 	return root && *root ? root : NULL;
 }
 
@@ -288,9 +287,9 @@ int bt_perf_record(const struct btrace_record_opts *opts,
 }
 
 int bt_capture_join(const struct btrace_record_opts *opts,
+		    const uint32_t *order, size_t norder,
 		    struct btrace_record_result *res, struct btrace_error *err)
 {
-	static const uint32_t order[] = { BTRACE_BACKEND_PT, BTRACE_BACKEND_BTS };
 	struct btrace_error why = { 0 };
 	struct bt_engine_opts eo;
 	struct bt_pmu pmu;
@@ -298,9 +297,7 @@ int bt_capture_join(const struct btrace_record_opts *opts,
 
 	if (!opts->pid)
 		return 1;
-	for (size_t i = 0; i < BT_ARRAY_SIZE(order) && !hw; i++) {
-		if (opts->backend && opts->backend != order[i])
-			continue;
+	for (size_t i = 0; i < norder && !hw; i++) {
 		bt_error_clear(&why);
 		hw = hw_opts(order[i], opts, &eo, &pmu, &why) == 0;
 	}

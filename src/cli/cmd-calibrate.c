@@ -2,12 +2,29 @@
 /* btrace calibrate: measure the post-fault pad with a known crasher. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <btrace/capture.h>
+#include <btrace/record.h>
 #include <btrace/snapshot.h>
 
 #include "cli.h"
+
+/* The hardware backend called @name (0: none) and back, from the table. */
+static uint32_t hw_backend(const char *name)
+{
+	const struct btrace_backend_desc *d = btrace_backend_by_name(name);
+
+	return d && (d->flags & BTRACE_BACKEND_F_HARDWARE) ? d->id : 0;
+}
+
+static const char *hw_name(uint32_t id)
+{
+	const struct btrace_backend_desc *d = btrace_backend_by_id(id);
+
+	return d ? d->name : "pt";
+}
 
 static void help(void)
 {
@@ -37,7 +54,7 @@ int cmd_calibrate(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct btrace_calibration cal;
+	struct btrace_calibration cal = { .sz = sizeof(cal) };
 	struct btrace_error err = { 0 };
 	const char *root = NULL;
 	uint32_t backend = 0;
@@ -49,13 +66,19 @@ int cmd_calibrate(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":b:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
-			if (!strcmp(optarg, "pt"))
-				backend = BTRACE_BACKEND_PT;
-			else if (!strcmp(optarg, "bts"))
-				backend = BTRACE_BACKEND_BTS;
-			else
-				return cli_usage("calibrate", "unknown backend '%s' (pt, bts)",
-						 optarg);
+			backend = hw_backend(optarg);
+			if (!backend) {
+				const struct btrace_backend_desc *d;
+				char names[256] = "";
+
+				for (size_t i = 0; (d = btrace_backend_at(i)); i++)
+					if (d->flags & BTRACE_BACKEND_F_HARDWARE)
+						snprintf(names + strlen(names),
+							 sizeof(names) - strlen(names),
+							 "%s%s", names[0] ? ", " : "", d->name);
+				return cli_usage("calibrate", "unknown backend '%s' (%s)",
+						 optarg, names);
+			}
 			break;
 		case O_RUNS:
 			if (cli_parse_u64(optarg, &runs) || !runs || runs > 1000)
@@ -76,6 +99,8 @@ int cmd_calibrate(int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage("calibrate", "unexpected argument '%s'", argv[optind]);
+	if ((!root || !*root) && getenv("BTRACE_SYSFS_ROOT"))
+		root = getenv("BTRACE_SYSFS_ROOT");
 	if (btrace_calibrate(backend, (unsigned)runs, root, &cal, &err) < 0)
 		return cli_fail("calibrate", &err);
 	if (json) {
@@ -83,7 +108,7 @@ int cmd_calibrate(int argc, char **argv)
 
 		json_init(&j, stdout, true);
 		json_begin_object(&j, NULL);
-		json_str(&j, "backend", cal.backend == BTRACE_BACKEND_BTS ? "bts" : "pt");
+		json_str(&j, "backend", hw_name(cal.backend));
 		json_uint(&j, "runs", cal.runs);
 		json_uint(&j, "pad_plain", cal.pad_plain);
 		json_uint(&j, "pad_handler", cal.pad_handler);
@@ -94,7 +119,7 @@ int cmd_calibrate(int argc, char **argv)
 		json_finish(&j);
 	} else {
 		printf("backend %s, %u runs per case\n",
-		       cal.backend == BTRACE_BACKEND_BTS ? "bts" : "pt", cal.runs);
+		       hw_name(cal.backend), cal.runs);
 		printf("bytes after the fault: plain crash %llu, handler re-raising %llu\n",
 		       (unsigned long long)cal.pad_plain,
 		       (unsigned long long)cal.pad_handler);

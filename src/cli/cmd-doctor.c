@@ -5,9 +5,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <btrace/capture.h>
+#include <btrace/record.h>
 #include <btrace/snapshot.h>
 
 #include "cli.h"
@@ -29,12 +31,9 @@ static void help(void)
 
 static const char *backend_name(uint32_t b)
 {
-	switch (b) {
-	case BTRACE_BACKEND_PT: return "pt";
-	case BTRACE_BACKEND_BTS: return "bts";
-	case BTRACE_BACKEND_QEMU: return "qemu";
-	}
-	return "unknown";
+	const struct btrace_backend_desc *d = btrace_backend_by_id(b);
+
+	return d ? d->name : "unknown";
 }
 
 static const char *yes(int v)
@@ -324,6 +323,8 @@ int cmd_doctor(int argc, char **argv)
 		return cli_usage("doctor", "unexpected argument '%s'", argv[optind]);
 	memset(&rep, 0, sizeof(rep));
 	rep.sz = sizeof(rep);
+	if ((!root || !*root) && getenv("BTRACE_SYSFS_ROOT"))
+		root = getenv("BTRACE_SYSFS_ROOT");
 	if (btrace_doctor(root, &rep, &err) < 0)
 		return cli_fail("doctor", &err);
 	if (json)

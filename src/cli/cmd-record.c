@@ -8,6 +8,7 @@
 
 #include <btrace/record.h>
 
+#include "cli-log.h"
 #include "cli.h"
 
 static void help(void)
@@ -109,8 +110,11 @@ int cmd_record(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct btrace_record_opts ro = { .sz = sizeof(ro) };
-	struct btrace_record_result res = { .exit_status = -1 };
+	struct btrace_record_opts ro = { .sz = sizeof(ro),
+					 .log = cli_log_stderr };
+	const struct btrace_backend_desc *bd;
+	struct btrace_record_result res = { .sz = sizeof(res),
+					     .exit_status = -1 };
 	struct btrace_error err = { 0 };
 	uint64_t v;
 	int c, ret;
@@ -121,18 +125,20 @@ int cmd_record(int argc, char **argv)
 		case O_SNAPSHOT:
 			break;
 		case 'b':
-			if (!strcmp(optarg, "auto"))
+			if (!strcmp(optarg, "auto")) {
 				ro.backend = BTRACE_BACKEND_UNKNOWN;
-			else if (!strcmp(optarg, "pt"))
-				ro.backend = BTRACE_BACKEND_PT;
-			else if (!strcmp(optarg, "bts"))
-				ro.backend = BTRACE_BACKEND_BTS;
-			else if (!strcmp(optarg, "qemu"))
-				ro.backend = BTRACE_BACKEND_QEMU;
-			else
+			} else if ((bd = btrace_backend_by_name(optarg))) {
+				ro.backend = bd->id;
+			} else {
+				char names[256] = "auto";
+
+				for (size_t i = 0; (bd = btrace_backend_at(i)); i++)
+					snprintf(names + strlen(names),
+						 sizeof(names) - strlen(names),
+						 ", %s", bd->name);
 				return cli_usage("record", "unknown backend "
-						 "'%s' (auto, pt, bts, qemu)",
-						 optarg);
+						 "'%s' (%s)", optarg, names);
+			}
 			break;
 		case O_FORMAT:
 			if (!strcmp(optarg, "pt"))
@@ -196,6 +202,8 @@ int cmd_record(int argc, char **argv)
 	if (!ro.pid)
 		ro.argv = argv + optind;
 
+	/* a recorded sysfs tree (tests); the library reads no environment */
+	ro.sysfs_root = getenv("BTRACE_SYSFS_ROOT");
 	/* before the program runs, not after its whole run */
 	ret = cli_check_output("record", ro.output);
 	if (ret)

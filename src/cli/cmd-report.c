@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <btrace/decode.h>
+#include <btrace/record.h>
 #include <btrace/snapshot.h>
 
 #include "cli.h"
@@ -20,12 +21,9 @@
 
 static const char *backend_name(uint32_t b)
 {
-	switch (b) {
-	case BTRACE_BACKEND_PT: return "pt";
-	case BTRACE_BACKEND_BTS: return "bts";
-	case BTRACE_BACKEND_QEMU: return "qemu";
-	}
-	return NULL;
+	const struct btrace_backend_desc *d = btrace_backend_by_id(b);
+
+	return d ? d->name : NULL;
 }
 
 static const char *code_name(int signo, int code)

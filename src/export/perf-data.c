@@ -639,9 +639,9 @@ int btrace_export_perf_data(const struct btrace_snapshot *snap,
 
 	memset(res, 0, sizeof(*res));
 	bt_error_clear(err);
-	if (opts_in)
-		memcpy(&opts, opts_in, opts_in->sz < sizeof(opts) ?
-		       opts_in->sz : sizeof(opts));
+	if (opts_in && (rc = bt_opts_copy(&opts, sizeof(opts), opts_in,
+					  "export options", err)) < 0)
+		return rc;
 	if (!snap || !out || !*out)
 		return bt_error(err, -EINVAL, "perf.data export failed: no snapshot or no output name");
 	max_chunk = opts.max_chunk ? opts.max_chunk : DEFAULT_CHUNK;

@@ -73,6 +73,19 @@ static const char *out_path(const char *name)
 	return p;
 }
 
+/* The engine's messages on stderr with BT_TEST_VERBOSE (the library
+ * says nothing by itself): rec.log = engine_test_log(). */
+static void engine_test_print(int level, const char *msg, void *ctx)
+{
+	(void)level;
+	(void)ctx;
+	fprintf(stderr, "%s\n", msg);
+}
+static inline btrace_log_fn engine_test_log(void)
+{
+	return getenv("BT_TEST_VERBOSE") ? engine_test_print : NULL;
+}
+
 /* Run @argv with its output on /dev/null (stderr kept with
  * BT_TEST_VERBOSE). */
 static pid_t spawn(char **argv)

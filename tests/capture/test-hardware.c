@@ -94,7 +94,7 @@ static struct btrace_snapshot *run(struct bt_test *t, uint32_t backend,
 				   int *shell)
 {
 	struct btrace_record_opts o = { .sz = sizeof(o) };
-	struct btrace_record_result res;
+	struct btrace_record_result res = { .sz = sizeof(res) };
 	struct btrace_error err = { 0 };
 	struct btrace_snapshot *s = NULL;
 	char out[512];
@@ -204,6 +204,7 @@ static void test_calibrate(struct bt_test *t)
 		struct btrace_error err = { 0 };
 
 		memset(&cal, 0, sizeof(cal));
+		cal.sz = sizeof(cal);
 		if (!BT_CHECK(t, btrace_calibrate(backends[i], 3, NULL, &cal,
 						  &err) == 0)) {
 			bt_test_diag("calibrate %s: %s", pmu_name(backends[i]),
@@ -801,7 +802,7 @@ static void test_avail_paranoid2(struct bt_test *t)
 
 	if (par > 2) {
 		struct btrace_record_opts o = { .sz = sizeof(o) };
-		struct btrace_record_result res;
+		struct btrace_record_result res = { .sz = sizeof(res) };
 		struct btrace_error err = { 0 };
 		char *argv[] = { child_path, "crash", NULL };
 		char out[400];

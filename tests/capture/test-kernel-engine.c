@@ -229,6 +229,7 @@ static pid_t spawn_launcher(char **argv, const char *out, int tick_ms,
 		rec.argv = argv;
 		rec.output = out;
 		rec.flags = getenv("BT_TEST_VERBOSE") ? 0 : BTRACE_RECORD_QUIET;
+		rec.log = engine_test_log();
 		rec.on = BTRACE_ON_DEFAULT;
 		engine_opts(&o, &rec, true);
 		o.tick_ms = tick_ms;
@@ -283,6 +284,7 @@ static pid_t spawn_engine(pid_t target, const char *out, uint32_t flags)
 		rec.pid = target;
 		rec.output = out;
 		rec.flags = flags | (getenv("BT_TEST_VERBOSE") ? 0 : BTRACE_RECORD_QUIET);
+		rec.log = engine_test_log();
 		rec.on = BTRACE_ON_DEFAULT;
 		engine_opts(&o, &rec, true);
 		r = bt_engine_run(&o, &res, &err);
@@ -496,6 +498,9 @@ static void test_two_btrace_handover(struct bt_test *t)
  * while the target lives, it can only take over with hardware. */
 static pid_t spawn_joiner(pid_t target, const char *out)
 {
+	static const uint32_t hw_order[] = { BTRACE_BACKEND_PT,
+					     BTRACE_BACKEND_BTS };
+
 	pid_t p = fork();
 
 	if (p == 0) {
@@ -507,8 +512,9 @@ static pid_t spawn_joiner(pid_t target, const char *out)
 		rec.pid = target;
 		rec.output = out;
 		rec.flags = getenv("BT_TEST_VERBOSE") ? 0 : BTRACE_RECORD_QUIET;
+		rec.log = engine_test_log();
 		memset(&res, 0, sizeof(res));
-		r = bt_capture_join(&rec, &res, &err);
+		r = bt_capture_join(&rec, hw_order, 2, &res, &err);
 		if (r < 0)
 			fprintf(stderr, "join: %s\n", err.msg);
 		_exit(r == 0 && res.snapshots >= 0 ? (res.snapshots > 9 ? 9 : res.snapshots) :

@@ -292,6 +292,7 @@ static void test_untraced_threads_recorded(struct bt_test *t)
 		rec.argv = argv;
 		rec.output = out;
 		rec.flags = getenv("BT_TEST_VERBOSE") ? 0 : BTRACE_RECORD_QUIET;
+		rec.log = engine_test_log();
 		rec.on = BTRACE_ON_DEFAULT;
 		engine_opts(&o, &rec, false);
 		o.data_pages = dp;
@@ -355,6 +356,7 @@ static pid_t spawn_attach(pid_t target, int max_tasks, rlim_t nofile)
 		rec.pid = target;
 		rec.output = out_path("attach.btrace");
 		rec.flags = getenv("BT_TEST_VERBOSE") ? 0 : BTRACE_RECORD_QUIET;
+		rec.log = engine_test_log();
 		rec.on = BTRACE_ON_DEFAULT;
 		engine_opts(&o, &rec, false);
 		o.max_tasks = max_tasks;

@@ -117,5 +117,33 @@ else
 	skip "report: long module names" "the QEMU backend is not usable here"
 fi
 
+# One table of backends: what record accepts is what its error lists, the
+# backend doctor picks is one of them, calibrate's are the hardware ones.
+"$BTRACE" record -b no-such-backend -- /bin/true >/dev/null 2>"$tmp/out"
+names=$(sed -n "s/.*unknown backend 'no-such-backend' (\(.*\))$/\1/p" "$tmp/out" | tr -d ,)
+bad=""
+for b in $names; do
+	"$BTRACE" record -q -b "$b" -p 999999999 >/dev/null 2>"$tmp/err"
+	grep -q "unknown backend" "$tmp/err" && bad="$bad $b"
+done
+if [ "$names" = "auto pt bts qemu" ] && [ -z "$bad" ]; then
+	ok "record: --backend accepts each backend it lists ($names)"
+else
+	notok "record: --backend lists '$names' and refuses '$bad'"
+fi
+"$BTRACE" doctor --json >"$tmp/json" 2>/dev/null
+auto=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["auto_backend"])' "$tmp/json" 2>/dev/null)
+case " $names " in
+*" $auto "*) [ "$auto" != auto ] && ok "doctor: its auto backend ($auto) is one record accepts" ||
+	notok "doctor: auto backend '$auto'" ;;
+*) notok "doctor: its auto backend '$auto' is not in record's list ($names)" ;;
+esac
+"$BTRACE" calibrate -b no-such-backend >/dev/null 2>"$tmp/out"
+if grep -q "unknown backend 'no-such-backend' (pt, bts)$" "$tmp/out"; then
+	ok "calibrate: lists the hardware backends of the table"
+else
+	notok "calibrate: lists the hardware backends of the table"
+fi
+
 echo "1..$n"
 [ $fails -eq 0 ]

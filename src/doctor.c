@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* btrace_doctor(), btrace_snapshot_request(). */
+/*
+ * btrace_doctor(), btrace_snapshot_request(), btrace_qemu_emulator(),
+ * btrace_calibrate() (its default backend; the measuring is capture's).  The
+ * backends and the order `auto` tries them come from the backend table
+ * (src/backend.c), as for btrace_record().
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -13,12 +18,13 @@
 #include <btrace/record.h>
 #include <btrace/snapshot.h>
 
-#include "budget.h"
-#include "capture-internal.h"
-#include "capture.h"
-#include "pmu.h"
+#include "backend.h"
+#include "capture/budget.h"
+#include "capture/capture.h"
+#include "capture/capture-internal.h"
+#include "capture/pmu.h"
+#include "capture/registry.h"
 #include "qemu/qemu-record.h"
-#include "registry.h"
 #include "util.h"
 
 static void fill_pmu(const char *root, uint32_t backend,
@@ -49,7 +55,7 @@ static void fill_pmu(const char *root, uint32_t backend,
 			p->default_config = ptc.config;
 	}
 	bt_error_clear(&err);
-	r = bt_perf_probe(backend, root, &err);
+	r = bt_backend_get(backend)->probe(backend, root, &err);
 	p->usable = r == 0;
 	if (r < 0) {
 		snprintf(p->why, sizeof(p->why), "%s", err.msg);
@@ -101,6 +107,24 @@ static void qemu_version(const char *emu, char *out, size_t len)
 	snprintf(out, len, "%.*s", (int)(end - v), v);
 }
 
+int btrace_qemu_emulator(char *path, size_t path_len, char *version,
+			 size_t version_len, struct btrace_error *err)
+{
+	int r;
+
+	if (version && version_len)
+		version[0] = 0;
+	if (!path || !path_len)
+		return bt_error(err, -EINVAL, "qemu-x86_64: find emulator "
+				"failed: no room for its path");
+	r = bt_qemu_find_emulator(path, path_len, err);
+	if (r < 0 && access(path, X_OK) != 0)
+		path[0] = 0;
+	if (path[0] && version && version_len)
+		qemu_version(path, version, version_len);
+	return r;
+}
+
 static void qemu_fail(struct btrace_doctor_qemu *q, const struct btrace_error *e)
 {
 	q->usable = 0;
@@ -114,19 +138,19 @@ static void fill_qemu(const char *sysfs_root, struct btrace_doctor_qemu *q)
 {
 	static const char *const probes[] = { "/bin/true", "/usr/bin/true" };
 	struct btrace_record_opts ro = { .sz = sizeof(ro) };
-	struct btrace_record_result res = { .exit_status = -1 };
+	struct btrace_record_result res = { .sz = sizeof(res),
+					     .exit_status = -1 };
 	struct btrace_error err = { 0 };
 	char preload[PATH_MAX], *argv[2] = { NULL, NULL };
 
 	memset(q, 0, sizeof(*q));
-	if (bt_qemu_find_emulator(q->emulator, sizeof(q->emulator), &err) < 0) {
-		if (access(q->emulator, X_OK) != 0)
-			q->emulator[0] = 0;
+	if (btrace_qemu_emulator(q->emulator, sizeof(q->emulator), q->version,
+				 sizeof(q->version), &err) < 0) {
+		q->version[0] = 0;
 		qemu_fail(q, &err);
 		return;
 	}
 	q->found = 1;
-	qemu_version(q->emulator, q->version, sizeof(q->version));
 	if (!q->version[0]) {
 		bt_error(&err, -ENOEXEC, "%s: run failed: '%s --version' did not "
 			 "print a version", q->emulator, q->emulator);
@@ -179,6 +203,82 @@ static void fill_qemu(const char *sysfs_root, struct btrace_doctor_qemu *q)
 	q->usable = 1;
 }
 
+/* What the doctor found for backend @id ("usable" and "why"): its PMU,
+ * or the QEMU part of the report. */
+static int usable_of(const struct btrace_doctor_report *r, uint32_t id,
+		     const char **why)
+{
+	switch (id) {
+	case BTRACE_BACKEND_PT:
+		*why = r->pt.why;
+		return r->pt.usable;
+	case BTRACE_BACKEND_BTS:
+		*why = r->bts.why;
+		return r->bts.usable;
+	case BTRACE_BACKEND_QEMU:
+		*why = r->qemu.why;
+		return r->qemu.usable;
+	}
+	*why = "";
+	return 0;
+}
+
+/* The backend `auto` would pick, and why, as btrace_record() decides it:
+ * the first usable probed backend of the table, else its last resort. */
+static void pick_auto(struct btrace_doctor_report *r)
+{
+	const struct bt_backend *b, *last = NULL;
+	char failed[sizeof(r->auto_why)] = "", names[256] = "";
+	size_t nfailed = 0, nprobed = 0;
+	const char *why;
+
+	for (size_t i = 0; (b = bt_backend_at(i)); i++) {
+		if (!(b->d.flags & BTRACE_BACKEND_F_AUTO))
+			continue;
+		if (!(b->d.flags & BTRACE_BACKEND_F_PROBED)) {
+			if (!last)
+				last = b;
+			continue;
+		}
+		nprobed++;
+		if (usable_of(r, b->d.id, &why)) {
+			r->auto_backend = b->d.id;
+			if (nfailed)
+				snprintf(r->auto_why, sizeof(r->auto_why),
+					 "%s; %s is", failed, b->brief);
+			else
+				snprintf(r->auto_why, sizeof(r->auto_why),
+					 "%s is usable", b->brief);
+			return;
+		}
+		/* "Intel PT is not usable (why)[; ...]" */
+		snprintf(failed + strlen(failed), sizeof(failed) - strlen(failed),
+			 "%s%s is not usable (%s)", nfailed ? "; " : "",
+			 b->brief, why);
+		nfailed++;
+	}
+	if (!last)
+		return;
+	/* "neither Intel PT nor BTS" ("neither A, B nor C") */
+	for (size_t i = 0, k = 0; (b = bt_backend_at(i)); i++) {
+		if ((b->d.flags & (BTRACE_BACKEND_F_AUTO | BTRACE_BACKEND_F_PROBED)) !=
+		    (BTRACE_BACKEND_F_AUTO | BTRACE_BACKEND_F_PROBED))
+			continue;
+		k++;
+		snprintf(names + strlen(names), sizeof(names) - strlen(names),
+			 "%s%s", k == 1 ? "" : k == nprobed ? " nor " : ", ",
+			 b->brief);
+	}
+	r->auto_backend = last->d.id;
+	if (usable_of(r, last->d.id, &why) != 0)
+		snprintf(r->auto_why, sizeof(r->auto_why), "neither %s is usable "
+			 "here: %s is used", names, last->brief);
+	else
+		snprintf(r->auto_why, sizeof(r->auto_why), "neither %s is usable "
+			 "here; %s would be used, but it is not usable (see "
+			 "QEMU)", names, last->brief);
+}
+
 int btrace_doctor(const char *sysfs_root, struct btrace_doctor_report *rep,
 		  struct btrace_error *err)
 {
@@ -197,8 +297,6 @@ int btrace_doctor(const char *sysfs_root, struct btrace_doctor_report *rep,
 
 		memset(&r, 0, sizeof(r));
 		r.sz = sz;
-		if (!sysfs_root || !*sysfs_root)
-			sysfs_root = getenv("BTRACE_SYSFS_ROOT");
 		bt_cpu_identify(&cpu);
 		snprintf(r.cpu_vendor, sizeof(r.cpu_vendor), "%s", cpu.vendor_str);
 		snprintf(r.cpu_brand, sizeof(r.cpu_brand), "%s", cpu.brand);
@@ -243,24 +341,48 @@ int btrace_doctor(const char *sysfs_root, struct btrace_doctor_report *rep,
 				 r.bts.present ? "intel_bts" : "branch-instructions");
 		r.kpti = si.kpti_known ? si.kpti : -1;
 		r.ptrace_scope = si.ptrace_scope;
-		if (r.pt.usable) {
-			r.auto_backend = BTRACE_BACKEND_PT;
-			snprintf(r.auto_why, sizeof(r.auto_why), "Intel PT is usable");
-		} else if (r.bts.usable) {
-			r.auto_backend = BTRACE_BACKEND_BTS;
-			snprintf(r.auto_why, sizeof(r.auto_why),
-				 "Intel PT is not usable (%s); BTS is", r.pt.why);
-		}
 		fill_qemu(sysfs_root, &r.qemu);
-		if (!r.pt.usable && !r.bts.usable) {
-			r.auto_backend = BTRACE_BACKEND_QEMU;
-			snprintf(r.auto_why, sizeof(r.auto_why), "%s",
-				 r.qemu.usable != 0 ? "neither Intel PT nor BTS is usable here: the QEMU software trace is used" :
-				 "neither Intel PT nor BTS is usable here; the QEMU software trace would be used, but it is not usable (see QEMU)");
-		}
+		pick_auto(&r);
 		memcpy(rep, &r, sz);
 	}
 	return 0;
+}
+
+/* The backend calibrate measures when none is asked for: the first
+ * usable hardware backend of the table, else the last one (whose probe
+ * then says why it cannot). */
+static uint32_t calibrate_default(const char *sysfs_root)
+{
+	const struct bt_backend *b;
+	uint32_t last = BTRACE_BACKEND_UNKNOWN;
+
+	for (size_t i = 0; (b = bt_backend_at(i)); i++) {
+		struct btrace_error why = { 0 };
+
+		if (!(b->d.flags & BTRACE_BACKEND_F_HARDWARE) || !b->probe)
+			continue;
+		if (b->probe(b->d.id, sysfs_root, &why) == 0)
+			return b->d.id;
+		last = b->d.id;
+	}
+	return last;
+}
+
+int btrace_calibrate(uint32_t backend, unsigned runs, const char *sysfs_root,
+		     struct btrace_calibration *out, struct btrace_error *err)
+{
+	struct btrace_calibration c;
+	size_t n;
+	int r = bt_result_size(out, sizeof(c), "calibration result", &n, err);
+
+	if (r < 0)
+		return r;
+	if (!backend)
+		backend = calibrate_default(sysfs_root);
+	r = bt_calibrate(backend, runs, sysfs_root, &c, err);
+	c.sz = out->sz;
+	memcpy(out, &c, n);
+	return r;
 }
 
 int btrace_snapshot_request(int pid, const char *path, struct btrace_error *err)
