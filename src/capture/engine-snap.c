@@ -12,23 +12,12 @@
 
 #include "capture-internal.h"
 #include "engine-internal.h"
+#include "procmaps.h"
+#include "snapbuild.h"
 #include "ring.h"
 #include "util.h"
 
 #define CODE_MAX (64ull << 20)
-
-void bt_engine_default_output(char *buf, size_t len, const char *comm,
-			      pid_t pid)
-{
-	char clean[32];
-	size_t i;
-
-	for (i = 0; comm && comm[i] && i + 1 < sizeof(clean); i++)
-		clean[i] = (comm[i] == '/' || comm[i] == ' ') ? '_' : comm[i];
-	clean[i] = '\0';
-	snprintf(buf, len, "btrace-%s-%d.btrace", i ? clean : "process",
-		 (int)pid);
-}
 
 struct flag_ctx {
 	uint32_t *flags;
@@ -502,11 +491,11 @@ static int own_vdso(uint8_t **out, uint64_t *len)
 		return -ENOENT;
 	for (line = strtok_r(maps, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
-		unsigned long long s, en;
+		struct bt_maps_line ml;
 
-		if (sscanf(line, "%llx-%llx", &s, &en) == 2 && s == base &&
-		    strstr(line, "[vdso]")) {
-			*len = en - s;
+		if (bt_maps_parse(line, strlen(line), &ml) >= BT_MAPS_RANGE &&
+		    ml.start == base && strstr(line, "[vdso]")) {
+			*len = ml.end - ml.start;
 			*out = malloc(*len);
 			if (*out)
 				memcpy(*out, (void *)base, *len);
@@ -865,6 +854,9 @@ int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 	    (r = bt_engine_add_code(w, e->pid, &e->sb, alive, err)) < 0)
 		goto fail;
 	if (sig && (r = btrace_writer_set_signal(w, sig, err)) < 0)
+		goto fail;
+	/* host, kernel, version, time, command: as every backend's */
+	if ((r = bt_snap_std_meta(w, e->rec->argv, alive ? e->pid : 0, err)) < 0)
 		goto fail;
 	if ((r = meta(w, "capture.mode", mode_name[mode], err)) < 0 ||
 	    (e->mode_why[0] && (r = meta(w, "capture.passive_reason", e->mode_why, err)) < 0) ||

@@ -58,8 +58,4 @@ int bt_engine_add_code(struct btrace_writer *w, pid_t pid,
 		       const struct bt_sideband *sb, bool alive,
 		       struct btrace_error *err);
 
-/* Default output name: btrace-<comm>-<pid>.btrace */
-void bt_engine_default_output(char *buf, size_t len, const char *comm,
-			      pid_t pid);
-
 #endif /* BT_CAPTURE_ENGINE_H */

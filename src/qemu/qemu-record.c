@@ -36,11 +36,13 @@
 
 #include "qemu/qemu-config.h"
 #include "plugin-exec.h"
+#include "procmaps.h"
 #include "qemu-launch.h"
 #include "qemu-limits.h"
 #include "qemu-owner.h"
 #include "qemu-record.h"
 #include "ringdir.h"
+#include "snapbuild.h"
 #include "util.h"
 
 #define BT_QEMU_DEFAULT_SIZE (4ull << 20)
@@ -418,15 +420,6 @@ static void bt_fwd_start(pid_t pid)
 			bt_fwd_pending[sig] = 0;
 			kill(pid, sig);
 		}
-}
-
-static uint64_t bt_pow2(uint64_t v)
-{
-	uint64_t p = 1;
-
-	while (p < v)
-		p <<= 1;
-	return p;
 }
 
 /*
@@ -1313,6 +1306,27 @@ static int bt_write_anon_code(struct bt_job *j, const struct bt_qemu_ring *r)
 	return rc;
 }
 
+/* Where the file segment at @offset of @path is mapped in the guest map
+ * text @maps: its address in *@vaddr (1), or 0 when it is not mapped. */
+static int bt_segment_vaddr(const char *maps, const char *path,
+			    uint64_t offset, uint64_t *vaddr)
+{
+	size_t plen = strlen(path), len;
+	const char *l;
+
+	while ((l = bt_maps_next(&maps, &len))) {
+		struct bt_maps_line m;
+
+		if (bt_maps_parse(l, len, &m) == BT_MAPS_ALL &&
+		    m.path_len == plen && !memcmp(m.path, path, plen) &&
+		    offset >= m.pgoff && offset < m.pgoff + (m.end - m.start)) {
+			*vaddr = m.start + (offset - m.pgoff);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* Mappings from the guest map text; code of mapped files. */
 static int bt_write_maps(struct bt_job *j, const struct bt_qemu_ring *r)
 {
@@ -1328,25 +1342,29 @@ static int bt_write_maps(struct bt_job *j, const struct bt_qemu_ring *r)
 				"out of memory");
 	for (line = strtok_r(text, "\n", &save); line && !rc;
 	     line = strtok_r(NULL, "\n", &save)) {
-		unsigned long long s, e, off, ino;
+		struct bt_maps_line ml;
+		uint64_t s, e, off;
 		unsigned int maj, min;
-		char perms[8];
-		int n = 0;
+		const char *perms, *path;
 		struct btrace_mapping m;
-		const char *path;
 		struct bt_file_info *fi = NULL;
 
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &s, &e,
-			   perms, &off, &maj, &min, &ino, &n) < 7)
+		if (bt_maps_parse(line, strlen(line), &ml) < BT_MAPS_ALL)
 			continue;
-		path = line + n;
+		s = ml.start;
+		e = ml.end;
+		off = ml.pgoff;
+		maj = ml.maj;
+		min = ml.min;
+		perms = ml.perms;
+		path = ml.path;   /* the rest of the line (strtok ended it) */
 		memset(&m, 0, sizeof(m));
 		m.pid = j->pid;
 		m.start = s;
 		m.end = e;
 		m.pgoff = off;
 		m.dev = ((uint64_t)maj << 8) | min;
-		m.ino = ino;
+		m.ino = ml.ino;
 		m.prot = (perms[0] == 'r' ? 1 : 0) | (perms[1] == 'w' ? 2 : 0) |
 			 (perms[2] == 'x' ? 4 : 0);
 		m.flags = perms[3] == 's' ? 1 : 2;
@@ -1363,10 +1381,10 @@ static int bt_write_maps(struct bt_job *j, const struct bt_qemu_ring *r)
 				/* A file deleted or replaced since it was
 				 * mapped (or a memfd) is not read: its code
 				 * comes from the code log. */
-				fi->stale = !bt_same_file(path, maj, min, ino);
+				fi->stale = !bt_same_file(path, maj, min, ml.ino);
 				fi->maj = maj;
 				fi->min = min;
-				fi->ino = ino;
+				fi->ino = ml.ino;
 				fi->ok = fi->path && !fi->stale &&
 					 !bt_qemu_elf_read(path, &fi->elf) &&
 					 fi->elf.is_elf64;
@@ -1407,23 +1425,8 @@ static int bt_write_maps(struct bt_job *j, const struct bt_qemu_ring *r)
 			if (!(sg->flags & PF_X) || !sg->filesz)
 				continue;
 			/* Where the segment is mapped. */
-			for (line = r->maps; line && *line && !found;) {
-				unsigned long long s, e, off;
-				int n = 0;
-				char *nl = strchr(line, '\n');
-
-				if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %n",
-					   &s, &e, &off, &n) >= 3 && n &&
-				    !strncmp(line + n, fi->path,
-					     strlen(fi->path)) &&
-				    (line[n + strlen(fi->path)] == '\n' ||
-				     !line[n + strlen(fi->path)]) &&
-				    sg->offset >= off && sg->offset < off + (e - s)) {
-					vaddr = s + (sg->offset - off);
-					found = 1;
-				}
-				line = nl ? nl + 1 : NULL;
-			}
+			found = bt_segment_vaddr(r->maps, fi->path, sg->offset,
+						 &vaddr);
 			if (!found)
 				continue;
 			/* Read, not mapped: a file its owner truncates
@@ -1490,41 +1493,11 @@ static int bt_write_maps(struct bt_job *j, const struct bt_qemu_ring *r)
 	return rc;
 }
 
+/* The standard metadata (snapbuild.h), then the backend's own. */
 static int bt_write_meta(struct bt_job *j)
 {
-	struct utsname u;
-	char tbuf[64], *cmd = NULL;
-	size_t cl = 0;
-	time_t now = time(NULL);
-	struct tm tm;
-	int rc = 0;
+	int rc = bt_snap_std_meta(j->w, j->opts->argv, j->pid, j->err);
 
-	if (!uname(&u)) {
-		rc = btrace_writer_add_meta(j->w, "host", u.nodename, j->err);
-		if (!rc)
-			rc = btrace_writer_add_meta(j->w, "kernel", u.release,
-						    j->err);
-	}
-	if (!rc)
-		rc = btrace_writer_add_meta(j->w, "btrace_version",
-					    BTRACE_VERSION, j->err);
-	gmtime_r(&now, &tm);
-	strftime(tbuf, sizeof(tbuf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	if (!rc)
-		rc = btrace_writer_add_meta(j->w, "time", tbuf, j->err);
-	for (char *const *a = j->opts->argv; *a; a++)
-		cl += strlen(*a) + 1;
-	cmd = calloc(1, cl + 1);
-	if (cmd) {
-		for (char *const *a = j->opts->argv; *a; a++) {
-			strcat(cmd, *a);
-			if (a[1])
-				strcat(cmd, " ");
-		}
-		if (!rc)
-			rc = btrace_writer_add_meta(j->w, "command", cmd, j->err);
-		free(cmd);
-	}
 	if (!rc)
 		rc = btrace_writer_add_meta(j->w, "backend",
 					    "qemu-x86_64 TCG plugin (software)",
@@ -1538,23 +1511,23 @@ static int bt_write_meta(struct bt_job *j)
 static const char *bt_signame(int sig)
 {
 	static char buf[16];
-	const char *n = sigabbrev_np(sig);
 
-	if (n) {
-		snprintf(buf, sizeof(buf), "SIG%s", n);
-		return buf;
-	}
-	snprintf(buf, sizeof(buf), "signal %d", sig);
+	if (!bt_snap_signal_name(sig, buf, sizeof(buf)))
+		snprintf(buf, sizeof(buf), "signal %d", sig);
 	return buf;
 }
 
 /* Whether @ip is inside a mapping of the guest's map text @maps. */
 static int bt_guest_mapped(const char *maps, uint64_t ip)
 {
-	for (const char *l = maps; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
-		unsigned long long s, e;
+	const char *l;
+	size_t len;
 
-		if (sscanf(l, "%llx-%llx", &s, &e) == 2 && ip >= s && ip < e)
+	while ((l = bt_maps_next(&maps, &len))) {
+		struct bt_maps_line m;
+
+		if (bt_maps_parse(l, len, &m) >= BT_MAPS_RANGE &&
+		    ip >= m.start && ip < m.end)
 			return 1;
 	}
 	return 0;
@@ -1625,34 +1598,24 @@ static int bt_in_stack_guard(const char *maps, uint64_t sp, uint64_t addr)
 	if (!sp || !maps)
 		return 0;
 	for (;;) {
-		const char *l;
-		char line[512], perms[8] = "", *path = NULL;
-		unsigned long long s = 0, e = 0, ino = 0;
-		int n = 0, hit = 0;
+		const char *cur = maps, *l;
+		struct bt_maps_line m;
+		size_t len;
+		int hit = 0;
 
-		for (l = maps; l && *l && !hit; l = strchr(l, '\n'),
-		     l = l ? l + 1 : NULL) {
-			size_t len = strcspn(l, "\n");
-
-			if (len >= sizeof(line))
-				continue;
-			memcpy(line, l, len);
-			line[len] = 0;
-			if (sscanf(line, "%llx-%llx %7s %*x %*x:%*x %llu %n", &s,
-				   &e, perms, &ino, &n) < 4 || !n)
-				continue;
-			path = line + n;
-			hit = !found ? sp >= s && sp < e : e == low;
-		}
-		if (!hit || ino || ++steps > 64)
+		while (!hit && (l = bt_maps_next(&cur, &len)))
+			hit = bt_maps_parse(l, len, &m) == BT_MAPS_ALL &&
+			      (!found ? sp >= m.start && sp < m.end :
+					m.end == low);
+		if (!hit || m.ino || ++steps > 64)
 			return 0;
 		/* Anonymous only: no path, or a [bracketed] name. */
-		if (*path && *path != '[')
+		if (m.path_len && *m.path != '[')
 			return 0;
-		if (found && !strncmp(perms, "---", 3))
-			return addr >= s && addr < e;
+		if (found && !strncmp(m.perms, "---", 3))
+			return addr >= m.start && addr < m.end;
 		found = 1;
-		low = s;
+		low = m.start;
 	}
 }
 
@@ -1813,7 +1776,7 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 		char comm[16];
 
 		snprintf(comm, sizeof(comm), "%.15s", bt_basename(exe));
-		snprintf(out, sizeof(out), "btrace-%s-%d.btrace", comm, j->pid);
+		bt_snap_default_name(out, sizeof(out), comm, j->pid);
 	}
 	rc = btrace_writer_open(out, 0, &j->w, j->err);
 	if (rc)
@@ -2636,7 +2599,7 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	on = opts->on ? opts->on : BTRACE_ON_DEFAULT;
 	/* TB records: about one PT byte each; BTS needs 24 bytes per taken
 	 * branch, so fewer records fill its ring. */
-	entries = bt_pow2(j.kind == BTRACE_TRACE_BTS ? j.size / 12 : j.size * 2);
+	entries = bt_pow2_roundup(j.kind == BTRACE_TRACE_BTS ? j.size / 12 : j.size * 2);
 	if (entries < 65536)
 		entries = 65536;
 	if (entries > (1ull << 26))

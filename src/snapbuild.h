@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The snapshot builder: what every backend's snapshot file shares.  A
+ * backend opens a btrace_writer, adds its buffers, threads, mappings, code
+ * and signal, and takes from here the parts that must not differ between
+ * backends: the default file name, the standard metadata (host, kernel,
+ * btrace version, time, command) and the names of signals.  The lines of
+ * /proc/PID/maps are parsed by procmaps.h, build IDs read by
+ * elf-buildid.h.
+ */
+#ifndef BT_SNAPBUILD_H
+#define BT_SNAPBUILD_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <btrace/snapshot.h>
+
+/*
+ * The default snapshot file name, "btrace-<comm>-<pid>.btrace", in @buf:
+ * '/' and ' ' of @comm become '_' (at most 31 bytes of it are kept), and an
+ * empty or NULL @comm is "process".
+ */
+void bt_snap_default_name(char *buf, size_t len, const char *comm, pid_t pid);
+
+/*
+ * The standard metadata of every snapshot, in this order: host, kernel
+ * (uname), btrace_version, time (UTC, ISO 8601) and command: @argv joined
+ * by spaces, or without @argv the command line of process @pid
+ * (/proc/PID/cmdline) when it can still be read, else no command.
+ */
+int bt_snap_std_meta(struct btrace_writer *w, char *const *argv, pid_t pid,
+		     struct btrace_error *err);
+
+/*
+ * "SIGSEGV" for 11 (real-time signals too: "SIGRTMIN+2") in @buf; NULL
+ * when @signo names no signal.
+ */
+const char *bt_snap_signal_name(int signo, char *buf, size_t len);
+
+#endif /* BT_SNAPBUILD_H */
