@@ -794,42 +794,25 @@ static int write_untraced(struct bt_engine *e, struct btrace_writer *w,
 	return meta(w, "limit.untraced-threads", t, err);
 }
 
-int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
-		    const struct btrace_signal *sig, bool alive,
-		    struct btrace_error *err)
+/* The trace buffers (per task, then the per-CPU rings split by thread)
+ * and a task per thread the sideband knows. */
+static int write_threads(struct bt_engine *e, struct btrace_writer *w,
+			 const struct btrace_signal *sig,
+			 struct btrace_error *err)
 {
-	static const char *const mode_name[] = {
-		[BTRACE_CRASH_PRECISE] = "precise (stopped at the signal with ptrace)",
-		[BTRACE_CRASH_PASSIVE] = "passive (snapshot taken after the process died)",
-		[BTRACE_CRASH_ONDEMAND] = "on demand (btrace snapshot)",
-		[BTRACE_CRASH_EXIT] = "at exit",
-	};
-	struct btrace_writer *w = NULL;
-	struct btrace_config cfg = e->o->cfg;
 	uint64_t bytes = 0;
-	char buf[512];
 	int r;
 
-	bt_engine_drain_trace(e);
-	bt_sb_rings_drain(&e->sbr, &e->sb);
-	r = btrace_writer_open(path, 0, &w, err);
-	if (r < 0)
-		return r;
-	cfg.crash_mode = mode;
-	cfg.requested_size = e->plan.ring.history;
-	cfg.pad = e->plan.ring.pad;
-	if ((r = btrace_writer_set_config(w, &cfg, err)) < 0)
-		goto fail;
 	for (size_t i = 0; i < e->ntev; i++) {
 		struct bt_tev *t = &e->tevs[i];
 
 		if (t->per_task &&
 		    (r = add_buffer(e, w, &t->ring, t->tid, -1, t->flags,
 				    t->lost, &bytes, err)) < 0)
-			goto fail;
+			return r;
 	}
 	if (e->cpu_rings_open && (r = write_cpu_rings(e, w, &bytes, err)) < 0)
-		goto fail;
+		return r;
 	for (size_t i = 0; i < e->sb.ntasks; i++) {
 		const struct bt_sb_task *st = &e->sb.tasks[i];
 		struct btrace_task tk = {
@@ -845,8 +828,116 @@ int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 			if (e->untraced[j].tid == st->tid)
 				tk.flags |= BTRACE_TASK_UNTRACED;
 		if ((r = btrace_writer_add_task(w, &tk, err)) < 0)
-			goto fail;
+			return r;
 	}
+	return 0;
+}
+
+/* capture.events: the tids of the per-task events, then of the
+ * catch-all ones. */
+static int write_events(struct bt_engine *e, struct btrace_writer *w,
+			struct btrace_error *err)
+{
+	char ev[2048];
+	size_t n = 0;
+
+	for (int pass = 0; pass < 2; pass++) {
+		n += (size_t)snprintf(ev + n, sizeof(ev) - n, "%s",
+				      pass ? "; catch-all:" : "per-task:");
+		for (size_t i = 0; i < e->ntev && n < sizeof(ev) - 16; i++)
+			if (e->tevs[i].per_task == !pass)
+				n += (size_t)snprintf(ev + n, sizeof(ev) - n,
+						      " %d", (int)e->tevs[i].tid);
+	}
+	return meta(w, "capture.events", ev, err);
+}
+
+/* The hardware backend's own metadata: how it captured (capture.*,
+ * sideband.*) and its limits (limit.*). */
+static int write_capture_meta(struct bt_engine *e, struct btrace_writer *w,
+			      uint32_t mode, const struct btrace_signal *sig,
+			      bool alive, struct btrace_error *err)
+{
+	static const char *const mode_name[] = {
+		[BTRACE_CRASH_PRECISE] = "precise (stopped at the signal with ptrace)",
+		[BTRACE_CRASH_PASSIVE] = "passive (snapshot taken after the process died)",
+		[BTRACE_CRASH_ONDEMAND] = "on demand (btrace snapshot)",
+		[BTRACE_CRASH_EXIT] = "at exit",
+	};
+	char buf[512];
+	int r;
+
+	if ((r = meta(w, "capture.mode", mode_name[mode], err)) < 0 ||
+	    (e->mode_why[0] && (r = meta(w, "capture.passive_reason", e->mode_why, err)) < 0) ||
+	    (r = meta(w, "capture.plan", e->plan.summary, err)) < 0 ||
+	    (e->gap[0] && (r = meta(w, "capture.gap", e->gap, err)) < 0))
+		return r;
+	if ((r = aux_size_meta(e, w, err)) < 0)
+		return r;
+	if (e->disable_ns) {
+		/* how long the siblings, then the crashed thread, kept
+		 * tracing after btrace saw the stop (the ioctls' time) */
+		snprintf(buf, sizeof(buf), "%" PRIu64, e->disable_ns);
+		if ((r = meta(w, "capture.disable_ns", buf, err)) < 0)
+			return r;
+	}
+	if (e->o->bts_samples &&
+	    ((r = meta(w, "capture.bts_path", "branch-instructions sampling (the intel_bts PMU is missing, as under page-table isolation): BTS records read from the data ring", err)) < 0 ||
+	     (r = meta(w, "limit.bts-kernel-records", "the kernel leaves out every BTS record with a kernel address (intel_pmu_drain_bts_buffer), so system calls, faults and signal deliveries leave no record: the trace shows the user code only, and a jump into a signal handler appears as a gap", err)) < 0))
+		return r;
+	if ((r = write_events(e, w, err)) < 0)
+		return r;
+	if (e->nuntraced && (r = write_untraced(e, w, sig, err)) < 0)
+		return r;
+	if ((r = write_aux_notes(e, w, err)) < 0 ||
+	    (r = write_time_conv(e, w, err)) < 0 ||
+	    (r = write_replaced(e, w, err)) < 0)
+		return r;
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)e->sb.lost);
+	if ((r = meta(w, "sideband.lost_records", buf, err)) < 0)
+		return r;
+	if (e->o->test_event) {
+		snprintf(buf, sizeof(buf),
+			 "software event type %u config %llu stands in for the trace PMU: no trace buffers",
+			 e->o->trace_attr.type,
+			 (unsigned long long)e->o->trace_attr.config);
+		if ((r = meta(w, "capture.test_event", buf, err)) < 0)
+			return r;
+	}
+	if (!alive && mode == BTRACE_CRASH_PASSIVE &&
+	    (r = meta(w, "capture.note", "anonymous executable memory could not be copied after death; the vDSO image is btrace's own (same kernel)", err)) < 0)
+		return r;
+	if (e->sbr.build_id == false &&
+	    (r = meta(w, "sideband.build_ids", "read from the files (kernel without attr.build_id)", err)) < 0)
+		return r;
+	return 0;
+}
+
+/*
+ * The engine's snapshot: what the snapshot builder asks of every backend
+ * (buffers, tasks, mappings, code, signal, the standard metadata of
+ * snapbuild.h), then the hardware backend's own metadata.
+ */
+int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
+		    const struct btrace_signal *sig, bool alive,
+		    struct btrace_error *err)
+{
+	struct btrace_writer *w = NULL;
+	struct btrace_config cfg = e->o->cfg;
+	int r;
+
+	bt_engine_drain_trace(e);
+	bt_sb_rings_drain(&e->sbr, &e->sb);
+	r = btrace_writer_open(path, 0, &w, err);
+	if (r < 0)
+		return r;
+	cfg.crash_mode = mode;
+	cfg.requested_size = e->plan.ring.history;
+	cfg.pad = e->plan.ring.pad;
+	if ((r = btrace_writer_set_config(w, &cfg, err)) < 0)
+		goto fail;
+	if ((r = write_threads(e, w, sig, err)) < 0)
+		goto fail;
 	for (size_t i = 0; i < e->sb.nmaps; i++)
 		if ((r = btrace_writer_add_mapping(w, &e->sb.maps[i], err)) < 0)
 			goto fail;
@@ -858,61 +949,7 @@ int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 	/* host, kernel, version, time, command: as every backend's */
 	if ((r = bt_snap_std_meta(w, e->rec->argv, alive ? e->pid : 0, err)) < 0)
 		goto fail;
-	if ((r = meta(w, "capture.mode", mode_name[mode], err)) < 0 ||
-	    (e->mode_why[0] && (r = meta(w, "capture.passive_reason", e->mode_why, err)) < 0) ||
-	    (r = meta(w, "capture.plan", e->plan.summary, err)) < 0 ||
-	    (e->gap[0] && (r = meta(w, "capture.gap", e->gap, err)) < 0))
-		goto fail;
-	if ((r = aux_size_meta(e, w, err)) < 0)
-		goto fail;
-	if (e->disable_ns) {
-		/* how long the siblings, then the crashed thread, kept
-		 * tracing after btrace saw the stop (the ioctls' time) */
-		snprintf(buf, sizeof(buf), "%" PRIu64, e->disable_ns);
-		if ((r = meta(w, "capture.disable_ns", buf, err)) < 0)
-			goto fail;
-	}
-	if (e->o->bts_samples &&
-	    ((r = meta(w, "capture.bts_path", "branch-instructions sampling (the intel_bts PMU is missing, as under page-table isolation): BTS records read from the data ring", err)) < 0 ||
-	     (r = meta(w, "limit.bts-kernel-records", "the kernel leaves out every BTS record with a kernel address (intel_pmu_drain_bts_buffer), so system calls, faults and signal deliveries leave no record: the trace shows the user code only, and a jump into a signal handler appears as a gap", err)) < 0))
-		goto fail;
-	{
-		char ev[2048];
-		size_t n = 0;
-
-		for (int pass = 0; pass < 2; pass++) {
-			n += (size_t)snprintf(ev + n, sizeof(ev) - n, "%s",
-					      pass ? "; catch-all:" : "per-task:");
-			for (size_t i = 0; i < e->ntev && n < sizeof(ev) - 16; i++)
-				if (e->tevs[i].per_task == !pass)
-					n += (size_t)snprintf(ev + n, sizeof(ev) - n,
-							      " %d", (int)e->tevs[i].tid);
-		}
-		if ((r = meta(w, "capture.events", ev, err)) < 0)
-			goto fail;
-	}
-	if (e->nuntraced && (r = write_untraced(e, w, sig, err)) < 0)
-		goto fail;
-	if ((r = write_aux_notes(e, w, err)) < 0 ||
-	    (r = write_time_conv(e, w, err)) < 0 ||
-	    (r = write_replaced(e, w, err)) < 0)
-		goto fail;
-	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)e->sb.lost);
-	if ((r = meta(w, "sideband.lost_records", buf, err)) < 0)
-		goto fail;
-	if (e->o->test_event) {
-		snprintf(buf, sizeof(buf),
-			 "software event type %u config %llu stands in for the trace PMU: no trace buffers",
-			 e->o->trace_attr.type,
-			 (unsigned long long)e->o->trace_attr.config);
-		if ((r = meta(w, "capture.test_event", buf, err)) < 0)
-			goto fail;
-	}
-	if (!alive && mode == BTRACE_CRASH_PASSIVE &&
-	    (r = meta(w, "capture.note", "anonymous executable memory could not be copied after death; the vDSO image is btrace's own (same kernel)", err)) < 0)
-		goto fail;
-	if (e->sbr.build_id == false &&
-	    (r = meta(w, "sideband.build_ids", "read from the files (kernel without attr.build_id)", err)) < 0)
+	if ((r = write_capture_meta(e, w, mode, sig, alive, err)) < 0)
 		goto fail;
 	return btrace_writer_commit(w, err);
 fail:
