@@ -94,7 +94,7 @@ int bt_snap_std_meta(struct btrace_writer *w, char *const *argv, pid_t pid,
 	return rc;
 }
 
-const char *bt_snap_signal_name(int signo, char *buf, size_t len)
+const char *btrace_signal_str(int signo, char *buf, size_t len)
 {
 	const char *ab = signo > 0 && signo < 65 ? sigabbrev_np(signo) : NULL;
 

@@ -4,7 +4,8 @@
  * backend opens a btrace_writer, adds its buffers, threads, mappings, code
  * and signal, and takes from here the parts that must not differ between
  * backends: the default file name, the standard metadata (host, kernel,
- * btrace version, time, command) and the names of signals.  The lines of
+ * btrace version, time, command) and the names of signals
+ * (btrace_signal_str(), public).  The lines of
  * /proc/PID/maps are parsed by procmaps.h, build IDs read by
  * elf-buildid.h.
  */
@@ -31,11 +32,5 @@ void bt_snap_default_name(char *buf, size_t len, const char *comm, pid_t pid);
  */
 int bt_snap_std_meta(struct btrace_writer *w, char *const *argv, pid_t pid,
 		     struct btrace_error *err);
-
-/*
- * "SIGSEGV" for 11 (real-time signals too: "SIGRTMIN+2") in @buf; NULL
- * when @signo names no signal.
- */
-const char *bt_snap_signal_name(int signo, char *buf, size_t len);
 
 #endif /* BT_SNAPBUILD_H */

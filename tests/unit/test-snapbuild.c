@@ -151,11 +151,11 @@ static void test_signal_name(struct bt_test *t)
 {
 	char buf[32];
 
-	BT_EQ_STR(t, "SIGSEGV", bt_snap_signal_name(11, buf, sizeof(buf)));
-	BT_EQ_STR(t, "SIGABRT", bt_snap_signal_name(6, buf, sizeof(buf)));
-	BT_CHECK(t, bt_snap_signal_name(0, buf, sizeof(buf)) == NULL);
-	BT_CHECK(t, bt_snap_signal_name(-3, buf, sizeof(buf)) == NULL);
-	BT_CHECK(t, bt_snap_signal_name(200, buf, sizeof(buf)) == NULL);
+	BT_EQ_STR(t, "SIGSEGV", btrace_signal_str(11, buf, sizeof(buf)));
+	BT_EQ_STR(t, "SIGABRT", btrace_signal_str(6, buf, sizeof(buf)));
+	BT_CHECK(t, btrace_signal_str(0, buf, sizeof(buf)) == NULL);
+	BT_CHECK(t, btrace_signal_str(-3, buf, sizeof(buf)) == NULL);
+	BT_CHECK(t, btrace_signal_str(200, buf, sizeof(buf)) == NULL);
 }
 
 BT_TESTS(test_maps_full_line, test_maps_names, test_maps_long_path,
