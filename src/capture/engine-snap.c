@@ -1,23 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* Snapshot writing: trace buffers, sideband, code, signal. */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "capture-internal.h"
 #include "engine-internal.h"
-#include "procmaps.h"
 #include "snapbuild.h"
 #include "ring.h"
 #include "util.h"
-
-#define CODE_MAX (64ull << 20)
 
 struct flag_ctx {
 	uint32_t *flags;
@@ -425,149 +420,6 @@ static int write_cpu_rings(struct bt_engine *e, struct btrace_writer *w,
 	return r;
 }
 
-static int copy_mem(pid_t pid, uint64_t addr, uint64_t len, uint8_t **out)
-{
-	char path[64];
-	uint8_t *buf;
-	int fd;
-	ssize_t n;
-
-	if (len == 0 || len > CODE_MAX)
-		return -EFBIG;
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	buf = malloc(len);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	n = pread(fd, buf, len, (off_t)addr);
-	close(fd);
-	if (n != (ssize_t)len) {
-		free(buf);
-		return n < 0 ? -errno : -EIO;
-	}
-	*out = buf;
-	return 0;
-}
-
-static int copy_file(const char *path, uint64_t off, uint64_t len,
-		     uint8_t **out, uint64_t *got)
-{
-	uint8_t *buf;
-	ssize_t n;
-	int fd;
-
-	if (len == 0 || len > CODE_MAX)
-		return -EFBIG;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	buf = malloc(len);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	n = pread(fd, buf, len, (off_t)off);
-	close(fd);
-	if (n <= 0) {
-		free(buf);
-		return n < 0 ? -errno : -EIO;
-	}
-	*out = buf;
-	*got = (uint64_t)n;
-	return 0;
-}
-
-/* Our own vDSO: the same kernel gives the same image. */
-static int own_vdso(uint8_t **out, uint64_t *len)
-{
-	unsigned long base = getauxval(AT_SYSINFO_EHDR);
-	char *maps, *line, *save = NULL;
-
-	if (!base || bt_read_file("/proc/self/maps", &maps, NULL, 1 << 24) < 0)
-		return -ENOENT;
-	for (line = strtok_r(maps, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		struct bt_maps_line ml;
-
-		if (bt_maps_parse(line, strlen(line), &ml) >= BT_MAPS_RANGE &&
-		    ml.start == base && strstr(line, "[vdso]")) {
-			*len = ml.end - ml.start;
-			*out = malloc(*len);
-			if (*out)
-				memcpy(*out, (void *)base, *len);
-			free(maps);
-			return *out ? 0 : -ENOMEM;
-		}
-	}
-	free(maps);
-	return -ENOENT;
-}
-
-int bt_engine_add_code(struct btrace_writer *w, pid_t pid,
-		       const struct bt_sideband *sb, bool alive,
-		       struct btrace_error *err)
-{
-	for (size_t i = 0; i < sb->nmaps; i++) {
-		const struct btrace_mapping *m = &sb->maps[i];
-		struct btrace_code c;
-		uint8_t *data = NULL;
-		uint64_t len = m->end - m->start, got = len;
-		int r;
-		bool dup = false;
-
-		memset(&c, 0, sizeof(c));
-		c.vaddr = m->start;
-		if (m->path && !strcmp(m->path, "[vdso]")) {
-			c.kind = BTRACE_CODE_VDSO;
-			r = alive ? copy_mem(pid, m->start, len, &data) : -ESRCH;
-			if (r < 0)
-				r = own_vdso(&data, &got);
-		} else if (!m->path || m->path[0] != '/') {
-			if (!alive)
-				continue;   /* anonymous code died with the process */
-			c.kind = BTRACE_CODE_ANON;
-			r = copy_mem(pid, m->start, len, &data);
-		} else {
-			/* one copy per file segment */
-			for (size_t j = 0; j < i; j++)
-				if (sb->maps[j].path && !strcmp(sb->maps[j].path, m->path) &&
-				    sb->maps[j].pgoff == m->pgoff &&
-				    sb->maps[j].end - sb->maps[j].start == len)
-					dup = true;
-			if (dup)
-				continue;
-			c.kind = BTRACE_CODE_FILE;
-			c.file_offset = m->pgoff;
-			c.build_id_size = m->build_id_size;
-			memcpy(c.build_id, m->build_id, sizeof(c.build_id));
-			c.path = m->path;
-			r = -ENOENT;
-			if (alive) {
-				char mf[96];
-
-				snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
-					 (int)pid, m->start, m->end);
-				r = copy_file(mf, m->pgoff, len, &data, &got);
-			}
-			if (r < 0)
-				r = copy_file(m->path, m->pgoff, len, &data, &got);
-		}
-		if (r < 0)
-			continue;   /* recorded as missing by the decoder */
-		c.data = data;
-		c.size = got;
-		r = btrace_writer_add_code(w, &c, err);
-		free(data);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
 static int meta(struct btrace_writer *w, const char *k, const char *v,
 		struct btrace_error *err)
 {
@@ -942,7 +794,8 @@ int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 		if ((r = btrace_writer_add_mapping(w, &e->sb.maps[i], err)) < 0)
 			goto fail;
 	if (!(e->rec->flags & BTRACE_RECORD_NO_CODE) &&
-	    (r = bt_engine_add_code(w, e->pid, &e->sb, alive, err)) < 0)
+	    (r = bt_snap_add_code(w, e->pid, e->sb.maps, e->sb.nmaps, alive,
+				  err)) < 0)
 		goto fail;
 	if (sig && (r = btrace_writer_set_signal(w, sig, err)) < 0)
 		goto fail;

@@ -3,9 +3,11 @@
  * file name, signal names. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "procmaps.h"
 #include "snapbuild.h"
+#include "util.h"
 #include "bt-test.h"
 
 static int parse(const char *line, struct bt_maps_line *m)
@@ -158,6 +160,74 @@ static void test_signal_name(struct bt_test *t)
 	BT_CHECK(t, btrace_signal_str(200, buf, sizeof(buf)) == NULL);
 }
 
+/*
+ * The code of this process's own executable mappings, found by the maps
+ * parser in /proc/self/maps and copied by the builder, reads back equal to
+ * the bytes in memory: the vDSO and the file segment holding this function.
+ */
+static void test_add_code_self(struct bt_test *t)
+{
+	struct btrace_mapping maps[8];
+	size_t nmaps = 0, len;
+	char *text = NULL, out[] = "/tmp/bt-snapbuild-XXXXXX";
+	const char *cur, *l;
+	uint64_t here = (uint64_t)(uintptr_t)&test_add_code_self;
+	struct btrace_writer *w = NULL;
+	struct btrace_snapshot *s = NULL;
+	struct btrace_error err = { 0 };
+	int fd, file_seen = 0, vdso_seen = 0;
+
+	BT_REQUIRE(t, bt_read_file("/proc/self/maps", &text, NULL, 1 << 24) == 0);
+	cur = text;
+	while ((l = bt_maps_next(&cur, &len)) && nmaps < 8) {
+		struct bt_maps_line m;
+		struct btrace_mapping *bm = &maps[nmaps];
+
+		if (bt_maps_parse(l, len, &m) != BT_MAPS_ALL || m.perms[2] != 'x')
+			continue;
+		if (!(here >= m.start && here < m.end) &&
+		    !(m.path_len == 6 && !memcmp(m.path, "[vdso]", 6)))
+			continue;
+		memset(bm, 0, sizeof(*bm));
+		bm->start = m.start;
+		bm->end = m.end;
+		bm->pgoff = m.pgoff;
+		bm->prot = 5;
+		bm->path = strndup(m.path, m.path_len);
+		nmaps++;
+	}
+	BT_CHECK(t, nmaps >= 1);
+	fd = mkstemp(out);
+	BT_REQUIRE(t, fd >= 0);
+	close(fd);
+	BT_REQUIRE(t, btrace_writer_open(out, 0, &w, &err) == 0);
+	BT_EQ_INT(t, 0, bt_snap_add_code(w, getpid(), maps, nmaps, true, &err));
+	BT_EQ_INT(t, 0, btrace_writer_commit(w, &err));
+	BT_REQUIRE(t, btrace_snapshot_read(out, 0, &s, &err) == 0);
+	for (size_t i = 0; i < s->ncode; i++) {
+		const struct btrace_code *c = &s->code[i];
+
+		if (c->kind == BTRACE_CODE_VDSO) {
+			vdso_seen = 1;
+			BT_CHECK(t, !memcmp(c->data, (void *)(uintptr_t)c->vaddr,
+					    c->size));
+		} else if (c->kind == BTRACE_CODE_FILE && here >= c->vaddr &&
+			   here < c->vaddr + c->size) {
+			file_seen = 1;
+			/* this function's first bytes, as mapped */
+			BT_CHECK(t, !memcmp(c->data + (here - c->vaddr),
+					    (void *)(uintptr_t)here, 16));
+		}
+	}
+	BT_CHECK(t, file_seen);
+	BT_CHECK(t, vdso_seen);
+	btrace_snapshot_free(s);
+	unlink(out);
+	for (size_t i = 0; i < nmaps; i++)
+		free(maps[i].path);
+	free(text);
+}
+
 BT_TESTS(test_maps_full_line, test_maps_names, test_maps_long_path,
 	 test_maps_missing_fields, test_maps_next, test_default_name,
-	 test_signal_name)
+	 test_signal_name, test_add_code_self)
