@@ -27,6 +27,19 @@ void bt_error_clear(struct btrace_error *err);
  * room for the element at index @n (capacity > @n), doubling as needed. */
 int bt_grow(void **arr, size_t *cap, size_t n, size_t size);
 
+/* Smallest power of two >= @n (1 for 0); 0 on overflow. */
+static inline uint64_t bt_pow2_roundup(uint64_t n)
+{
+	uint64_t p = 1;
+
+	while (p < n) {
+		if (p > UINT64_MAX / 2)
+			return 0;
+		p <<= 1;
+	}
+	return p;
+}
+
 /* Little-endian access. */
 static inline uint16_t bt_le16(const uint8_t *p)
 {

@@ -202,6 +202,14 @@ struct btrace_signal {
 	int32_t reserved2;
 };
 
+/**
+ * @brief The name of signal @p signo, "SIGSEGV" for 11 ("SIG" and the C
+ * library's abbreviation: "SIGPOLL" for 29), written to @p buf of @p len
+ * bytes.  Returns @p buf, or NULL for a number without such a name (a
+ * real-time signal, 0, a negative number).
+ */
+BTRACE_API const char *btrace_signal_str(int signo, char *buf, size_t len);
+
 struct btrace_meta {
 	char *key;
 	char *value;

@@ -92,20 +92,6 @@ uint64_t bt_budget_available(const struct bt_budget_env *env,
 	return user_left + (st->pinned < rl ? rl - st->pinned : 0);
 }
 
-uint64_t bt_pow2_roundup(uint64_t n)
-{
-	uint64_t p = 1;
-
-	if (n == 0)
-		return 1;
-	while (p < n) {
-		if (p > UINT64_MAX / 2)
-			return 0;
-		p <<= 1;
-	}
-	return p;
-}
-
 int bt_ring_choose(uint64_t history, uint64_t pad, uint64_t page,
 		   uint64_t max_ring, struct bt_ring_choice *out)
 {

@@ -66,8 +66,6 @@ uint64_t bt_budget_available(const struct bt_budget_env *env,
 
 /* --- AUX ring sizing --- */
 
-/* Smallest power of two >= @n (n > 0); 0 on overflow. */
-uint64_t bt_pow2_roundup(uint64_t n);
 
 struct bt_ring_choice {
 	uint64_t history;          /* bytes of history asked for */

@@ -1,34 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* Snapshot writing: trace buffers, sideband, code, signal. */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "capture-internal.h"
 #include "engine-internal.h"
+#include "snapbuild.h"
 #include "ring.h"
 #include "util.h"
-
-#define CODE_MAX (64ull << 20)
-
-void bt_engine_default_output(char *buf, size_t len, const char *comm,
-			      pid_t pid)
-{
-	char clean[32];
-	size_t i;
-
-	for (i = 0; comm && comm[i] && i + 1 < sizeof(clean); i++)
-		clean[i] = (comm[i] == '/' || comm[i] == ' ') ? '_' : comm[i];
-	clean[i] = '\0';
-	snprintf(buf, len, "btrace-%s-%d.btrace", i ? clean : "process",
-		 (int)pid);
-}
 
 struct flag_ctx {
 	uint32_t *flags;
@@ -436,149 +420,6 @@ static int write_cpu_rings(struct bt_engine *e, struct btrace_writer *w,
 	return r;
 }
 
-static int copy_mem(pid_t pid, uint64_t addr, uint64_t len, uint8_t **out)
-{
-	char path[64];
-	uint8_t *buf;
-	int fd;
-	ssize_t n;
-
-	if (len == 0 || len > CODE_MAX)
-		return -EFBIG;
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	buf = malloc(len);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	n = pread(fd, buf, len, (off_t)addr);
-	close(fd);
-	if (n != (ssize_t)len) {
-		free(buf);
-		return n < 0 ? -errno : -EIO;
-	}
-	*out = buf;
-	return 0;
-}
-
-static int copy_file(const char *path, uint64_t off, uint64_t len,
-		     uint8_t **out, uint64_t *got)
-{
-	uint8_t *buf;
-	ssize_t n;
-	int fd;
-
-	if (len == 0 || len > CODE_MAX)
-		return -EFBIG;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	buf = malloc(len);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	n = pread(fd, buf, len, (off_t)off);
-	close(fd);
-	if (n <= 0) {
-		free(buf);
-		return n < 0 ? -errno : -EIO;
-	}
-	*out = buf;
-	*got = (uint64_t)n;
-	return 0;
-}
-
-/* Our own vDSO: the same kernel gives the same image. */
-static int own_vdso(uint8_t **out, uint64_t *len)
-{
-	unsigned long base = getauxval(AT_SYSINFO_EHDR);
-	char *maps, *line, *save = NULL;
-
-	if (!base || bt_read_file("/proc/self/maps", &maps, NULL, 1 << 24) < 0)
-		return -ENOENT;
-	for (line = strtok_r(maps, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		unsigned long long s, en;
-
-		if (sscanf(line, "%llx-%llx", &s, &en) == 2 && s == base &&
-		    strstr(line, "[vdso]")) {
-			*len = en - s;
-			*out = malloc(*len);
-			if (*out)
-				memcpy(*out, (void *)base, *len);
-			free(maps);
-			return *out ? 0 : -ENOMEM;
-		}
-	}
-	free(maps);
-	return -ENOENT;
-}
-
-int bt_engine_add_code(struct btrace_writer *w, pid_t pid,
-		       const struct bt_sideband *sb, bool alive,
-		       struct btrace_error *err)
-{
-	for (size_t i = 0; i < sb->nmaps; i++) {
-		const struct btrace_mapping *m = &sb->maps[i];
-		struct btrace_code c;
-		uint8_t *data = NULL;
-		uint64_t len = m->end - m->start, got = len;
-		int r;
-		bool dup = false;
-
-		memset(&c, 0, sizeof(c));
-		c.vaddr = m->start;
-		if (m->path && !strcmp(m->path, "[vdso]")) {
-			c.kind = BTRACE_CODE_VDSO;
-			r = alive ? copy_mem(pid, m->start, len, &data) : -ESRCH;
-			if (r < 0)
-				r = own_vdso(&data, &got);
-		} else if (!m->path || m->path[0] != '/') {
-			if (!alive)
-				continue;   /* anonymous code died with the process */
-			c.kind = BTRACE_CODE_ANON;
-			r = copy_mem(pid, m->start, len, &data);
-		} else {
-			/* one copy per file segment */
-			for (size_t j = 0; j < i; j++)
-				if (sb->maps[j].path && !strcmp(sb->maps[j].path, m->path) &&
-				    sb->maps[j].pgoff == m->pgoff &&
-				    sb->maps[j].end - sb->maps[j].start == len)
-					dup = true;
-			if (dup)
-				continue;
-			c.kind = BTRACE_CODE_FILE;
-			c.file_offset = m->pgoff;
-			c.build_id_size = m->build_id_size;
-			memcpy(c.build_id, m->build_id, sizeof(c.build_id));
-			c.path = m->path;
-			r = -ENOENT;
-			if (alive) {
-				char mf[96];
-
-				snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
-					 (int)pid, m->start, m->end);
-				r = copy_file(mf, m->pgoff, len, &data, &got);
-			}
-			if (r < 0)
-				r = copy_file(m->path, m->pgoff, len, &data, &got);
-		}
-		if (r < 0)
-			continue;   /* recorded as missing by the decoder */
-		c.data = data;
-		c.size = got;
-		r = btrace_writer_add_code(w, &c, err);
-		free(data);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
 static int meta(struct btrace_writer *w, const char *k, const char *v,
 		struct btrace_error *err)
 {
@@ -805,42 +646,25 @@ static int write_untraced(struct bt_engine *e, struct btrace_writer *w,
 	return meta(w, "limit.untraced-threads", t, err);
 }
 
-int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
-		    const struct btrace_signal *sig, bool alive,
-		    struct btrace_error *err)
+/* The trace buffers (per task, then the per-CPU rings split by thread)
+ * and a task per thread the sideband knows. */
+static int write_threads(struct bt_engine *e, struct btrace_writer *w,
+			 const struct btrace_signal *sig,
+			 struct btrace_error *err)
 {
-	static const char *const mode_name[] = {
-		[BTRACE_CRASH_PRECISE] = "precise (stopped at the signal with ptrace)",
-		[BTRACE_CRASH_PASSIVE] = "passive (snapshot taken after the process died)",
-		[BTRACE_CRASH_ONDEMAND] = "on demand (btrace snapshot)",
-		[BTRACE_CRASH_EXIT] = "at exit",
-	};
-	struct btrace_writer *w = NULL;
-	struct btrace_config cfg = e->o->cfg;
 	uint64_t bytes = 0;
-	char buf[512];
 	int r;
 
-	bt_engine_drain_trace(e);
-	bt_sb_rings_drain(&e->sbr, &e->sb);
-	r = btrace_writer_open(path, 0, &w, err);
-	if (r < 0)
-		return r;
-	cfg.crash_mode = mode;
-	cfg.requested_size = e->plan.ring.history;
-	cfg.pad = e->plan.ring.pad;
-	if ((r = btrace_writer_set_config(w, &cfg, err)) < 0)
-		goto fail;
 	for (size_t i = 0; i < e->ntev; i++) {
 		struct bt_tev *t = &e->tevs[i];
 
 		if (t->per_task &&
 		    (r = add_buffer(e, w, &t->ring, t->tid, -1, t->flags,
 				    t->lost, &bytes, err)) < 0)
-			goto fail;
+			return r;
 	}
 	if (e->cpu_rings_open && (r = write_cpu_rings(e, w, &bytes, err)) < 0)
-		goto fail;
+		return r;
 	for (size_t i = 0; i < e->sb.ntasks; i++) {
 		const struct bt_sb_task *st = &e->sb.tasks[i];
 		struct btrace_task tk = {
@@ -856,71 +680,129 @@ int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 			if (e->untraced[j].tid == st->tid)
 				tk.flags |= BTRACE_TASK_UNTRACED;
 		if ((r = btrace_writer_add_task(w, &tk, err)) < 0)
-			goto fail;
+			return r;
 	}
-	for (size_t i = 0; i < e->sb.nmaps; i++)
-		if ((r = btrace_writer_add_mapping(w, &e->sb.maps[i], err)) < 0)
-			goto fail;
-	if (!(e->rec->flags & BTRACE_RECORD_NO_CODE) &&
-	    (r = bt_engine_add_code(w, e->pid, &e->sb, alive, err)) < 0)
-		goto fail;
-	if (sig && (r = btrace_writer_set_signal(w, sig, err)) < 0)
-		goto fail;
+	return 0;
+}
+
+/* capture.events: the tids of the per-task events, then of the
+ * catch-all ones. */
+static int write_events(struct bt_engine *e, struct btrace_writer *w,
+			struct btrace_error *err)
+{
+	char ev[2048];
+	size_t n = 0;
+
+	for (int pass = 0; pass < 2; pass++) {
+		n += (size_t)snprintf(ev + n, sizeof(ev) - n, "%s",
+				      pass ? "; catch-all:" : "per-task:");
+		for (size_t i = 0; i < e->ntev && n < sizeof(ev) - 16; i++)
+			if (e->tevs[i].per_task == !pass)
+				n += (size_t)snprintf(ev + n, sizeof(ev) - n,
+						      " %d", (int)e->tevs[i].tid);
+	}
+	return meta(w, "capture.events", ev, err);
+}
+
+/* The hardware backend's own metadata: how it captured (capture.*,
+ * sideband.*) and its limits (limit.*). */
+static int write_capture_meta(struct bt_engine *e, struct btrace_writer *w,
+			      uint32_t mode, const struct btrace_signal *sig,
+			      bool alive, struct btrace_error *err)
+{
+	static const char *const mode_name[] = {
+		[BTRACE_CRASH_PRECISE] = "precise (stopped at the signal with ptrace)",
+		[BTRACE_CRASH_PASSIVE] = "passive (snapshot taken after the process died)",
+		[BTRACE_CRASH_ONDEMAND] = "on demand (btrace snapshot)",
+		[BTRACE_CRASH_EXIT] = "at exit",
+	};
+	char buf[512];
+	int r;
+
 	if ((r = meta(w, "capture.mode", mode_name[mode], err)) < 0 ||
 	    (e->mode_why[0] && (r = meta(w, "capture.passive_reason", e->mode_why, err)) < 0) ||
 	    (r = meta(w, "capture.plan", e->plan.summary, err)) < 0 ||
 	    (e->gap[0] && (r = meta(w, "capture.gap", e->gap, err)) < 0))
-		goto fail;
+		return r;
 	if ((r = aux_size_meta(e, w, err)) < 0)
-		goto fail;
+		return r;
 	if (e->disable_ns) {
 		/* how long the siblings, then the crashed thread, kept
 		 * tracing after btrace saw the stop (the ioctls' time) */
 		snprintf(buf, sizeof(buf), "%" PRIu64, e->disable_ns);
 		if ((r = meta(w, "capture.disable_ns", buf, err)) < 0)
-			goto fail;
+			return r;
 	}
 	if (e->o->bts_samples &&
 	    ((r = meta(w, "capture.bts_path", "branch-instructions sampling (the intel_bts PMU is missing, as under page-table isolation): BTS records read from the data ring", err)) < 0 ||
 	     (r = meta(w, "limit.bts-kernel-records", "the kernel leaves out every BTS record with a kernel address (intel_pmu_drain_bts_buffer), so system calls, faults and signal deliveries leave no record: the trace shows the user code only, and a jump into a signal handler appears as a gap", err)) < 0))
-		goto fail;
-	{
-		char ev[2048];
-		size_t n = 0;
-
-		for (int pass = 0; pass < 2; pass++) {
-			n += (size_t)snprintf(ev + n, sizeof(ev) - n, "%s",
-					      pass ? "; catch-all:" : "per-task:");
-			for (size_t i = 0; i < e->ntev && n < sizeof(ev) - 16; i++)
-				if (e->tevs[i].per_task == !pass)
-					n += (size_t)snprintf(ev + n, sizeof(ev) - n,
-							      " %d", (int)e->tevs[i].tid);
-		}
-		if ((r = meta(w, "capture.events", ev, err)) < 0)
-			goto fail;
-	}
+		return r;
+	if ((r = write_events(e, w, err)) < 0)
+		return r;
 	if (e->nuntraced && (r = write_untraced(e, w, sig, err)) < 0)
-		goto fail;
+		return r;
 	if ((r = write_aux_notes(e, w, err)) < 0 ||
 	    (r = write_time_conv(e, w, err)) < 0 ||
 	    (r = write_replaced(e, w, err)) < 0)
-		goto fail;
+		return r;
 	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)e->sb.lost);
 	if ((r = meta(w, "sideband.lost_records", buf, err)) < 0)
-		goto fail;
+		return r;
 	if (e->o->test_event) {
 		snprintf(buf, sizeof(buf),
 			 "software event type %u config %llu stands in for the trace PMU: no trace buffers",
 			 e->o->trace_attr.type,
 			 (unsigned long long)e->o->trace_attr.config);
 		if ((r = meta(w, "capture.test_event", buf, err)) < 0)
-			goto fail;
+			return r;
 	}
 	if (!alive && mode == BTRACE_CRASH_PASSIVE &&
 	    (r = meta(w, "capture.note", "anonymous executable memory could not be copied after death; the vDSO image is btrace's own (same kernel)", err)) < 0)
-		goto fail;
+		return r;
 	if (e->sbr.build_id == false &&
 	    (r = meta(w, "sideband.build_ids", "read from the files (kernel without attr.build_id)", err)) < 0)
+		return r;
+	return 0;
+}
+
+/*
+ * The engine's snapshot: what the snapshot builder asks of every backend
+ * (buffers, tasks, mappings, code, signal, the standard metadata of
+ * snapbuild.h), then the hardware backend's own metadata.
+ */
+int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
+		    const struct btrace_signal *sig, bool alive,
+		    struct btrace_error *err)
+{
+	struct btrace_writer *w = NULL;
+	struct btrace_config cfg = e->o->cfg;
+	int r;
+
+	bt_engine_drain_trace(e);
+	bt_sb_rings_drain(&e->sbr, &e->sb);
+	r = btrace_writer_open(path, 0, &w, err);
+	if (r < 0)
+		return r;
+	cfg.crash_mode = mode;
+	cfg.requested_size = e->plan.ring.history;
+	cfg.pad = e->plan.ring.pad;
+	if ((r = btrace_writer_set_config(w, &cfg, err)) < 0)
+		goto fail;
+	if ((r = write_threads(e, w, sig, err)) < 0)
+		goto fail;
+	for (size_t i = 0; i < e->sb.nmaps; i++)
+		if ((r = btrace_writer_add_mapping(w, &e->sb.maps[i], err)) < 0)
+			goto fail;
+	if (!(e->rec->flags & BTRACE_RECORD_NO_CODE) &&
+	    (r = bt_snap_add_code(w, e->pid, e->sb.maps, e->sb.nmaps, alive,
+				  err)) < 0)
+		goto fail;
+	if (sig && (r = btrace_writer_set_signal(w, sig, err)) < 0)
+		goto fail;
+	/* host, kernel, version, time, command: as every backend's */
+	if ((r = bt_snap_std_meta(w, e->rec->argv, alive ? e->pid : 0, err)) < 0)
+		goto fail;
+	if ((r = write_capture_meta(e, w, mode, sig, alive, err)) < 0)
 		goto fail;
 	return btrace_writer_commit(w, err);
 fail:

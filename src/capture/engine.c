@@ -22,6 +22,7 @@
 
 #include "capture-internal.h"
 #include "engine-internal.h"
+#include "snapbuild.h"
 #include "util.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -1006,8 +1007,8 @@ static void set_output(struct bt_engine *e)
 	if (e->rec->output)
 		snprintf(e->output, sizeof(e->output), "%s", e->rec->output);
 	else
-		bt_engine_default_output(e->output, sizeof(e->output), e->comm,
-					 e->pid);
+		bt_snap_default_name(e->output, sizeof(e->output), e->comm,
+				     e->pid);
 }
 
 /* Run as owner of an attached target until it ends. */

@@ -51,15 +51,4 @@ int bt_engine_join(const struct bt_engine_opts *o, bool can_take_over,
 		   const char *why, struct btrace_record_result *res,
 		   struct btrace_error *err);
 
-/* Copy the vDSO and anonymous executable memory of a live process, and the
- * executable segments of mapped files, into the writer. */
-struct bt_sideband;
-int bt_engine_add_code(struct btrace_writer *w, pid_t pid,
-		       const struct bt_sideband *sb, bool alive,
-		       struct btrace_error *err);
-
-/* Default output name: btrace-<comm>-<pid>.btrace */
-void bt_engine_default_output(char *buf, size_t len, const char *comm,
-			      pid_t pid);
-
 #endif /* BT_CAPTURE_ENGINE_H */

@@ -15,6 +15,7 @@
 
 #include "capture-internal.h"
 #include "elf-buildid.h"
+#include "procmaps.h"
 #include "util.h"
 
 #define SAMPLE_ID_SIZE 16  /* TID (pid, tid) + TIME */
@@ -357,39 +358,33 @@ int bt_sideband_synthesize(struct bt_sideband *sb, pid_t pid,
 				(int)pid, path, strerror(-r));
 	for (line = strtok_r(buf, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
-		unsigned long long start, end, off, ino;
-		unsigned maj, min;
-		char perms[8];
-		int pos = 0;
+		struct bt_maps_line ml;
 		struct btrace_mapping m;
 		const char *name;
 
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end,
-			   perms, &off, &maj, &min, &ino, &pos) < 7)
+		if (bt_maps_parse(line, strlen(line), &ml) < BT_MAPS_ALL)
 			continue;
-		if (perms[2] != 'x')
+		if (ml.perms[2] != 'x')
 			continue;
-		name = pos ? line + pos : "";
-		while (*name == ' ')
-			name++;
+		name = ml.path;   /* the rest of the line (strtok ended it) */
 		memset(&m, 0, sizeof(m));
 		m.pid = pid;
-		m.start = start;
-		m.end = end;
-		m.pgoff = off;
-		m.prot = (perms[0] == 'r' ? PROT_READ : 0) |
-			 (perms[1] == 'w' ? PROT_WRITE : 0) | PROT_EXEC;
-		m.flags = perms[3] == 's' ? MAP_SHARED : MAP_PRIVATE;
-		m.dev = makedev(maj, min);
-		m.ino = ino;
+		m.start = ml.start;
+		m.end = ml.end;
+		m.pgoff = ml.pgoff;
+		m.prot = (ml.perms[0] == 'r' ? PROT_READ : 0) |
+			 (ml.perms[1] == 'w' ? PROT_WRITE : 0) | PROT_EXEC;
+		m.flags = ml.perms[3] == 's' ? MAP_SHARED : MAP_PRIVATE;
+		m.dev = makedev(ml.maj, ml.min);
+		m.ino = ml.ino;
 		m.path = (char *)(*name ? name : "//anon");
 		if (*name == '/') {
 			char alt[128];
 			int b;
 
 			/* Through the target's root, so containers work. */
-			snprintf(alt, sizeof(alt), "/proc/%d/map_files/%llx-%llx",
-				 (int)pid, start, end);
+			snprintf(alt, sizeof(alt), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
+				 (int)pid, ml.start, ml.end);
 			b = bt_elf_build_id(alt, m.build_id, sizeof(m.build_id));
 			if (b <= 0)
 				b = bt_elf_build_id(name, m.build_id,

@@ -615,6 +615,302 @@ static int fail_io(struct pw *w, const char *tmp, struct btrace_error *err)
 			btrace_strerror(-e));
 }
 
+/* What perf can represent: one trace kind (*@bts), x86-64; whether a
+ * buffer is per CPU (*@per_cpu). */
+static int check_snapshot(const struct btrace_snapshot *snap, const char *out,
+			  int *bts, int *per_cpu, struct btrace_error *err)
+{
+	*bts = snap->has_config ? snap->config.trace_kind == BTRACE_TRACE_BTS :
+	       snap->nbuffers && snap->buffers[0].kind == BTRACE_TRACE_BTS;
+	for (size_t i = 0; i < snap->nbuffers; i++) {
+		uint32_t k = snap->buffers[i].kind;
+
+		if (k != BTRACE_TRACE_PT && k != BTRACE_TRACE_BTS)
+			return bt_error(err, -BTRACE_ERR_UNSUPPORTED,
+					"%s: perf.data export failed: buffer %zu has unknown trace kind %u",
+					out, i, k);
+		if ((k == BTRACE_TRACE_BTS) != *bts) {
+			bt_error(err, -BTRACE_ERR_UNSUPPORTED,
+				 "%s: perf.data export failed: the snapshot mixes Intel PT and BTS buffers",
+				 out);
+			return bt_hint(err, "perf.data holds one kind of AUX trace; export with --tid to pick one thread");
+		}
+		if (snap->buffers[i].cpu >= 0)
+			*per_cpu = 1;
+	}
+	if (snap->word_size && snap->word_size != 8)
+		return bt_error(err, -BTRACE_ERR_UNSUPPORTED,
+				"%s: perf.data export failed: %u-bit programs are not supported (only x86-64)",
+				out, snap->word_size * 8);
+	return 0;
+}
+
+/* The build-ID cache (OUT.symfs/.debug unless told), named in @res. */
+static int open_cache(const char *out, const struct btrace_export_opts *opts,
+		      struct btrace_export_result *res, struct bt_cache **cache,
+		      struct btrace_error *err)
+{
+	const char *dir = opts->buildid_dir;
+	char dirbuf[PATH_MAX];
+	size_t dl;
+	int rc;
+
+	if (!dir) {
+		snprintf(dirbuf, sizeof(dirbuf), "%s.symfs/.debug", out);
+		dir = dirbuf;
+	}
+	rc = bt_cache_open(dir, cache, err);
+	if (rc)
+		return rc;
+	snprintf(res->buildid_dir, sizeof(res->buildid_dir), "%s",
+		 bt_cache_dir(*cache));
+	dl = strlen(res->buildid_dir);
+	if (dl > 7 && !strcmp(res->buildid_dir + dl - 7, "/.debug"))
+		snprintf(res->symfs_dir, sizeof(res->symfs_dir), "%.*s",
+			 (int)(dl - 7), res->buildid_dir);
+	return 0;
+}
+
+/* A plan (name, build ID) for every executable user mapping, in *@out. */
+static int plan_mappings(struct pw *w, const struct btrace_snapshot *snap,
+			 const char *out, struct bt_cache *cache, uint32_t flags,
+			 struct mmap_plan **planp, struct btrace_error *err)
+{
+	struct mmap_plan *plan;
+	int rc;
+
+	plan = calloc(snap->nmappings ? snap->nmappings : 1, sizeof(*plan));
+	*planp = plan;
+	if (!plan)
+		return bt_error(err, -ENOMEM, "%s: export failed: %s", out,
+				btrace_strerror(-ENOMEM));
+	for (size_t i = 0; i < snap->nmappings; i++) {
+		if (!(snap->mappings[i].prot & 4) || is_kernel(&snap->mappings[i]))
+			continue;
+		rc = plan_mapping(w, snap, i, cache, flags, &plan[i], err);
+		if (rc < 0)
+			return rc;
+		if (rc == 1)
+			plan[i].with_bid = -1;     /* pgoff 0 in our own file */
+	}
+	return 0;
+}
+
+/* The temporary file @tmp (OUT.tmpXXXXXX, mode 0600) as w->f. */
+static int create_tmp(struct pw *w, const char *out, char *tmp, size_t len,
+		      struct btrace_error *err)
+{
+	int fd;
+
+	snprintf(tmp, len, "%s.tmpXXXXXX", out);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return bt_error(err, -errno, "%s: create perf.data failed: %s", tmp,
+				btrace_strerror(-errno));
+	fchmod(fd, 0600);
+	w->f = fdopen(fd, "wb");
+	if (!w->f) {
+		close(fd);
+		unlink(tmp);
+		return bt_error(err, -ENOMEM, "%s: create perf.data failed: %s", tmp,
+				btrace_strerror(-ENOMEM));
+	}
+	return 0;
+}
+
+/* AUXTRACE_INFO, then COMM (thread group leaders first, then the other
+ * threads, then threads known only from a buffer) and MMAP2 records. */
+static void put_tasks_and_maps(struct pw *w, const struct btrace_snapshot *snap,
+			       const struct mmap_plan *plan, int32_t pid,
+			       int bts, int per_cpu)
+{
+	put_auxtrace_info(w, snap, bts, per_cpu);
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < snap->ntasks; i++) {
+			const struct btrace_task *t = &snap->tasks[i];
+
+			if ((t->pid == t->tid) == (pass == 0))
+				put_comm(w, t->pid, t->tid, t->comm);
+		}
+	for (size_t i = 0; i < snap->nbuffers; i++) {
+		int32_t tid = buffer_tid(snap, &snap->buffers[i]);
+
+		if (tid > 0 && !find_task(snap, tid))
+			put_comm(w, pid, tid, NULL);
+	}
+	for (size_t i = 0; i < snap->nmappings; i++) {
+		const struct btrace_mapping *m = &snap->mappings[i];
+
+		if (!(m->prot & 4) || is_kernel(m))
+			continue;
+		if (plan[i].with_bid < 0) {
+			struct btrace_mapping m0 = *m;
+
+			m0.pgoff = 0;
+			put_mmap2(w, &m0, m->pid > 0 ? m->pid : pid, plan[i].path, 0);
+		} else {
+			put_mmap2(w, m, m->pid > 0 ? m->pid : pid, plan[i].path,
+				  plan[i].with_bid);
+		}
+	}
+}
+
+/* The trace buffers (of thread opts->tid only when set) as AUXTRACE
+ * records; fails when none could be written. */
+static int put_buffers(struct pw *w, const struct btrace_snapshot *snap,
+		       const char *out, const struct btrace_export_opts *opts,
+		       int bts, struct btrace_error *err)
+{
+	struct btrace_export_result *res = w->res;
+	uint64_t max_chunk = opts->max_chunk ? opts->max_chunk : DEFAULT_CHUNK;
+	uint32_t idx = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < snap->nbuffers && !rc; i++) {
+		const struct btrace_buffer *b = &snap->buffers[i];
+		int32_t tid = buffer_tid(snap, b);
+
+		if (opts->tid && b->tid != opts->tid)
+			continue;
+		if (!b->size) {
+			res->nskipped++;
+			continue;
+		}
+		if (tid < 0) {
+			note(res, "buffer %zu: per-cpu trace of several threads; perf needs context-switch records btrace does not have: left out",
+			     i);
+			res->nskipped++;
+			continue;
+		}
+		if (bts)
+			rc = put_bts_buffer(w, b, i, idx++, tid, max_chunk, err);
+		else
+			rc = put_pt_buffer(w, b, i, idx++, tid, max_chunk, err);
+	}
+	if (rc)
+		return rc;
+	if (!res->nbuffers) {
+		rc = bt_error(err, -BTRACE_ERR_UNSUPPORTED,
+			      "%s: perf.data export failed: no trace buffer perf could decode%s",
+			      out, opts->tid ? " for this thread" : "");
+		if (res->nnotes)
+			bt_hint(err, "%s", res->notes[res->nnotes - 1]);
+	}
+	return rc;
+}
+
+static const uint64_t feats[] = { FEAT_BUILD_ID, FEAT_ARCH, FEAT_CPUID,
+				  FEAT_EVENT_DESC, FEAT_AUXTRACE };
+
+/* One feature section (none: 0). */
+static int put_feature(struct pw *w, const struct btrace_snapshot *snap,
+		       uint64_t feat, int bts, int intel)
+{
+	switch (feat) {
+	case FEAT_BUILD_ID:
+		put_build_ids(w, snap);
+		break;
+	case FEAT_ARCH:
+		put_string(w, "x86_64");
+		break;
+	case FEAT_CPUID: {
+		char cpuid[64];
+
+		if (!intel)
+			return 0;
+		snprintf(cpuid, sizeof(cpuid), "GenuineIntel,%u,%u,%u",
+			 snap->config.cpu_family, snap->config.cpu_model,
+			 snap->config.cpu_stepping);
+		put_string(w, cpuid);
+		break;
+	}
+	case FEAT_EVENT_DESC:
+		put_event_desc(w, bts);
+		break;
+	case FEAT_AUXTRACE:
+		put_u64(w, w->nindex);
+		for (size_t j = 0; j < w->nindex; j++) {
+			put_u64(w, w->index[j]);
+			put_u64(w, 48);
+		}
+		break;
+	}
+	return 1;
+}
+
+/*
+ * The features after the data: the section table, then each feature (CPUID
+ * on Intel CPUs only), then the table filled in.  Their bits in @bitmap.
+ */
+static void put_features(struct pw *w, const struct btrace_snapshot *snap,
+			 int bts, uint64_t bitmap[4])
+{
+	int intel = snap->config.cpu_vendor == BTRACE_CPU_INTEL;
+	uint64_t sec[BT_ARRAY_SIZE(feats)][2], feat_off = w->pos;
+	size_t nfeat = 0, k = 0;
+
+	for (size_t i = 0; i < BT_ARRAY_SIZE(feats); i++)
+		if (feats[i] != FEAT_CPUID || intel)
+			nfeat++;
+	put_zeros(w, nfeat * 16);
+	for (size_t i = 0; i < BT_ARRAY_SIZE(feats); i++) {
+		uint64_t start = w->pos;
+
+		if (!put_feature(w, snap, feats[i], bts, intel))
+			continue;
+		bitmap[feats[i] / 64] |= 1ull << (feats[i] % 64);
+		sec[k][0] = start;
+		sec[k][1] = w->pos - start;
+		k++;
+	}
+	if (w->failed)
+		return;
+	if (fseek(w->f, (long)feat_off, SEEK_SET)) {
+		w->failed = errno;
+		return;
+	}
+	w->pos = feat_off;
+	for (size_t i = 0; i < k; i++) {
+		put_u64(w, sec[i][0]);
+		put_u64(w, sec[i][1]);
+	}
+}
+
+/* The file header, rewritten now that the data and features are known;
+ * then the file synced and closed. */
+static void put_header(struct pw *w, uint64_t data_off, uint64_t data_size,
+		       const uint64_t bitmap[4])
+{
+	if (fseek(w->f, 0, SEEK_SET)) {
+		w->failed = errno;
+		return;
+	}
+	w->pos = 0;
+	put_u64(w, PERF_MAGIC);
+	put_u64(w, HDR_SIZE);
+	put_u64(w, ATTR_SIZE + 16);
+	put_u64(w, HDR_SIZE + 8);        /* attrs */
+	put_u64(w, ATTR_SIZE + 16);
+	put_u64(w, data_off);            /* data */
+	put_u64(w, data_size);
+	put_u64(w, 0);                   /* event_types */
+	put_u64(w, 0);
+	for (int i = 0; i < 4; i++)
+		put_u64(w, bitmap[i]);
+	if (w->failed)
+		return;
+	if (fflush(w->f) || fsync(fileno(w->f))) {
+		w->failed = errno;
+		return;
+	}
+	if (fclose(w->f)) {
+		w->f = NULL;
+		w->failed = errno;
+		return;
+	}
+	w->f = NULL;
+}
+
 int btrace_export_perf_data(const struct btrace_snapshot *snap,
 			    const char *out,
 			    const struct btrace_export_opts *opts_in,
@@ -626,15 +922,11 @@ int btrace_export_perf_data(const struct btrace_snapshot *snap,
 	struct pw w = { 0 };
 	struct bt_cache *cache = NULL;
 	struct mmap_plan *plan = NULL;
-	char tmp[PATH_MAX + 32], dirbuf[PATH_MAX];
-	uint64_t max_chunk, data_off, data_size, feat_off;
-	uint64_t feats[] = { FEAT_BUILD_ID, FEAT_ARCH, FEAT_CPUID,
-			     FEAT_EVENT_DESC, FEAT_AUXTRACE };
-	uint64_t sec[BT_ARRAY_SIZE(feats)][2];
+	char tmp[PATH_MAX + 32];
+	uint64_t data_off, data_size;
 	uint64_t bitmap[4] = { 0 };
-	int bts, per_cpu = 0, rc, intel, fd;
+	int bts, per_cpu = 0, rc;
 	int32_t pid;
-	uint32_t idx = 0;
 	struct stat st;
 
 	memset(res, 0, sizeof(*res));
@@ -644,31 +936,9 @@ int btrace_export_perf_data(const struct btrace_snapshot *snap,
 		return rc;
 	if (!snap || !out || !*out)
 		return bt_error(err, -EINVAL, "perf.data export failed: no snapshot or no output name");
-	max_chunk = opts.max_chunk ? opts.max_chunk : DEFAULT_CHUNK;
-
-	/* What perf can represent. */
-	bts = snap->has_config ? snap->config.trace_kind == BTRACE_TRACE_BTS :
-	      snap->nbuffers && snap->buffers[0].kind == BTRACE_TRACE_BTS;
-	for (size_t i = 0; i < snap->nbuffers; i++) {
-		uint32_t k = snap->buffers[i].kind;
-
-		if (k != BTRACE_TRACE_PT && k != BTRACE_TRACE_BTS)
-			return bt_error(err, -BTRACE_ERR_UNSUPPORTED,
-					"%s: perf.data export failed: buffer %zu has unknown trace kind %u",
-					out, i, k);
-		if ((k == BTRACE_TRACE_BTS) != bts) {
-			bt_error(err, -BTRACE_ERR_UNSUPPORTED,
-				 "%s: perf.data export failed: the snapshot mixes Intel PT and BTS buffers",
-				 out);
-			return bt_hint(err, "perf.data holds one kind of AUX trace; export with --tid to pick one thread");
-		}
-		if (snap->buffers[i].cpu >= 0)
-			per_cpu = 1;
-	}
-	if (snap->word_size && snap->word_size != 8)
-		return bt_error(err, -BTRACE_ERR_UNSUPPORTED,
-				"%s: perf.data export failed: %u-bit programs are not supported (only x86-64)",
-				out, snap->word_size * 8);
+	rc = check_snapshot(snap, out, &bts, &per_cpu, err);
+	if (rc)
+		return rc;
 	if (!snap->has_config)
 		note(res, "snapshot has no trace config: perf gets default Intel PT config bits");
 	if (snap->config.cpu_vendor != BTRACE_CPU_INTEL)
@@ -689,56 +959,15 @@ int btrace_export_perf_data(const struct btrace_snapshot *snap,
 			 out);
 		return bt_hint(err, "remove it, or use --force to replace it");
 	}
-
-	if (!(opts.flags & BTRACE_EXPORT_NO_CACHE)) {
-		const char *dir = opts.buildid_dir;
-
-		if (!dir) {
-			snprintf(dirbuf, sizeof(dirbuf), "%s.symfs/.debug", out);
-			dir = dirbuf;
-		}
-		rc = bt_cache_open(dir, &cache, err);
-		if (rc)
-			return rc;
-		snprintf(res->buildid_dir, sizeof(res->buildid_dir), "%s",
-			 bt_cache_dir(cache));
-		size_t dl = strlen(res->buildid_dir);
-		if (dl > 7 && !strcmp(res->buildid_dir + dl - 7, "/.debug"))
-			snprintf(res->symfs_dir, sizeof(res->symfs_dir), "%.*s",
-				 (int)(dl - 7), res->buildid_dir);
-	}
-	plan = calloc(snap->nmappings ? snap->nmappings : 1, sizeof(*plan));
-	if (!plan) {
-		rc = bt_error(err, -ENOMEM, "%s: export failed: %s", out,
-			      btrace_strerror(-ENOMEM));
+	if (!(opts.flags & BTRACE_EXPORT_NO_CACHE) &&
+	    (rc = open_cache(out, &opts, res, &cache, err)))
+		return rc;
+	rc = plan_mappings(&w, snap, out, cache, opts.flags, &plan, err);
+	if (rc)
 		goto out_free;
-	}
-	for (size_t i = 0; i < snap->nmappings; i++) {
-		if (!(snap->mappings[i].prot & 4) || is_kernel(&snap->mappings[i]))
-			continue;
-		rc = plan_mapping(&w, snap, i, cache, opts.flags, &plan[i], err);
-		if (rc < 0)
-			goto out_free;
-		if (rc == 1)
-			plan[i].with_bid = -1;     /* pgoff 0 in our own file */
-	}
-
-	snprintf(tmp, sizeof(tmp), "%s.tmpXXXXXX", out);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		rc = bt_error(err, -errno, "%s: create perf.data failed: %s", tmp,
-			      btrace_strerror(-errno));
+	rc = create_tmp(&w, out, tmp, sizeof(tmp), err);
+	if (rc)
 		goto out_free;
-	}
-	fchmod(fd, 0600);
-	w.f = fdopen(fd, "wb");
-	if (!w.f) {
-		close(fd);
-		unlink(tmp);
-		rc = bt_error(err, -ENOMEM, "%s: create perf.data failed: %s", tmp,
-			      btrace_strerror(-ENOMEM));
-		goto out_free;
-	}
 
 	/* header (rewritten at the end), ids, attr */
 	put_zeros(&w, HDR_SIZE);
@@ -747,156 +976,16 @@ int btrace_export_perf_data(const struct btrace_snapshot *snap,
 	put_u64(&w, HDR_SIZE);          /* ids: {offset, size} */
 	put_u64(&w, 8);
 	data_off = w.pos;
-
-	put_auxtrace_info(&w, snap, bts, per_cpu);
-	/* COMM: thread group leaders first, then the other threads */
-	for (int pass = 0; pass < 2; pass++)
-		for (size_t i = 0; i < snap->ntasks; i++) {
-			const struct btrace_task *t = &snap->tasks[i];
-
-			if ((t->pid == t->tid) == (pass == 0))
-				put_comm(&w, t->pid, t->tid, t->comm);
-		}
-	for (size_t i = 0; i < snap->nbuffers; i++) {
-		int32_t tid = buffer_tid(snap, &snap->buffers[i]);
-
-		if (tid > 0 && !find_task(snap, tid))
-			put_comm(&w, pid, tid, NULL);
-	}
-	for (size_t i = 0; i < snap->nmappings; i++) {
-		const struct btrace_mapping *m = &snap->mappings[i];
-
-		if (!(m->prot & 4) || is_kernel(m))
-			continue;
-		if (plan[i].with_bid < 0) {
-			struct btrace_mapping m0 = *m;
-
-			m0.pgoff = 0;
-			put_mmap2(&w, &m0, m->pid > 0 ? m->pid : pid, plan[i].path, 0);
-		} else {
-			put_mmap2(&w, m, m->pid > 0 ? m->pid : pid, plan[i].path,
-				  plan[i].with_bid);
-		}
-	}
-	rc = 0;
-	for (size_t i = 0; i < snap->nbuffers && !rc; i++) {
-		const struct btrace_buffer *b = &snap->buffers[i];
-		int32_t tid = buffer_tid(snap, b);
-
-		if (opts.tid && b->tid != opts.tid)
-			continue;
-		if (!b->size) {
-			res->nskipped++;
-			continue;
-		}
-		if (tid < 0) {
-			note(res, "buffer %zu: per-cpu trace of several threads; perf needs context-switch records btrace does not have: left out",
-			     i);
-			res->nskipped++;
-			continue;
-		}
-		if (bts)
-			rc = put_bts_buffer(&w, b, i, idx++, tid, max_chunk, err);
-		else
-			rc = put_pt_buffer(&w, b, i, idx++, tid, max_chunk, err);
-	}
+	put_tasks_and_maps(&w, snap, plan, pid, bts, per_cpu);
+	rc = put_buffers(&w, snap, out, &opts, bts, err);
 	if (rc)
 		goto out_close;
-	if (!res->nbuffers) {
-		rc = bt_error(err, -BTRACE_ERR_UNSUPPORTED,
-			      "%s: perf.data export failed: no trace buffer perf could decode%s",
-			      out, opts.tid ? " for this thread" : "");
-		if (res->nnotes)
-			bt_hint(err, "%s", res->notes[res->nnotes - 1]);
-		goto out_close;
-	}
 	data_size = w.pos - data_off;
-
-	/* features: the section table, then each feature */
-	intel = snap->config.cpu_vendor == BTRACE_CPU_INTEL;
-	feat_off = w.pos;
-	size_t nfeat = 0;
-	for (size_t i = 0; i < BT_ARRAY_SIZE(feats); i++)
-		if (feats[i] != FEAT_CPUID || intel)
-			nfeat++;
-	put_zeros(&w, nfeat * 16);
-	size_t k = 0;
-	for (size_t i = 0; i < BT_ARRAY_SIZE(feats); i++) {
-		uint64_t start = w.pos;
-
-		switch (feats[i]) {
-		case FEAT_BUILD_ID:
-			put_build_ids(&w, snap);
-			break;
-		case FEAT_ARCH:
-			put_string(&w, "x86_64");
-			break;
-		case FEAT_CPUID: {
-			char cpuid[64];
-
-			if (!intel)
-				continue;
-			snprintf(cpuid, sizeof(cpuid), "GenuineIntel,%u,%u,%u",
-				 snap->config.cpu_family, snap->config.cpu_model,
-				 snap->config.cpu_stepping);
-			put_string(&w, cpuid);
-			break;
-		}
-		case FEAT_EVENT_DESC:
-			put_event_desc(&w, bts);
-			break;
-		case FEAT_AUXTRACE:
-			put_u64(&w, w.nindex);
-			for (size_t j = 0; j < w.nindex; j++) {
-				put_u64(&w, w.index[j]);
-				put_u64(&w, 48);
-			}
-			break;
-		}
-		bitmap[feats[i] / 64] |= 1ull << (feats[i] % 64);
-		sec[k][0] = start;
-		sec[k][1] = w.pos - start;
-		k++;
-	}
+	put_features(&w, snap, bts, bitmap);
+	if (!w.failed)
+		put_header(&w, data_off, data_size, bitmap);
 	if (w.failed)
 		goto out_io;
-	if (fseek(w.f, (long)feat_off, SEEK_SET)) {
-		w.failed = errno;
-		goto out_io;
-	}
-	w.pos = feat_off;
-	for (size_t i = 0; i < k; i++) {
-		put_u64(&w, sec[i][0]);
-		put_u64(&w, sec[i][1]);
-	}
-	if (fseek(w.f, 0, SEEK_SET)) {
-		w.failed = errno;
-		goto out_io;
-	}
-	w.pos = 0;
-	put_u64(&w, PERF_MAGIC);
-	put_u64(&w, HDR_SIZE);
-	put_u64(&w, ATTR_SIZE + 16);
-	put_u64(&w, HDR_SIZE + 8);        /* attrs */
-	put_u64(&w, ATTR_SIZE + 16);
-	put_u64(&w, data_off);            /* data */
-	put_u64(&w, data_size);
-	put_u64(&w, 0);                   /* event_types */
-	put_u64(&w, 0);
-	for (int i = 0; i < 4; i++)
-		put_u64(&w, bitmap[i]);
-	if (w.failed)
-		goto out_io;
-	if (fflush(w.f) || fsync(fileno(w.f))) {
-		w.failed = errno;
-		goto out_io;
-	}
-	if (fclose(w.f)) {
-		w.f = NULL;
-		w.failed = errno;
-		goto out_io;
-	}
-	w.f = NULL;
 	if (rename(tmp, out)) {
 		rc = bt_error(err, -errno, "%s: rename to %s failed: %s", tmp, out,
 			      btrace_strerror(-errno));

@@ -736,6 +736,161 @@ static int damaged(struct rd *r, struct btrace_section_info *si, int code)
 	return warn(r, "%s", r->err ? r->err->msg : btrace_strerror(code));
 }
 
+/* What parse_sections() does after a section: read the next one, stop and
+ * return (nothing after it can be trusted), or stop at the end marker. */
+enum sec_next { SEC_GO_ON, SEC_RETURN, SEC_LAST };
+
+/* The file ends inside the header of section @index. */
+static int truncated_header(struct rd *r, uint32_t index)
+{
+	bt_error(r->err, -BTRACE_ERR_TRUNCATED, "%s: read "
+		 "failed: file ends at byte %llu inside the "
+		 "header of section %u", r->name,
+		 (unsigned long long)r->size, index);
+	return (r->flags & BTRACE_READ_LENIENT) ?
+	       warn(r, "%s", r->err ? r->err->msg :
+		    "truncated") : -BTRACE_ERR_TRUNCATED;
+}
+
+static const char *sec_name_or_unknown(uint32_t type)
+{
+	return btrace_section_name(type) ? btrace_section_name(type) :
+					   "unknown";
+}
+
+/* The alignment padding between @end and @next is not in the checksum: it
+ * must be zero, so that no byte of the file can change unnoticed. */
+static int check_padding(struct rd *r, struct btrace_section_info *si,
+			 uint64_t end, uint64_t next, uint32_t index)
+{
+	for (uint64_t o = end; o < next; o++) {
+		if (r->base[o]) {
+			bt_error(r->err, -BTRACE_ERR_FORMAT, "%s: read "
+				 "failed: section %u: padding at file "
+				 "offset %llu is not zero", r->name,
+				 index, (unsigned long long)o);
+			return damaged(r, si, -BTRACE_ERR_FORMAT);
+		}
+	}
+	return 0;
+}
+
+/* Decompress (when stored so) and parse the payload of a known section;
+ * a damaged one fails (strict) or is noted (lenient). */
+static int load_payload(struct rd *r, struct btrace_section_info *si,
+			uint32_t flags, const uint8_t *payload, uint64_t stored,
+			uint64_t raw, uint32_t index)
+{
+	int ret;
+
+	if (flags & BT_SECF_ZSTD) {
+		ret = decompress(r, payload, stored, raw, &payload);
+	} else if (raw != stored) {
+		ret = sec_error(r, -BTRACE_ERR_FORMAT, 0, "raw and "
+				"stored sizes differ without "
+				"compression");
+	} else {
+		ret = 0;
+	}
+	if (!ret)
+		ret = parse_payload(r, si->type, payload, raw, index);
+	if (ret == -ENOMEM)
+		return bt_error(r->err, ret, "%s: read failed: out of "
+				"memory", r->name);
+	if (ret)
+		return damaged(r, si, ret);
+	return add_section_info(r, si);
+}
+
+/*
+ * Read section @index at file offset @off: its header, size, padding,
+ * checksum, then its payload.  Sets *@next to the offset after it, and
+ * *@what when the reading stops here.
+ */
+static int read_section(struct rd *r, uint64_t off, uint32_t index,
+			uint64_t *next, enum sec_next *what)
+{
+	struct btrace_section_info si = { 0 };
+	const uint8_t *h = r->base + off, *payload;
+	uint64_t stored, raw;
+	uint32_t flags;
+	int ret;
+
+	r->sec_index = index;
+	r->sec_type = 0;
+	r->sec_off = off;
+	r->payload_off = off + BT_SECTION_HEADER_SIZE;
+	r->compressed = 0;
+	si.offset = off;
+
+	if (r->size - off < BT_SECTION_HEADER_SIZE) {
+		*what = SEC_RETURN;
+		return truncated_header(r, index);
+	}
+	if (bt_le32(h) != BT_SECTION_MAGIC ||
+	    bt_le32(h + 36) != bt_crc32c(0, h, 36)) {
+		bt_error(r->err, -BTRACE_ERR_FORMAT, "%s: read failed: "
+			 "section %u header at file offset %llu is "
+			 "damaged (bad magic or header checksum)",
+			 r->name, index, (unsigned long long)off);
+		*next = resync(r, off + 8);
+		return damaged(r, &si, -BTRACE_ERR_FORMAT);
+	}
+	si.type = r->sec_type = bt_le32(h + 4);
+	flags = bt_le32(h + 8);
+	stored = bt_le64(h + 16);
+	raw = bt_le64(h + 24);
+	si.flags = (flags & BT_SECF_ZSTD) ? BTRACE_SECTION_ZSTD : 0;
+	si.stored_size = stored;
+	si.raw_size = raw;
+	r->compressed = !!(flags & BT_SECF_ZSTD);
+
+	if (stored > r->size - r->payload_off) {
+		bt_error(r->err, -BTRACE_ERR_TRUNCATED, "%s: read "
+			 "failed: section %u (%s) at file offset %llu "
+			 "needs %llu bytes but the file ends after "
+			 "%llu", r->name, index, sec_name_or_unknown(si.type),
+			 (unsigned long long)off,
+			 (unsigned long long)stored,
+			 (unsigned long long)(r->size - r->payload_off));
+		*what = SEC_RETURN;  /* nothing after this can be trusted */
+		return damaged(r, &si, -BTRACE_ERR_TRUNCATED);
+	}
+	*next = r->payload_off + ((stored + 7) & ~7ull);
+	if (*next > r->size)
+		*next = r->size;
+	payload = r->base + r->payload_off;
+
+	ret = check_padding(r, &si, r->payload_off + stored, *next, index);
+	if (ret || si.status)
+		return ret;
+	if (bt_crc32c(0, payload, (size_t)stored) != bt_le32(h + 12)) {
+		bt_error(r->err, -BTRACE_ERR_CHECKSUM, "%s: read failed: "
+			 "section %u (%s) at file offset %llu: payload "
+			 "checksum mismatch", r->name, index,
+			 sec_name_or_unknown(si.type), (unsigned long long)off);
+		return damaged(r, &si, -BTRACE_ERR_CHECKSUM);
+	}
+	if (!btrace_section_name(si.type)) {
+		add_section_info(r, &si);
+		return warn(r, "section %u at file offset %llu has "
+			    "unknown type %u: skipped", index,
+			    (unsigned long long)off, si.type);
+	}
+	ret = load_payload(r, &si, flags, payload, stored, raw, index);
+	if (ret)
+		return ret;
+	if (si.type == BT_SEC_END && !si.status) {
+		r->sp->pub.complete = 1;
+		*what = SEC_LAST;
+		if (*next < r->size)
+			return warn(r, "%llu bytes after the end marker "
+				    "ignored", (unsigned long long)
+				    (r->size - *next));
+	}
+	return 0;
+}
+
 static int parse_sections(struct rd *r)
 {
 	struct btrace_snapshot *s = &r->sp->pub;
@@ -744,148 +899,14 @@ static int parse_sections(struct rd *r)
 	int ret;
 
 	while (off < r->size) {
-		struct btrace_section_info si = { 0 };
-		const uint8_t *h = r->base + off, *payload;
-		uint64_t stored, raw, next;
-		uint32_t flags;
+		enum sec_next what = SEC_GO_ON;
 
-		r->sec_index = index;
-		r->sec_type = 0;
-		r->sec_off = off;
-		r->payload_off = off + BT_SECTION_HEADER_SIZE;
-		r->compressed = 0;
-		si.offset = off;
-
-		if (r->size - off < BT_SECTION_HEADER_SIZE) {
-			bt_error(r->err, -BTRACE_ERR_TRUNCATED, "%s: read "
-				 "failed: file ends at byte %llu inside the "
-				 "header of section %u", r->name,
-				 (unsigned long long)r->size, index);
-			return (r->flags & BTRACE_READ_LENIENT) ?
-			       warn(r, "%s", r->err ? r->err->msg :
-				    "truncated") : -BTRACE_ERR_TRUNCATED;
-		}
-		if (bt_le32(h) != BT_SECTION_MAGIC ||
-		    bt_le32(h + 36) != bt_crc32c(0, h, 36)) {
-			bt_error(r->err, -BTRACE_ERR_FORMAT, "%s: read failed: "
-				 "section %u header at file offset %llu is "
-				 "damaged (bad magic or header checksum)",
-				 r->name, index, (unsigned long long)off);
-			ret = damaged(r, &si, -BTRACE_ERR_FORMAT);
-			if (ret)
-				return ret;
-			off = resync(r, off + 8);
-			index++;
-			continue;
-		}
-		si.type = r->sec_type = bt_le32(h + 4);
-		flags = bt_le32(h + 8);
-		stored = bt_le64(h + 16);
-		raw = bt_le64(h + 24);
-		si.flags = (flags & BT_SECF_ZSTD) ? BTRACE_SECTION_ZSTD : 0;
-		si.stored_size = stored;
-		si.raw_size = raw;
-		r->compressed = !!(flags & BT_SECF_ZSTD);
-
-		if (stored > r->size - r->payload_off) {
-			bt_error(r->err, -BTRACE_ERR_TRUNCATED, "%s: read "
-				 "failed: section %u (%s) at file offset %llu "
-				 "needs %llu bytes but the file ends after "
-				 "%llu", r->name, index,
-				 btrace_section_name(si.type) ?
-				 btrace_section_name(si.type) : "unknown",
-				 (unsigned long long)off,
-				 (unsigned long long)stored,
-				 (unsigned long long)(r->size - r->payload_off));
-			ret = damaged(r, &si, -BTRACE_ERR_TRUNCATED);
-			return ret;  /* nothing after this can be trusted */
-		}
-		next = r->payload_off + ((stored + 7) & ~7ull);
-		if (next > r->size)
-			next = r->size;
-		payload = r->base + r->payload_off;
-
-		/* The alignment padding is not in the checksum: it must be
-		 * zero, so that no byte of the file can change unnoticed. */
-		for (uint64_t o = r->payload_off + stored; o < next; o++) {
-			if (r->base[o]) {
-				bt_error(r->err, -BTRACE_ERR_FORMAT, "%s: read "
-					 "failed: section %u: padding at file "
-					 "offset %llu is not zero", r->name,
-					 index, (unsigned long long)o);
-				ret = damaged(r, &si, -BTRACE_ERR_FORMAT);
-				if (ret)
-					return ret;
-				break;
-			}
-		}
-		if (si.status) {
-			off = next;
-			index++;
-			continue;
-		}
-
-		if (bt_crc32c(0, payload, (size_t)stored) != bt_le32(h + 12)) {
-			bt_error(r->err, -BTRACE_ERR_CHECKSUM, "%s: read failed: "
-				 "section %u (%s) at file offset %llu: payload "
-				 "checksum mismatch", r->name, index,
-				 btrace_section_name(si.type) ?
-				 btrace_section_name(si.type) : "unknown",
-				 (unsigned long long)off);
-			ret = damaged(r, &si, -BTRACE_ERR_CHECKSUM);
-			if (ret)
-				return ret;
-			off = next;
-			index++;
-			continue;
-		}
-		if (!btrace_section_name(si.type)) {
-			add_section_info(r, &si);
-			ret = warn(r, "section %u at file offset %llu has "
-				   "unknown type %u: skipped", index,
-				   (unsigned long long)off, si.type);
-			if (ret)
-				return ret;
-			off = next;
-			index++;
-			continue;
-		}
-		if (flags & BT_SECF_ZSTD) {
-			ret = decompress(r, payload, stored, raw, &payload);
-		} else if (raw != stored) {
-			ret = sec_error(r, -BTRACE_ERR_FORMAT, 0, "raw and "
-					"stored sizes differ without "
-					"compression");
-		} else {
-			ret = 0;
-		}
-		if (!ret)
-			ret = parse_payload(r, si.type, payload, raw, index);
-		if (ret == -ENOMEM)
-			return bt_error(r->err, ret, "%s: read failed: out of "
-					"memory", r->name);
-		if (ret) {
-			ret = damaged(r, &si, ret);
-			if (ret)
-				return ret;
-		} else {
-			ret = add_section_info(r, &si);
-			if (ret)
-				return ret;
-		}
-		off = next;
+		ret = read_section(r, off, index, &off, &what);
 		index++;
-		if (si.type == BT_SEC_END && !si.status) {
-			s->complete = 1;
-			if (off < r->size) {
-				ret = warn(r, "%llu bytes after the end marker "
-					   "ignored", (unsigned long long)
-					   (r->size - off));
-				if (ret)
-					return ret;
-			}
+		if (ret || what == SEC_RETURN)
+			return ret;
+		if (what == SEC_LAST)
 			break;
-		}
 	}
 	if (!s->complete) {
 		bt_error(r->err, -BTRACE_ERR_TRUNCATED, "%s: read failed: no "

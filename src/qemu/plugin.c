@@ -57,6 +57,8 @@
 
 #include "plugin-exec.h"
 #include "plugin-limits.h"
+#include "procmaps.h"
+#include "util.h"   /* its inline helpers only: no libbtrace here */
 #include "qemu-plugin-abi.h"
 #include "ring.h"
 
@@ -352,12 +354,12 @@ static int bt_map_root(void)
 
 static int bt_parse_range(const char *line, struct bt_range *r)
 {
-	unsigned long long s, e;
+	struct bt_maps_line m;
 
-	if (sscanf(line, "%llx-%llx", &s, &e) != 2)
+	if (bt_maps_parse(line, strlen(line), &m) < BT_MAPS_RANGE)
 		return -1;
-	r->start = s;
-	r->end = e;
+	r->start = m.start;
+	r->end = m.end;
 	return 0;
 }
 
@@ -1588,15 +1590,6 @@ static int bt_parse_u64(const char *s, uint64_t *v)
 	return errno || end == s || *end ? -1 : 0;
 }
 
-static uint64_t bt_pow2(uint64_t v)
-{
-	uint64_t p = 1;
-
-	while (p < v)
-		p <<= 1;
-	return p;
-}
-
 BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 				  int argc, char **argv)
 {
@@ -1629,10 +1622,10 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 			      ((g.nxslots = (uint32_t)v), 0);
 		else if (!strncmp(a, "xentries=", 9))
 			bad = bt_parse_u64(a + 9, &v) || v < 1024 ||
-			      v > (1ull << 28) || ((g.xentries = bt_pow2(v)), 0);
+			      v > (1ull << 28) || ((g.xentries = bt_pow2_roundup(v)), 0);
 		else if (!strncmp(a, "entries=", 8))
 			bad = bt_parse_u64(a + 8, &v) || v < 1024 ||
-			      v > (1ull << 28) || ((g.entries = bt_pow2(v)), 0);
+			      v > (1ull << 28) || ((g.entries = bt_pow2_roundup(v)), 0);
 		else if (!strncmp(a, "tbmax=", 6))
 			bad = bt_parse_u64(a + 6, &v) || v < 1024 ||
 			      v >= BT_RING_SENT || ((g.tb_max = v), 0);

@@ -36,11 +36,13 @@
 
 #include "qemu/qemu-config.h"
 #include "plugin-exec.h"
+#include "procmaps.h"
 #include "qemu-launch.h"
 #include "qemu-limits.h"
 #include "qemu-owner.h"
 #include "qemu-record.h"
 #include "ringdir.h"
+#include "snapbuild.h"
 #include "util.h"
 
 #define BT_QEMU_DEFAULT_SIZE (4ull << 20)
@@ -418,15 +420,6 @@ static void bt_fwd_start(pid_t pid)
 			bt_fwd_pending[sig] = 0;
 			kill(pid, sig);
 		}
-}
-
-static uint64_t bt_pow2(uint64_t v)
-{
-	uint64_t p = 1;
-
-	while (p < v)
-		p <<= 1;
-	return p;
 }
 
 /*
@@ -1313,12 +1306,172 @@ static int bt_write_anon_code(struct bt_job *j, const struct bt_qemu_ring *r)
 	return rc;
 }
 
+/* Where the file segment at @offset of @path is mapped in the guest map
+ * text @maps: its address in *@vaddr (1), or 0 when it is not mapped. */
+static int bt_segment_vaddr(const char *maps, const char *path,
+			    uint64_t offset, uint64_t *vaddr)
+{
+	size_t plen = strlen(path), len;
+	const char *l;
+
+	while ((l = bt_maps_next(&maps, &len))) {
+		struct bt_maps_line m;
+
+		if (bt_maps_parse(l, len, &m) == BT_MAPS_ALL &&
+		    m.path_len == plen && !memcmp(m.path, path, plen) &&
+		    offset >= m.pgoff && offset < m.pgoff + (m.end - m.start)) {
+			*vaddr = m.start + (offset - m.pgoff);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The mapped files of a snapshot, each read once. */
+struct bt_files {
+	struct bt_file_info *v;
+	size_t n, cap;
+};
+
+/* The file of mapping @ml (a path), added when new: NULL when out of
+ * memory. */
+static struct bt_file_info *bt_file_of(struct bt_files *f,
+				       const struct bt_maps_line *ml)
+{
+	const char *path = ml->path;
+	struct bt_file_info *fi = NULL;
+
+	for (size_t i = 0; i < f->n; i++)
+		if (!strcmp(f->v[i].path, path))
+			fi = &f->v[i];
+	if (fi || bt_grow((void **)&f->v, &f->cap, f->n, sizeof(*f->v)))
+		return fi;
+	fi = &f->v[f->n++];
+	memset(fi, 0, sizeof(*fi));
+	fi->path = strdup(path);
+	/* A file deleted or replaced since it was mapped (or a memfd) is
+	 * not read: its code comes from the code log. */
+	fi->stale = !bt_same_file(path, ml->maj, ml->min, ml->ino);
+	fi->maj = ml->maj;
+	fi->min = ml->min;
+	fi->ino = ml->ino;
+	fi->ok = fi->path && !fi->stale && !bt_qemu_elf_read(path, &fi->elf) &&
+		 fi->elf.is_elf64;
+	return fi;
+}
+
+/* One line of the guest map text as a mapping (its file in @f). */
+static int bt_write_mapping(struct bt_job *j, const struct bt_qemu_ring *r,
+			    const struct bt_maps_line *ml, struct bt_files *f)
+{
+	uint64_t s = ml->start, e = ml->end, off = ml->pgoff;
+	const char *perms = ml->perms, *path = ml->path;
+	struct bt_file_info *fi = NULL;
+	struct btrace_mapping m;
+
+	memset(&m, 0, sizeof(m));
+	m.pid = j->pid;
+	m.start = s;
+	m.end = e;
+	m.pgoff = off;
+	m.dev = ((uint64_t)ml->maj << 8) | ml->min;
+	m.ino = ml->ino;
+	m.prot = (perms[0] == 'r' ? 1 : 0) | (perms[1] == 'w' ? 2 : 0) |
+		 (perms[2] == 'x' ? 4 : 0);
+	m.flags = perms[3] == 's' ? 1 : 2;
+	m.path = (char *)(*path ? path : "//anon");
+	if (*path == '/')
+		fi = bt_file_of(f, ml);
+	if (fi && fi->stale && !(m.prot & 4) && bt_tb_in(r, s, e))
+		m.prot |= 4;   /* it ran code */
+	if (fi && fi->ok) {
+		/* QEMU maps guest code read-only on the host: take the
+		 * execute bit from the ELF segments. */
+		for (size_t k = 0; k < fi->elf.nseg; k++) {
+			const struct bt_qemu_elf_seg *sg = &fi->elf.seg[k];
+
+			if ((sg->flags & PF_X) &&
+			    sg->offset < off + (e - s) &&
+			    sg->offset + sg->filesz > off)
+				m.prot |= 4;
+		}
+		m.build_id_size = fi->elf.build_id_size;
+		memcpy(m.build_id, fi->elf.build_id, sizeof(m.build_id));
+	}
+	return btrace_writer_add_mapping(j->w, &m, j->err);
+}
+
+/* Code: every executable segment of mapped ELF file @fi, read from the
+ * file (the ranges written are added to @good). */
+static int bt_write_file_code(struct bt_job *j, const struct bt_qemu_ring *r,
+			      const struct bt_file_info *fi,
+			      struct bt_span **goodp, size_t *ngoodp,
+			      size_t *capgoodp)
+{
+	struct bt_span *good = *goodp;
+	size_t ngood = *ngoodp, capgood = *capgoodp;
+	int rc = 0;
+
+	for (size_t k = 0; k < fi->elf.nseg && !rc; k++) {
+		const struct bt_qemu_elf_seg *sg = &fi->elf.seg[k];
+		struct btrace_code c;
+		uint64_t vaddr = 0;
+		int fd, found = 0;
+		void *map;
+
+		if (!(sg->flags & PF_X) || !sg->filesz)
+			continue;
+		/* Where the segment is mapped. */
+		found = bt_segment_vaddr(r->maps, fi->path, sg->offset,
+					 &vaddr);
+		if (!found)
+			continue;
+		/* Read, not mapped: a file its owner truncates
+		 * meanwhile must not kill us with SIGBUS; and only a
+		 * regular file (a FIFO put there would block). */
+		fd = bt_open_regular(fi->path);
+		if (fd < 0)
+			continue;
+		map = sg->filesz <= SIZE_MAX &&
+		      bt_fd_is(fd, fi->maj, fi->min, fi->ino) ?
+		      malloc(sg->filesz) : NULL;
+		if (!map || pread(fd, map, sg->filesz, (off_t)sg->offset) !=
+			    (ssize_t)sg->filesz) {
+			free(map);
+			close(fd);
+			continue;
+		}
+		close(fd);
+		memset(&c, 0, sizeof(c));
+		c.kind = BTRACE_CODE_FILE;
+		c.build_id_size = fi->elf.build_id_size;
+		memcpy(c.build_id, fi->elf.build_id, sizeof(c.build_id));
+		c.vaddr = vaddr;
+		c.file_offset = sg->offset;
+		c.data = map;
+		c.size = sg->filesz;
+		c.path = fi->path;
+		rc = btrace_writer_add_code(j->w, &c, j->err);
+		free(map);
+		if (!rc && !bt_grow((void **)&good, &capgood, ngood,
+				    sizeof(*good))) {
+			good[ngood].s = vaddr;
+			good[ngood].e = vaddr + sg->filesz;
+			good[ngood++].buf = NULL;
+		}
+	}
+	*goodp = good;
+	*ngoodp = ngood;
+	*capgoodp = capgood;
+	return rc;
+}
+
 /* Mappings from the guest map text; code of mapped files. */
 static int bt_write_maps(struct bt_job *j, const struct bt_qemu_ring *r)
 {
-	struct bt_file_info *files = NULL;
+	struct bt_files files = { 0 };
 	struct bt_span *good = NULL;
-	size_t nfiles = 0, capf = 0, ngood = 0, capgood = 0;
+	size_t ngood = 0, capgood = 0;
 	uint64_t rewritten = 0, logged = 0;
 	char *text = strdup(r->maps), *line, *save = NULL;
 	int rc = 0;
@@ -1328,138 +1481,20 @@ static int bt_write_maps(struct bt_job *j, const struct bt_qemu_ring *r)
 				"out of memory");
 	for (line = strtok_r(text, "\n", &save); line && !rc;
 	     line = strtok_r(NULL, "\n", &save)) {
-		unsigned long long s, e, off, ino;
-		unsigned int maj, min;
-		char perms[8];
-		int n = 0;
-		struct btrace_mapping m;
-		const char *path;
-		struct bt_file_info *fi = NULL;
+		struct bt_maps_line ml;
 
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &s, &e,
-			   perms, &off, &maj, &min, &ino, &n) < 7)
+		/* the path is the rest of the line (strtok ended it) */
+		if (bt_maps_parse(line, strlen(line), &ml) < BT_MAPS_ALL)
 			continue;
-		path = line + n;
-		memset(&m, 0, sizeof(m));
-		m.pid = j->pid;
-		m.start = s;
-		m.end = e;
-		m.pgoff = off;
-		m.dev = ((uint64_t)maj << 8) | min;
-		m.ino = ino;
-		m.prot = (perms[0] == 'r' ? 1 : 0) | (perms[1] == 'w' ? 2 : 0) |
-			 (perms[2] == 'x' ? 4 : 0);
-		m.flags = perms[3] == 's' ? 1 : 2;
-		m.path = (char *)(*path ? path : "//anon");
-		if (*path == '/') {
-			for (size_t i = 0; i < nfiles; i++)
-				if (!strcmp(files[i].path, path))
-					fi = &files[i];
-			if (!fi && !bt_grow((void **)&files, &capf, nfiles,
-					    sizeof(*files))) {
-				fi = &files[nfiles++];
-				memset(fi, 0, sizeof(*fi));
-				fi->path = strdup(path);
-				/* A file deleted or replaced since it was
-				 * mapped (or a memfd) is not read: its code
-				 * comes from the code log. */
-				fi->stale = !bt_same_file(path, maj, min, ino);
-				fi->maj = maj;
-				fi->min = min;
-				fi->ino = ino;
-				fi->ok = fi->path && !fi->stale &&
-					 !bt_qemu_elf_read(path, &fi->elf) &&
-					 fi->elf.is_elf64;
-			}
-		}
-		if (fi && fi->stale && !(m.prot & 4) && bt_tb_in(r, s, e))
-			m.prot |= 4;   /* it ran code */
-		if (fi && fi->ok) {
-			/* QEMU maps guest code read-only on the host: take
-			 * the execute bit from the ELF segments. */
-			for (size_t k = 0; k < fi->elf.nseg; k++) {
-				const struct bt_qemu_elf_seg *sg = &fi->elf.seg[k];
-
-				if ((sg->flags & PF_X) &&
-				    sg->offset < off + (e - s) &&
-				    sg->offset + sg->filesz > off)
-					m.prot |= 4;
-			}
-			m.build_id_size = fi->elf.build_id_size;
-			memcpy(m.build_id, fi->elf.build_id, sizeof(m.build_id));
-		}
-		rc = btrace_writer_add_mapping(j->w, &m, j->err);
+		rc = bt_write_mapping(j, r, &ml, &files);
 	}
 
 	/* Code: every executable segment of every mapped ELF file. */
-	for (size_t i = 0; i < nfiles && !rc; i++) {
-		struct bt_file_info *fi = &files[i];
-
-		if (!fi->ok || (j->opts->flags & BTRACE_RECORD_NO_CODE))
+	for (size_t i = 0; i < files.n && !rc; i++) {
+		if (!files.v[i].ok || (j->opts->flags & BTRACE_RECORD_NO_CODE))
 			continue;
-		for (size_t k = 0; k < fi->elf.nseg && !rc; k++) {
-			const struct bt_qemu_elf_seg *sg = &fi->elf.seg[k];
-			struct btrace_code c;
-			uint64_t vaddr = 0;
-			int fd, found = 0;
-			void *map;
-
-			if (!(sg->flags & PF_X) || !sg->filesz)
-				continue;
-			/* Where the segment is mapped. */
-			for (line = r->maps; line && *line && !found;) {
-				unsigned long long s, e, off;
-				int n = 0;
-				char *nl = strchr(line, '\n');
-
-				if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %n",
-					   &s, &e, &off, &n) >= 3 && n &&
-				    !strncmp(line + n, fi->path,
-					     strlen(fi->path)) &&
-				    (line[n + strlen(fi->path)] == '\n' ||
-				     !line[n + strlen(fi->path)]) &&
-				    sg->offset >= off && sg->offset < off + (e - s)) {
-					vaddr = s + (sg->offset - off);
-					found = 1;
-				}
-				line = nl ? nl + 1 : NULL;
-			}
-			if (!found)
-				continue;
-			/* Read, not mapped: a file its owner truncates
-			 * meanwhile must not kill us with SIGBUS; and only a
-			 * regular file (a FIFO put there would block). */
-			fd = bt_open_regular(fi->path);
-			if (fd < 0)
-				continue;
-			map = sg->filesz <= SIZE_MAX &&
-			      bt_fd_is(fd, fi->maj, fi->min, fi->ino) ?
-			      malloc(sg->filesz) : NULL;
-			if (!map || pread(fd, map, sg->filesz, (off_t)sg->offset) !=
-				    (ssize_t)sg->filesz) {
-				free(map);
-				close(fd);
-				continue;
-			}
-			close(fd);
-			memset(&c, 0, sizeof(c));
-			c.kind = BTRACE_CODE_FILE;
-			c.build_id_size = fi->elf.build_id_size;
-			memcpy(c.build_id, fi->elf.build_id, sizeof(c.build_id));
-			c.vaddr = vaddr;
-			c.file_offset = sg->offset;
-			c.data = map;
-			c.size = sg->filesz;
-			c.path = fi->path;
-			rc = btrace_writer_add_code(j->w, &c, j->err);
-			free(map);
-			if (!rc && !bt_grow((void **)&good, &capgood, ngood,
-					    sizeof(*good))) {
-				good[ngood].s = vaddr;
-				good[ngood].e = vaddr + sg->filesz;
-				good[ngood++].buf = NULL;
-			}
-		}
+		rc = bt_write_file_code(j, r, &files.v[i], &good, &ngood,
+					&capgood);
 	}
 	/* Everything else that ran: from the code log; from the guest core
 	 * only when there is no log or it overflowed. */
@@ -1483,48 +1518,18 @@ static int bt_write_maps(struct bt_job *j, const struct bt_qemu_ring *r)
 					    "from the files or the guest core",
 					    j->err);
 	free(good);
-	for (size_t i = 0; i < nfiles; i++)
-		free(files[i].path);
-	free(files);
+	for (size_t i = 0; i < files.n; i++)
+		free(files.v[i].path);
+	free(files.v);
 	free(text);
 	return rc;
 }
 
+/* The standard metadata (snapbuild.h), then the backend's own. */
 static int bt_write_meta(struct bt_job *j)
 {
-	struct utsname u;
-	char tbuf[64], *cmd = NULL;
-	size_t cl = 0;
-	time_t now = time(NULL);
-	struct tm tm;
-	int rc = 0;
+	int rc = bt_snap_std_meta(j->w, j->opts->argv, j->pid, j->err);
 
-	if (!uname(&u)) {
-		rc = btrace_writer_add_meta(j->w, "host", u.nodename, j->err);
-		if (!rc)
-			rc = btrace_writer_add_meta(j->w, "kernel", u.release,
-						    j->err);
-	}
-	if (!rc)
-		rc = btrace_writer_add_meta(j->w, "btrace_version",
-					    BTRACE_VERSION, j->err);
-	gmtime_r(&now, &tm);
-	strftime(tbuf, sizeof(tbuf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	if (!rc)
-		rc = btrace_writer_add_meta(j->w, "time", tbuf, j->err);
-	for (char *const *a = j->opts->argv; *a; a++)
-		cl += strlen(*a) + 1;
-	cmd = calloc(1, cl + 1);
-	if (cmd) {
-		for (char *const *a = j->opts->argv; *a; a++) {
-			strcat(cmd, *a);
-			if (a[1])
-				strcat(cmd, " ");
-		}
-		if (!rc)
-			rc = btrace_writer_add_meta(j->w, "command", cmd, j->err);
-		free(cmd);
-	}
 	if (!rc)
 		rc = btrace_writer_add_meta(j->w, "backend",
 					    "qemu-x86_64 TCG plugin (software)",
@@ -1538,23 +1543,23 @@ static int bt_write_meta(struct bt_job *j)
 static const char *bt_signame(int sig)
 {
 	static char buf[16];
-	const char *n = sigabbrev_np(sig);
 
-	if (n) {
-		snprintf(buf, sizeof(buf), "SIG%s", n);
-		return buf;
-	}
-	snprintf(buf, sizeof(buf), "signal %d", sig);
+	if (!btrace_signal_str(sig, buf, sizeof(buf)))
+		snprintf(buf, sizeof(buf), "signal %d", sig);
 	return buf;
 }
 
 /* Whether @ip is inside a mapping of the guest's map text @maps. */
 static int bt_guest_mapped(const char *maps, uint64_t ip)
 {
-	for (const char *l = maps; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
-		unsigned long long s, e;
+	const char *l;
+	size_t len;
 
-		if (sscanf(l, "%llx-%llx", &s, &e) == 2 && ip >= s && ip < e)
+	while ((l = bt_maps_next(&maps, &len))) {
+		struct bt_maps_line m;
+
+		if (bt_maps_parse(l, len, &m) >= BT_MAPS_RANGE &&
+		    ip >= m.start && ip < m.end)
 			return 1;
 	}
 	return 0;
@@ -1625,34 +1630,24 @@ static int bt_in_stack_guard(const char *maps, uint64_t sp, uint64_t addr)
 	if (!sp || !maps)
 		return 0;
 	for (;;) {
-		const char *l;
-		char line[512], perms[8] = "", *path = NULL;
-		unsigned long long s = 0, e = 0, ino = 0;
-		int n = 0, hit = 0;
+		const char *cur = maps, *l;
+		struct bt_maps_line m;
+		size_t len;
+		int hit = 0;
 
-		for (l = maps; l && *l && !hit; l = strchr(l, '\n'),
-		     l = l ? l + 1 : NULL) {
-			size_t len = strcspn(l, "\n");
-
-			if (len >= sizeof(line))
-				continue;
-			memcpy(line, l, len);
-			line[len] = 0;
-			if (sscanf(line, "%llx-%llx %7s %*x %*x:%*x %llu %n", &s,
-				   &e, perms, &ino, &n) < 4 || !n)
-				continue;
-			path = line + n;
-			hit = !found ? sp >= s && sp < e : e == low;
-		}
-		if (!hit || ino || ++steps > 64)
+		while (!hit && (l = bt_maps_next(&cur, &len)))
+			hit = bt_maps_parse(l, len, &m) == BT_MAPS_ALL &&
+			      (!found ? sp >= m.start && sp < m.end :
+					m.end == low);
+		if (!hit || m.ino || ++steps > 64)
 			return 0;
 		/* Anonymous only: no path, or a [bracketed] name. */
-		if (*path && *path != '[')
+		if (m.path_len && *m.path != '[')
 			return 0;
-		if (found && !strncmp(perms, "---", 3))
-			return addr >= s && addr < e;
+		if (found && !strncmp(m.perms, "---", 3))
+			return addr >= m.start && addr < m.end;
 		found = 1;
-		low = s;
+		low = m.start;
 	}
 }
 
@@ -1705,69 +1700,150 @@ static int bt_untraced_tid(const struct bt_qemu_ring *r, int tid)
 	return h->untraced > n;   /* not all tids kept: maybe */
 }
 
-static int bt_snapshot(struct bt_job *j, const char *ring_path,
-		       struct btrace_record_result *res)
-{
-	const struct btrace_record_opts *o = j->opts;
+/* What bt_write_snapshot() learns of a death, step by step. */
+struct bt_death {
 	struct bt_qemu_ring r;
 	struct bt_qemu_core core;
-	struct btrace_config cfg;
 	struct btrace_signal sig;
 	char core_path[PATH_MAX], out[PATH_MAX], exe[PATH_MAX];
-	int ondemand = j->ondemand_out != NULL;
-	int rc, signo = !ondemand && WIFSIGNALED(j->status) ?
-			WTERMSIG(j->status) : 0;
-	int crashed_tid = 0, reraise = 0, noted = 0, untraced_died = 0, guard_hit = 0;
-	const struct bt_ring_slot *lost_fault = NULL;
-	const struct bt_ring_slot *crashed = NULL;
-	uint64_t kept = 0, nthreads = 0;
-	char kbuf[32], sbuf[32];
+	int ondemand, signo;          /* signo: the one that ended it, or 0 */
+	int crashed_tid, reraise, noted, untraced_died, guard_hit;
+	const struct bt_ring_slot *lost_fault;
+	const struct bt_ring_slot *crashed;
+	uint64_t kept, nthreads;
+};
 
-	rc = bt_qemu_ring_open(ring_path, &r, j->err);
-	/* The program that died: the one the plugin ran last (an execve()
-	 * re-entered the emulator with the new program), else the one we
-	 * launched. */
-	if (!rc && r.hdr->exe[0] && memchr(r.hdr->exe, 0, sizeof(r.hdr->exe)))
-		snprintf(exe, sizeof(exe), "%s", r.hdr->exe);
+/* The guest core: kept next to the snapshot (--keep-core), else removed. */
+static void bt_death_keep_core(struct bt_job *j, const struct bt_death *d,
+			       int rc)
+{
+	const struct btrace_record_opts *o = j->opts;
+
+	if (!d->core_path[0])
+		return;
+	if (!rc && (o->flags & BTRACE_RECORD_KEEP_CORE)) {
+		char kp[PATH_MAX + 8];
+		int rc2;
+
+		snprintf(kp, sizeof(kp), "%s.core", d->out);
+		rc2 = bt_keep_core(d->core_path, kp);
+		if (rc2 && !(o->flags & BTRACE_RECORD_QUIET))
+			bt_msg("btrace record: %s: keep guest "
+				"core failed: %s", kp, strerror(-rc2));
+	} else {
+		unlink(d->core_path);
+	}
+}
+
+/* The fault that started it happened before the history kept (a handler
+ * that ran long, e.g. a JVM writing hs_err): say what the plugin noted of
+ * it, and how to keep it. */
+static int bt_death_lost_fault(struct bt_job *j, const struct bt_ring_slot *s)
+{
+	char txt[400];
+	int rc;
+
+	snprintf(txt, sizeof(txt),
+		 "Thread %d took %s (si_code %d, address %#llx) before "
+		 "the history kept: what ran after it (a signal handler) "
+		 "filled the buffer, so where it happened is not in the "
+		 "snapshot; record again with a larger --size.",
+		 (int)s->tid, bt_signame(s->first_fault_signo),
+		 (int)s->first_fault_code,
+		 (unsigned long long)s->first_fault_addr);
+	rc = btrace_writer_add_meta(j->w, "limit.fault-left-history", txt,
+				    j->err);
+	if (!rc && !(j->opts->flags & BTRACE_RECORD_QUIET))
+		bt_msg("btrace record: %s", txt);
+	return rc;
+}
+
+/* A main-stack overflow with signal handlers installed: a handler that
+ * tells an overflow from the stack's bounds (Rust's, the JVM's) reads the
+ * bounds glibc derives from the mappings, which QEMU lays out otherwise
+ * than the kernel, and may not recognise it. */
+static int bt_death_stack_layout(struct bt_job *j)
+{
+	static const char txt[] =
+		"The main thread overflowed its stack while signal "
+		"handlers were installed; QEMU lays out the stack and "
+		"its guard otherwise than the kernel, so a handler that "
+		"recognises an overflow from the stack's bounds (Rust's "
+		"runtime, a JVM) may not have recognised it here, and "
+		"the program may have died otherwise than natively; "
+		"record with a hardware backend (pt or bts) to see the "
+		"native behaviour.";
+	int rc = btrace_writer_add_meta(j->w, "limit.stack-layout", txt, j->err);
+
+	if (!rc && !(j->opts->flags & BTRACE_RECORD_QUIET))
+		bt_msg("btrace record: %s", txt);
+	return rc;
+}
+
+/*
+ * Open the ring of the process that died; d->exe is the program that died:
+ * the one the plugin ran last (an execve() re-entered the emulator with the
+ * new program), else the one we launched.  Without a ring that the plugin
+ * made ready, no snapshot: the guest core is of no use either.
+ */
+static int bt_death_open(struct bt_job *j, const char *ring_path,
+			 struct bt_death *d)
+{
+	int rc = bt_qemu_ring_open(ring_path, &d->r, j->err);
+
+	if (!rc && d->r.hdr->exe[0] &&
+	    memchr(d->r.hdr->exe, 0, sizeof(d->r.hdr->exe)))
+		snprintf(d->exe, sizeof(d->exe), "%s", d->r.hdr->exe);
 	else
-		snprintf(exe, sizeof(exe), "%s", j->prog);
-	if (!rc && !(r.hdr->flags & BT_RING_F_READY)) {
-		bt_qemu_ring_close(&r);
+		snprintf(d->exe, sizeof(d->exe), "%s", j->prog);
+	if (!rc && !(d->r.hdr->flags & BT_RING_F_READY)) {
+		bt_qemu_ring_close(&d->r);
 		rc = bt_error(j->err, -BTRACE_ERR_UNSUPPORTED, "process %d: "
 			      "record failed: the plugin did not start tracing "
 			      "(its message is above)", j->pid);
 	}
 	if (rc) {
-		/* No snapshot: the guest core is of no use either. */
-		bt_core_path(j, j->pid, core_path, sizeof(core_path));
-		if (core_path[0])
-			unlink(core_path);
-		return rc;
+		bt_core_path(j, j->pid, d->core_path, sizeof(d->core_path));
+		if (d->core_path[0])
+			unlink(d->core_path);
 	}
+	return rc;
+}
 
-	/* The guest core: exact registers of the thread that died. */
-	memset(&core, 0, sizeof(core));
-	core_path[0] = 0;
-	if (signo) {
-		bt_core_path(j, j->pid, core_path, sizeof(core_path));
-		if (core_path[0] && !bt_qemu_core_read(core_path, &core)) {
-			j->core = &core;
-			snprintf(j->core_path, sizeof(j->core_path), "%s",
-				 core_path);
-		}
+/* The guest core: exact registers of the thread that died. */
+static void bt_death_core(struct bt_job *j, struct bt_death *d)
+{
+	memset(&d->core, 0, sizeof(d->core));
+	d->core_path[0] = 0;
+	if (!d->signo)
+		return;
+	bt_core_path(j, j->pid, d->core_path, sizeof(d->core_path));
+	if (d->core_path[0] && !bt_qemu_core_read(d->core_path, &d->core)) {
+		j->core = &d->core;
+		snprintf(j->core_path, sizeof(j->core_path), "%s", d->core_path);
 	}
-	if (core.found)
-		crashed_tid = core.tid;
-	for (uint32_t i = 0; i < bt_qemu_nslots(&r); i++) {
-		const struct bt_ring_slot *s = bt_qemu_ring_slot(&r, i);
+}
 
-		if (s->state == BT_SLOT_FREE || !bt_qemu_slot_pos(&r, s))
+/* The thread that died: d->crashed (its slot, NULL when it had none or no
+ * thread died) and d->crashed_tid (0 when unknown). */
+static void bt_death_thread(struct bt_job *j, struct bt_death *d)
+{
+	const struct bt_qemu_ring *r = &d->r;
+	const struct bt_ring_slot *crashed = NULL;
+	int signo = d->signo;
+
+	if (d->core.found)
+		d->crashed_tid = d->core.tid;
+	for (uint32_t i = 0; i < bt_qemu_nslots(r); i++) {
+		const struct bt_ring_slot *s = bt_qemu_ring_slot(r, i);
+
+		if (s->state == BT_SLOT_FREE || !bt_qemu_slot_pos(r, s))
 			continue;
-		if (crashed_tid && s->tid == crashed_tid)
+		if (d->crashed_tid && s->tid == d->crashed_tid)
 			crashed = s;
 		/* No core: the thread with the (latest) noted fault of this
 		 * signal; after an exit, any thread that faulted. */
-		if (!crashed_tid && s->nfaults &&
+		if (!d->crashed_tid && s->nfaults &&
 		    (!signo || s->fault_signo == signo) &&
 		    (!crashed || s->seq > crashed->seq))
 			crashed = s;
@@ -1776,48 +1852,57 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 	 * thread that had no slot, nor without a core when some threads
 	 * went untraced (the one that died may be among them).  (The core of
 	 * a forked child names its parent's thread: QEMU keeps that tid.) */
-	if (core.found && !crashed && bt_untraced_tid(&r, core.tid))
-		untraced_died = 1;
-	if (!crashed && !untraced_died && (core.found || !r.hdr->untraced)) {
-		for (uint32_t i = 0; i < bt_qemu_nslots(&r); i++) {
-			const struct bt_ring_slot *s = bt_qemu_ring_slot(&r, i);
+	if (d->core.found && !crashed && bt_untraced_tid(r, d->core.tid))
+		d->untraced_died = 1;
+	if (!crashed && !d->untraced_died && (d->core.found || !r->hdr->untraced)) {
+		for (uint32_t i = 0; i < bt_qemu_nslots(r); i++) {
+			const struct bt_ring_slot *s = bt_qemu_ring_slot(r, i);
 
 			if (s->state != BT_SLOT_FREE && s->tid == j->pid)
 				crashed = s;
 		}
 	}
-	if (ondemand) {
+	if (d->ondemand) {
 		/* No thread died: none is the crashed one. */
 		crashed = NULL;
-		untraced_died = 0;
+		d->untraced_died = 0;
 	}
 	if (crashed)
-		crashed_tid = crashed->tid;
-	else if (!untraced_died)
-		crashed_tid = 0;   /* unknown */
+		d->crashed_tid = crashed->tid;
+	else if (!d->untraced_died)
+		d->crashed_tid = 0;   /* unknown */
+	d->crashed = crashed;
+}
 
-	/* Output path; a forked child's gets its pid inserted. */
-	if (ondemand) {
-		snprintf(out, sizeof(out), "%s", j->ondemand_out);
+/* The output path: the one asked for (a forked child's gets its pid
+ * inserted), else the default name (snapbuild.h). */
+static void bt_death_output(const struct bt_job *j, struct bt_death *d)
+{
+	const struct btrace_record_opts *o = j->opts;
+
+	if (d->ondemand) {
+		snprintf(d->out, sizeof(d->out), "%s", j->ondemand_out);
 	} else if (o->output && *o->output && j->child) {
 		const char *base = bt_basename(o->output);
 		const char *dot = strrchr(base, '.');
 		int pre = dot && dot != base ? (int)(dot - o->output) :
 					       (int)strlen(o->output);
 
-		snprintf(out, sizeof(out), "%.*s-%d%s", pre, o->output, j->pid,
-			 o->output + pre);
+		snprintf(d->out, sizeof(d->out), "%.*s-%d%s", pre, o->output,
+			 j->pid, o->output + pre);
 	} else if (o->output && *o->output) {
-		snprintf(out, sizeof(out), "%s", o->output);
+		snprintf(d->out, sizeof(d->out), "%s", o->output);
 	} else {
 		char comm[16];
 
-		snprintf(comm, sizeof(comm), "%.15s", bt_basename(exe));
-		snprintf(out, sizeof(out), "btrace-%s-%d.btrace", comm, j->pid);
+		snprintf(comm, sizeof(comm), "%.15s", bt_basename(d->exe));
+		bt_snap_default_name(d->out, sizeof(d->out), comm, j->pid);
 	}
-	rc = btrace_writer_open(out, 0, &j->w, j->err);
-	if (rc)
-		goto done;
+}
+
+static int bt_death_config(struct bt_job *j, const struct bt_death *d)
+{
+	struct btrace_config cfg;
 
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.backend = BTRACE_BACKEND_QEMU;
@@ -1830,302 +1915,324 @@ static int bt_snapshot(struct bt_job *j, const char *ring_path,
 	cfg.user_only = 1;
 	cfg.requested_size = j->size;
 	cfg.pad = j->pad;
-	cfg.crash_mode = ondemand ? BTRACE_CRASH_ONDEMAND :
-			 signo || (crashed && crashed->nfaults) ?
+	cfg.crash_mode = d->ondemand ? BTRACE_CRASH_ONDEMAND :
+			 d->signo || (d->crashed && d->crashed->nfaults) ?
 			 BTRACE_CRASH_PASSIVE : BTRACE_CRASH_EXIT;
-	rc = btrace_writer_set_config(j->w, &cfg, j->err);
+	return btrace_writer_set_config(j->w, &cfg, j->err);
+}
 
-	/*
-	 * Signal: exact from the core when the thread died at its last noted
-	 * host fault (no handler, or a handler that returned).  When it went
-	 * on after a fault (a handler that re-raised, called abort() or
-	 * _exit(), or longjmp'd out) the plugin's note of the thread's FIRST
-	 * fault is the signal, to the block; what ended the process is kept
-	 * as metadata (qemu.final_*).
-	 */
-	memset(&sig, 0, sizeof(sig));
-	sig.exit_status = j->status;
-	sig.tid = crashed_tid;
-	sig.signo = signo;
-	if (crashed && crashed->nfaults) {
-		const struct bt_tb_info *lt =
-			bt_qemu_tb_at(&r, crashed, crashed->fault_pos - 1);
-		const struct bt_tb_info *ft =
-			bt_qemu_tb_at(&r, crashed, crashed->first_fault_pos - 1);
-		uint64_t rip = core.regs[BTRACE_REG_RIP];
-		int at_last = core.found && lt && signo == crashed->fault_signo &&
-			      rip >= lt->start && rip <= lt->start + lt->last_off;
+/*
+ * The signal of a thread that died after noted host faults: exact from the
+ * core when it died at its last noted fault (no handler, or a handler that
+ * returned).  When it went on after a fault (a handler that re-raised,
+ * called abort() or _exit(), or longjmp'd out) the plugin's note of the
+ * thread's FIRST fault is the signal, to the block; what ended the process
+ * is kept as metadata (qemu.final_*).
+ */
+static void bt_death_noted_fault(struct bt_death *d)
+{
+	const struct bt_ring_slot *crashed = d->crashed;
+	struct btrace_signal *sig = &d->sig;
+	const struct bt_tb_info *lt =
+		bt_qemu_tb_at(&d->r, crashed, crashed->fault_pos - 1);
+	const struct bt_tb_info *ft =
+		bt_qemu_tb_at(&d->r, crashed, crashed->first_fault_pos - 1);
+	uint64_t rip = d->core.regs[BTRACE_REG_RIP];
+	int at_last = d->core.found && lt && d->signo == crashed->fault_signo &&
+		      rip >= lt->start && rip <= lt->start + lt->last_off;
 
-		if (at_last && (crashed->nfaults == 1 ||
-				(ft && ft->start == lt->start &&
-				 crashed->first_fault_addr ==
-				 crashed->fault_addr))) {
-			sig.addr = crashed->fault_addr;
-			sig.code = crashed->fault_code;
-			noted = 1;
-		} else if (ft) {
-			reraise = 1;
-			sig.signo = crashed->first_fault_signo;
-			sig.addr = crashed->first_fault_addr;
-			sig.code = crashed->first_fault_code;
-			sig.fault_source = BTRACE_FAULT_BLOCK;
-			sig.fault_ip = ft->start;
-			noted = 1;
-		} else if (signo == crashed->fault_signo) {
-			/* The first fault left the ring: the last one. */
-			sig.addr = crashed->fault_addr;
-			sig.code = crashed->fault_code;
-			noted = 1;
-		}
-		/* unless the signal is that same fault, taken again */
-		if (!ft && crashed->first_fault_signo &&
-		    (!noted || crashed->first_fault_signo != crashed->fault_signo ||
-		     crashed->first_fault_addr != crashed->fault_addr))
-			lost_fault = crashed;
+	if (at_last && (crashed->nfaults == 1 ||
+			(ft && ft->start == lt->start &&
+			 crashed->first_fault_addr == crashed->fault_addr))) {
+		sig->addr = crashed->fault_addr;
+		sig->code = crashed->fault_code;
+		d->noted = 1;
+	} else if (ft) {
+		d->reraise = 1;
+		sig->signo = crashed->first_fault_signo;
+		sig->addr = crashed->first_fault_addr;
+		sig->code = crashed->first_fault_code;
+		sig->fault_source = BTRACE_FAULT_BLOCK;
+		sig->fault_ip = ft->start;
+		d->noted = 1;
+	} else if (d->signo == crashed->fault_signo) {
+		/* The first fault left the ring: the last one. */
+		sig->addr = crashed->fault_addr;
+		sig->code = crashed->fault_code;
+		d->noted = 1;
 	}
-	if (!noted && signo)
-		bt_infer_code(&r, &core, j->pid, &sig);
-	if (sig.signo == SIGSEGV && sig.code == SEGV_ACCERR &&
-	    bt_in_stack_guard(r.maps, core.initial_stack, sig.addr)) {
-		sig.code = SEGV_MAPERR;
-		guard_hit = 1;
-	}
-	if (!reraise && core.found) {
-		sig.fault_source = BTRACE_FAULT_CORE;
-		sig.fault_ip = core.regs[BTRACE_REG_RIP];
-		sig.has_regs = 1;
-		memcpy(sig.regs, core.regs, sizeof(sig.regs));
-	}
+	/* unless the signal is that same fault, taken again */
+	if (!ft && crashed->first_fault_signo &&
+	    (!d->noted || crashed->first_fault_signo != crashed->fault_signo ||
+	     crashed->first_fault_addr != crashed->fault_addr))
+		d->lost_fault = crashed;
+}
 
-	/* One buffer per thread. */
-	for (uint32_t i = 0; i < bt_qemu_nslots(&r) && !rc; i++) {
-		const struct bt_ring_slot *s = bt_qemu_ring_slot(&r, i);
-		struct bt_pt_enc_opts po = { .retcomp = 1,
-					     .psb_period = BT_QEMU_PSB_PERIOD,
-					     .ring_size = j->size + j->pad };
-		struct bt_enc_ctx ec = { 0 };
-		struct bt_qemu_end end = { 0 };
-		struct bt_qemu_rebuild rb;
-		struct btrace_buffer b;
-		struct btrace_task t;
-		int wrapped = 0;
+/* The signal of the snapshot, with the registers of the core. */
+static void bt_death_signal(struct bt_job *j, struct bt_death *d)
+{
+	struct btrace_signal *sig = &d->sig;
 
-		if (s->state == BT_SLOT_FREE || !bt_qemu_slot_pos(&r, s))
-			continue;
-		if (s == crashed && core.found) {
-			end.have_ip = 1;
-			end.ip = core.regs[BTRACE_REG_RIP];
-		}
-		if (j->kind == BTRACE_TRACE_BTS)
-			rc = bt_bts_enc_new(j->size + j->pad, &ec.bts);
-		else
-			rc = bt_pt_enc_new(&po, &ec.pt);
-		if (rc) {
-			bt_error(j->err, rc, "thread %d: encode failed: %s",
-				 s->tid, strerror(-rc));
-			break;
-		}
-		rc = bt_qemu_rebuild(&r, s, &end, bt_enc_cb, &ec, &rb);
-		if (!rc && ec.pt)
-			rc = bt_pt_enc_end(ec.pt, rb.end_ip);
-		if (rc) {
-			bt_error(j->err, rc < 0 ? rc : -BTRACE_ERR_INTERNAL,
-				 "thread %d: encode failed: invalid branch "
-				 "sequence", s->tid);
-			bt_pt_enc_free(ec.pt);
-			bt_bts_enc_free(ec.bts);
-			break;
-		}
-		if (s == crashed && !sig.fault_ip && !reraise) {
-			sig.fault_source = BTRACE_FAULT_BLOCK;
-			sig.fault_ip = rb.end_ip;
-		}
-		memset(&b, 0, sizeof(b));
-		b.kind = j->kind;
-		b.data = ec.pt ? bt_pt_enc_data(ec.pt, &b.size, &wrapped) :
-				 bt_bts_enc_data(ec.bts, &b.size, &wrapped);
-		b.flags = wrapped || bt_qemu_slot_pos(&r, s) > bt_qemu_slot_entries(&r, s) ?
-			  BTRACE_BUF_WRAPPED : 0;
-		if (rb.ngaps)
-			b.flags |= BTRACE_BUF_LOST;
-		b.lost = rb.ngaps;
-		b.tid = s->tid;
-		b.cpu = -1;
-		b.requested_size = j->size;
-		b.pad = j->pad;
-		b.ring_size = j->size + j->pad;
-		b.head = b.size;
-		rc = btrace_writer_add_buffer(j->w, &b, j->err);
-		if (s == crashed)
-			kept = b.size;
-		nthreads++;
+	memset(sig, 0, sizeof(*sig));
+	sig->exit_status = j->status;
+	sig->tid = d->crashed_tid;
+	sig->signo = d->signo;
+	if (d->crashed && d->crashed->nfaults)
+		bt_death_noted_fault(d);
+	if (!d->noted && d->signo)
+		bt_infer_code(&d->r, &d->core, j->pid, sig);
+	if (sig->signo == SIGSEGV && sig->code == SEGV_ACCERR &&
+	    bt_in_stack_guard(d->r.maps, d->core.initial_stack, sig->addr)) {
+		sig->code = SEGV_MAPERR;
+		d->guard_hit = 1;
+	}
+	if (!d->reraise && d->core.found) {
+		sig->fault_source = BTRACE_FAULT_CORE;
+		sig->fault_ip = d->core.regs[BTRACE_REG_RIP];
+		sig->has_regs = 1;
+		memcpy(sig->regs, d->core.regs, sizeof(sig->regs));
+	}
+}
+
+/* The trace of slot @s re-encoded as a PT or BTS buffer, and its task. */
+static int bt_death_slot(struct bt_job *j, struct bt_death *d,
+			 const struct bt_ring_slot *s)
+{
+	const struct bt_qemu_ring *r = &d->r;
+	struct bt_pt_enc_opts po = { .retcomp = 1,
+				     .psb_period = BT_QEMU_PSB_PERIOD,
+				     .ring_size = j->size + j->pad };
+	struct bt_enc_ctx ec = { 0 };
+	struct bt_qemu_end end = { 0 };
+	struct bt_qemu_rebuild rb;
+	struct btrace_buffer b;
+	struct btrace_task t;
+	int wrapped = 0, rc;
+
+	if (s == d->crashed && d->core.found) {
+		end.have_ip = 1;
+		end.ip = d->core.regs[BTRACE_REG_RIP];
+	}
+	if (j->kind == BTRACE_TRACE_BTS)
+		rc = bt_bts_enc_new(j->size + j->pad, &ec.bts);
+	else
+		rc = bt_pt_enc_new(&po, &ec.pt);
+	if (rc)
+		return bt_error(j->err, rc, "thread %d: encode failed: %s",
+				s->tid, strerror(-rc));
+	rc = bt_qemu_rebuild(r, s, &end, bt_enc_cb, &ec, &rb);
+	if (!rc && ec.pt)
+		rc = bt_pt_enc_end(ec.pt, rb.end_ip);
+	if (rc) {
+		bt_error(j->err, rc < 0 ? rc : -BTRACE_ERR_INTERNAL,
+			 "thread %d: encode failed: invalid branch "
+			 "sequence", s->tid);
 		bt_pt_enc_free(ec.pt);
 		bt_bts_enc_free(ec.bts);
-
-		memset(&t, 0, sizeof(t));
-		t.pid = j->pid;
-		t.tid = s->tid;
-		t.ppid = r.hdr->ppid;
-		t.flags = (s == crashed && signo ? BTRACE_TASK_CRASHED : 0) |
-			  (s->state == BT_SLOT_EXITED ? BTRACE_TASK_EXITED : 0);
-		t.comm = (char *)bt_basename(exe);
-		t.exe = exe;
-		if (!rc)
-			rc = btrace_writer_add_task(j->w, &t, j->err);
+		return rc;
 	}
-	if (!rc && untraced_died && signo) {
-		/* The thread that died had no slot: a task without a trace. */
+	if (s == d->crashed && !d->sig.fault_ip && !d->reraise) {
+		d->sig.fault_source = BTRACE_FAULT_BLOCK;
+		d->sig.fault_ip = rb.end_ip;
+	}
+	memset(&b, 0, sizeof(b));
+	b.kind = j->kind;
+	b.data = ec.pt ? bt_pt_enc_data(ec.pt, &b.size, &wrapped) :
+			 bt_bts_enc_data(ec.bts, &b.size, &wrapped);
+	b.flags = wrapped || bt_qemu_slot_pos(r, s) > bt_qemu_slot_entries(r, s) ?
+		  BTRACE_BUF_WRAPPED : 0;
+	if (rb.ngaps)
+		b.flags |= BTRACE_BUF_LOST;
+	b.lost = rb.ngaps;
+	b.tid = s->tid;
+	b.cpu = -1;
+	b.requested_size = j->size;
+	b.pad = j->pad;
+	b.ring_size = j->size + j->pad;
+	b.head = b.size;
+	rc = btrace_writer_add_buffer(j->w, &b, j->err);
+	if (s == d->crashed)
+		d->kept = b.size;
+	d->nthreads++;
+	bt_pt_enc_free(ec.pt);
+	bt_bts_enc_free(ec.bts);
+
+	memset(&t, 0, sizeof(t));
+	t.pid = j->pid;
+	t.tid = s->tid;
+	t.ppid = r->hdr->ppid;
+	t.flags = (s == d->crashed && d->signo ? BTRACE_TASK_CRASHED : 0) |
+		  (s->state == BT_SLOT_EXITED ? BTRACE_TASK_EXITED : 0);
+	t.comm = (char *)bt_basename(d->exe);
+	t.exe = d->exe;
+	if (!rc)
+		rc = btrace_writer_add_task(j->w, &t, j->err);
+	return rc;
+}
+
+/* One buffer and one task per thread with a slot; a task without a trace
+ * for a thread that died without one. */
+static int bt_death_threads(struct bt_job *j, struct bt_death *d)
+{
+	int rc = 0;
+
+	for (uint32_t i = 0; i < bt_qemu_nslots(&d->r) && !rc; i++) {
+		const struct bt_ring_slot *s = bt_qemu_ring_slot(&d->r, i);
+
+		if (s->state == BT_SLOT_FREE || !bt_qemu_slot_pos(&d->r, s))
+			continue;
+		rc = bt_death_slot(j, d, s);
+	}
+	if (!rc && d->untraced_died && d->signo) {
 		struct btrace_task t;
 
 		memset(&t, 0, sizeof(t));
 		t.pid = j->pid;
-		t.tid = crashed_tid;
-		t.ppid = r.hdr->ppid;
+		t.tid = d->crashed_tid;
+		t.ppid = d->r.hdr->ppid;
 		t.flags = BTRACE_TASK_CRASHED;
-		t.comm = (char *)bt_basename(exe);
-		t.exe = exe;
+		t.comm = (char *)bt_basename(d->exe);
+		t.exe = d->exe;
 		rc = btrace_writer_add_task(j->w, &t, j->err);
 	}
-	if (!rc && r.hdr->untraced)
-		rc = bt_write_untraced(j, &r, crashed_tid, untraced_died);
-	if (!rc)
-		rc = bt_write_maps(j, &r);
-	if (!rc && sig.signo)
-		rc = btrace_writer_set_signal(j->w, &sig, j->err);
-	if (!rc && !sig.signo && !ondemand && j->status >= 0) {
-		/* an exit snapshot (--on exit): how the process ended */
-		char v[64];
+	return rc;
+}
 
+/* How the process ended, for an exit snapshot (--on exit) and for a
+ * signal that came after the fault of the snapshot (qemu.final_*). */
+static int bt_death_end_meta(struct bt_job *j, const struct bt_death *d)
+{
+	char v[64];
+	int rc;
+
+	if (!d->sig.signo && !d->ondemand && j->status >= 0) {
 		if (WIFEXITED(j->status))
 			snprintf(v, sizeof(v), "%d", WEXITSTATUS(j->status));
 		else
 			snprintf(v, sizeof(v), "killed by %s",
 				 bt_signame(WTERMSIG(j->status)));
 		rc = btrace_writer_add_meta(j->w, "exit_status", v, j->err);
+		if (rc)
+			return rc;
 	}
+	rc = bt_write_meta(j);
+	if (rc || !d->reraise)
+		return rc;
+	if (d->signo)
+		snprintf(v, sizeof(v), "%s", bt_signame(d->signo));
+	else
+		snprintf(v, sizeof(v), "exit %d", WEXITSTATUS(j->status));
+	rc = btrace_writer_add_meta(j->w, "qemu.final_signal", v, j->err);
+	snprintf(v, sizeof(v), "%u", d->crashed->nfaults);
 	if (!rc)
-		rc = bt_write_meta(j);
-	if (!rc && reraise) {
-		char v[64];
-
-		if (signo)
-			snprintf(v, sizeof(v), "%s", bt_signame(signo));
-		else
-			snprintf(v, sizeof(v), "exit %d", WEXITSTATUS(j->status));
-		rc = btrace_writer_add_meta(j->w, "qemu.final_signal", v, j->err);
-		snprintf(v, sizeof(v), "%u", crashed->nfaults);
-		if (!rc)
-			rc = btrace_writer_add_meta(j->w, "qemu.faults", v, j->err);
-		if (!rc && core.found) {
-			snprintf(v, sizeof(v), "0x%llx",
-				 (unsigned long long)core.regs[BTRACE_REG_RIP]);
-			rc = btrace_writer_add_meta(j->w, "qemu.reraise_ip", v,
-						    j->err);
-		}
+		rc = btrace_writer_add_meta(j->w, "qemu.faults", v, j->err);
+	if (!rc && d->core.found) {
+		snprintf(v, sizeof(v), "0x%llx",
+			 (unsigned long long)d->core.regs[BTRACE_REG_RIP]);
+		rc = btrace_writer_add_meta(j->w, "qemu.reraise_ip", v, j->err);
 	}
-	if (!rc && r.hdr->untraced_children) {
+	return rc;
+}
+
+/* Where this run differed from a native one: untraced children, an
+ * exec, the plugin's notes (limit.<name> = one sentence), a fault that
+ * left the history, a main-stack overflow under signal handlers. */
+static int bt_death_limits(struct bt_job *j, const struct bt_death *d)
+{
+	const struct bt_ring_hdr *h = d->r.hdr;
+	struct bt_qemu_limit lim[BT_QEMU_MAX_LIMITS];
+	size_t nlim;
+	char key[64];
+	int rc = 0;
+
+	if (h->untraced_children) {
 		char text[256];
 
-		bt_untraced_children_text(r.hdr->untraced_children, text,
+		bt_untraced_children_text(h->untraced_children, text,
 					  sizeof(text));
 		rc = btrace_writer_add_meta(j->w, "limit.untraced-children",
 					    text, j->err);
 	}
-	if (!rc && (r.hdr->flags & BT_RING_F_EXEC))
-		rc = btrace_writer_add_meta(j->w, "qemu.exec",
-					    r.hdr->exec_path, j->err);
-	if (!rc) {
-		/* Where this run differed from a native one (the plugin's
-		 * notes): limit.<name> = one sentence. */
-		struct bt_qemu_limit lim[BT_QEMU_MAX_LIMITS];
-		size_t nlim = bt_qemu_limits_get(r.hdr, lim);
-		char key[64];
-
-		for (size_t i = 0; i < nlim && !rc; i++) {
-			snprintf(key, sizeof(key), "limit.%s", lim[i].name);
-			rc = btrace_writer_add_meta(j->w, key, lim[i].text,
-						    j->err);
-		}
-	}
-	if (!rc && lost_fault) {
-		/* The fault that started it happened before the history kept
-		 * (a handler that ran long, e.g. a JVM writing hs_err): say
-		 * what the plugin noted of it, and how to keep it. */
-		char txt[400];
-
-		snprintf(txt, sizeof(txt),
-			 "Thread %d took %s (si_code %d, address %#llx) before "
-			 "the history kept: what ran after it (a signal handler) "
-			 "filled the buffer, so where it happened is not in the "
-			 "snapshot; record again with a larger --size.",
-			 (int)lost_fault->tid,
-			 bt_signame(lost_fault->first_fault_signo),
-			 (int)lost_fault->first_fault_code,
-			 (unsigned long long)lost_fault->first_fault_addr);
-		rc = btrace_writer_add_meta(j->w, "limit.fault-left-history",
-					    txt, j->err);
-		if (!rc && !(o->flags & BTRACE_RECORD_QUIET))
-			bt_msg("btrace record: %s", txt);
-	}
-	if (!rc && guard_hit && r.hdr->nhandlers) {
-		/* A main-stack overflow with signal handlers installed: a
-		 * handler that tells an overflow from the stack's bounds
-		 * (Rust's, the JVM's) reads the bounds glibc derives from
-		 * the mappings, which QEMU lays out otherwise than the
-		 * kernel, and may not recognise it. */
-		static const char txt[] =
-			"The main thread overflowed its stack while signal "
-			"handlers were installed; QEMU lays out the stack and "
-			"its guard otherwise than the kernel, so a handler that "
-			"recognises an overflow from the stack's bounds (Rust's "
-			"runtime, a JVM) may not have recognised it here, and "
-			"the program may have died otherwise than natively; "
-			"record with a hardware backend (pt or bts) to see the "
-			"native behaviour.";
-
-		rc = btrace_writer_add_meta(j->w, "limit.stack-layout", txt,
+	if (!rc && (h->flags & BT_RING_F_EXEC))
+		rc = btrace_writer_add_meta(j->w, "qemu.exec", h->exec_path,
 					    j->err);
-		if (!rc && !(o->flags & BTRACE_RECORD_QUIET))
-			bt_msg("btrace record: %s", txt);
+	nlim = rc ? 0 : bt_qemu_limits_get(h, lim);
+	for (size_t i = 0; i < nlim && !rc; i++) {
+		snprintf(key, sizeof(key), "limit.%s", lim[i].name);
+		rc = btrace_writer_add_meta(j->w, key, lim[i].text, j->err);
 	}
+	if (!rc && d->lost_fault)
+		rc = bt_death_lost_fault(j, d->lost_fault);
+	if (!rc && d->guard_hit && h->nhandlers)
+		rc = bt_death_stack_layout(j);
+	return rc;
+}
+
+static int bt_write_snapshot(struct bt_job *j, const char *ring_path,
+		       struct btrace_record_result *res)
+{
+	const struct btrace_record_opts *o = j->opts;
+	struct bt_death *d = calloc(1, sizeof(*d));
+	char kbuf[32], sbuf[32];
+	int rc;
+
+	if (!d)
+		return bt_error(j->err, -ENOMEM, "process %d: snapshot failed: "
+				"out of memory", j->pid);
+	d->ondemand = j->ondemand_out != NULL;
+	d->signo = !d->ondemand && WIFSIGNALED(j->status) ?
+		   WTERMSIG(j->status) : 0;
+	rc = bt_death_open(j, ring_path, d);
+	if (rc) {
+		free(d);
+		return rc;
+	}
+	bt_death_core(j, d);
+	bt_death_thread(j, d);
+	bt_death_output(j, d);
+	rc = btrace_writer_open(d->out, 0, &j->w, j->err);
+	if (rc)
+		goto done;
+	rc = bt_death_config(j, d);
+	bt_death_signal(j, d);
+	if (!rc)
+		rc = bt_death_threads(j, d);
+	if (!rc && d->r.hdr->untraced)
+		rc = bt_write_untraced(j, &d->r, d->crashed_tid, d->untraced_died);
+	if (!rc)
+		rc = bt_write_maps(j, &d->r);
+	if (!rc && d->sig.signo)
+		rc = btrace_writer_set_signal(j->w, &d->sig, j->err);
+	if (!rc)
+		rc = bt_death_end_meta(j, d);
+	if (!rc)
+		rc = bt_death_limits(j, d);
 	if (!rc) {
 		rc = btrace_writer_commit(j->w, j->err);
 		j->w = NULL;
 	}
-	if (rc || ondemand)
+	if (rc || d->ondemand)
 		goto done;
 	res->snapshots++;
-	snprintf(res->snapshot_path, sizeof(res->snapshot_path), "%s", out);
+	snprintf(res->snapshot_path, sizeof(res->snapshot_path), "%s", d->out);
 	if (!(o->flags & BTRACE_RECORD_QUIET))
 		bt_msg("btrace record: wrote %s: %s in thread %d at %#llx%s, "
 			"%s of trace kept of %s asked (%llu thread%s, qemu)",
-			out, sig.signo ? bt_signame(sig.signo) : "exit",
-			crashed_tid,
-			(unsigned long long)sig.fault_ip,
-			sig.fault_source == BTRACE_FAULT_BLOCK ? " (block)" : "",
-			bt_fmt_size(kbuf, sizeof(kbuf), kept),
+			d->out, d->sig.signo ? bt_signame(d->sig.signo) : "exit",
+			d->crashed_tid,
+			(unsigned long long)d->sig.fault_ip,
+			d->sig.fault_source == BTRACE_FAULT_BLOCK ? " (block)" : "",
+			bt_fmt_size(kbuf, sizeof(kbuf), d->kept),
 			bt_fmt_size(sbuf, sizeof(sbuf), j->size),
-			(unsigned long long)nthreads, nthreads == 1 ? "" : "s");
+			(unsigned long long)d->nthreads, d->nthreads == 1 ? "" : "s");
 done:
 	btrace_writer_free(j->w);
 	j->w = NULL;
-	if (core_path[0]) {
-		if (!rc && (o->flags & BTRACE_RECORD_KEEP_CORE)) {
-			char kp[PATH_MAX + 8];
-			int rc2;
-
-			snprintf(kp, sizeof(kp), "%s.core", out);
-			rc2 = bt_keep_core(core_path, kp);
-			if (rc2 && !(o->flags & BTRACE_RECORD_QUIET))
-				bt_msg("btrace record: %s: keep guest "
-					"core failed: %s", kp, strerror(-rc2));
-		} else {
-			unlink(core_path);
-		}
-	}
-	bt_qemu_core_free(&core);
+	bt_death_keep_core(j, d, rc);
+	bt_qemu_core_free(&d->core);
 	j->core = NULL;
-	bt_qemu_ring_close(&r);
+	bt_qemu_ring_close(&d->r);
+	free(d);
 	return rc;
 }
 
@@ -2211,13 +2318,13 @@ static double bt_ms_since(const struct timespec *t)
 	       (double)(now.tv_nsec - t->tv_nsec) / 1e6;
 }
 
-/* bt_snapshot(), and with BTRACE_QEMU_TIMING set, how long it took from
+/* bt_write_snapshot(), and with BTRACE_QEMU_TIMING set, how long it took from
  * the death being seen to the file renamed into place. */
-static int bt_snapshot_timed(struct bt_job *j, const char *ring_path,
+static int bt_write_snapshot_timed(struct bt_job *j, const char *ring_path,
 			     struct btrace_record_result *res)
 {
 	double cpu = bt_cpu_ms();
-	int rc = bt_snapshot(j, ring_path, res);
+	int rc = bt_write_snapshot(j, ring_path, res);
 
 	/* The processes that joined the recording get it too. */
 	if (!rc)
@@ -2250,7 +2357,7 @@ static int bt_snapshot_ondemand(void *ctx, pid_t pid, const char *path,
 	cj.core = NULL;
 	cj.err = err;
 	cj.ondemand_out = path;
-	return bt_snapshot(&cj, ring_path, NULL);
+	return bt_write_snapshot(&cj, ring_path, NULL);
 }
 
 /* The wait status of a forked child that is not ours (its parent is the
@@ -2384,7 +2491,7 @@ static void bt_child_died_1(struct bt_tree *t, struct bt_proc *p)
 		bt_core_path(&cj, p->pid, core_path, sizeof(core_path));
 		if (core_path[0])
 			unlink(core_path);
-	} else if (bt_snapshot_timed(&cj, ring_path, t->res)) {
+	} else if (bt_write_snapshot_timed(&cj, ring_path, t->res)) {
 		bt_msg("btrace record: forked child %d: %s", (int)p->pid,
 			e.msg[0] ? e.msg : "snapshot failed");
 	}
@@ -2580,24 +2687,256 @@ static void bt_say_killed(const struct bt_job *j, long oom0)
 			" (not the OOM killer)");
 }
 
+/* The emulator, the plugin, the preload library, and the program, checked
+ * as QEMU will run it (a program it cannot run as the kernel would is
+ * refused). */
+static int bt_qemu_find_all(const struct btrace_record_opts *opts,
+			    char *qemu, char *plugin, char *preload, char *prog,
+			    size_t len, struct bt_qemu_launch *launch,
+			    struct btrace_error *err)
+{
+	int rc = bt_qemu_find_emulator(qemu, len, err);
+
+	if (!rc)
+		rc = bt_qemu_find_plugin(plugin, len, err);
+	if (!rc)
+		rc = bt_qemu_find_preload(plugin, preload, len, err);
+	if (!rc)
+		rc = bt_qemu_check_program(opts->argv, prog, len, launch, err);
+	if (!rc)
+		rc = bt_qemu_check_sanitizers(prog, err);
+	return rc;
+}
+
+/* TB records per slot: about one PT byte each; BTS needs 24 bytes per
+ * taken branch, so fewer records fill its ring. */
+static uint64_t bt_slot_entries(uint32_t kind, uint64_t size)
+{
+	uint64_t entries = bt_pow2_roundup(kind == BTRACE_TRACE_BTS ? size / 12 :
+					   size * 2);
+
+	if (entries < 65536)
+		entries = 65536;
+	if (entries > (1ull << 26))
+		entries = 1ull << 26;
+	return entries;
+}
+
+/* The emulator's command line and environment (bt_cmdline_build). */
+struct bt_cmdline {
+	char **argv, **envp;
+	char *pre_env, *extra;
+	char dir_env[PATH_MAX + 32];
+};
+
+static void bt_cmdline_free(struct bt_cmdline *c)
+{
+	free(c->argv);
+	free(c->envp);
+	free(c->pre_env);
+	free(c->extra);
+	c->argv = c->envp = NULL;
+	c->pre_env = c->extra = NULL;
+}
+
+/*
+ * "qemu -cpu max -0 ARGV0 [BTRACE_QEMU_ARGS] [-E VAR]... -plugin @plugarg
+ * PROG ARGS...", and the emulator's environment: ours less the loader's
+ * variables (the guest's alone, through -E), with LD_PRELOAD of @preload
+ * and BTRACE_QEMU_CORE_DIR=@dir.  -ENOMEM, all freed, when out of memory.
+ */
+static int bt_cmdline_build(struct bt_cmdline *c, char *qemu,
+			    const char *preload, char *prog, char *plugarg,
+			    const struct bt_qemu_launch *launch,
+			    const char *dir)
+{
+	/* The guest's argv: a script's has its interpreter first. */
+	int n = (int)launch->argc, k;
+	size_t nenv = 0, nld = 0;
+	char *save = NULL;
+
+	memset(c, 0, sizeof(*c));
+	/* BTRACE_QEMU_ARGS: extra emulator options (e.g. "-d exec,nochain
+	 * -D log"), split at spaces. */
+	c->extra = getenv("BTRACE_QEMU_ARGS");
+	c->extra = c->extra ? strdup(c->extra) : NULL;
+	/* The loader's variables go to the guest alone (-E). */
+	for (char **e = environ; *e; e++) {
+		nenv++;
+		nld += bt_env_guest_only(*e);
+	}
+	c->argv = calloc((size_t)n + 10 + 2 * nld +
+			 (c->extra ? strlen(c->extra) / 2 + 1 : 0),
+			 sizeof(*c->argv));
+	c->envp = calloc(nenv + 3, sizeof(*c->envp));
+	/* The emulator (not the guest: the library takes itself out of the
+	 * environment QEMU hands on) preloads libbtrace-qemu-preload.so, which
+	 * sends QEMU's guest core to the ring directory. */
+	if (asprintf(&c->pre_env, "LD_PRELOAD=%s", preload) < 0)
+		c->pre_env = NULL;
+	snprintf(c->dir_env, sizeof(c->dir_env), "BTRACE_QEMU_CORE_DIR=%s", dir);
+	if (!c->argv || !c->envp || !c->pre_env) {
+		bt_cmdline_free(c);
+		return -ENOMEM;
+	}
+	c->argv[0] = qemu;
+	c->argv[1] = (char *)"-cpu";
+	c->argv[2] = (char *)"max";
+	c->argv[3] = (char *)"-0";
+	c->argv[4] = launch->argv[0];
+	k = 5;
+	for (char *tok = c->extra ? strtok_r(c->extra, " ", &save) : NULL; tok;
+	     tok = strtok_r(NULL, " ", &save))
+		c->argv[k++] = tok;
+	nenv = 0;
+	for (char **e = environ; *e; e++) {
+		if (bt_env_guest_only(*e)) {
+			c->argv[k++] = (char *)"-E";
+			c->argv[k++] = *e;
+		} else if (!strncmp(*e, "LD_PRELOAD=", 11)) {
+			/* One with a comma stays the emulator's (see
+			 * bt_env_guest_only); ours goes first. */
+			char *m = NULL;
+
+			if (asprintf(&m, "%s:%s", c->pre_env, *e + 11) >= 0) {
+				free(c->pre_env);
+				c->pre_env = m;
+			}
+		} else if (strncmp(*e, "BTRACE_QEMU_CORE_DIR=", 21)) {
+			c->envp[nenv++] = *e;
+		}
+	}
+	c->envp[nenv++] = c->pre_env;
+	c->envp[nenv++] = c->dir_env;
+	c->argv[k++] = (char *)"-plugin";
+	c->argv[k++] = plugarg;
+	c->argv[k++] = prog;
+	for (int i = 1; i < n; i++)
+		c->argv[k++] = launch->argv[i];
+	return 0;
+}
+
+/*
+ * Fork and exec the emulator (@c), the ring memfd @ringfd inherited: its
+ * pid in *@pidp, and in *@cerr the errno of an execve() that failed (the
+ * child's status then in *@status).  Orphaned emulator processes (forked
+ * children whose parent died) become our children, so their status is
+ * ours to read: *@subreaper is the setting to restore, or -1.  Fails (the
+ * signal forwarding and subreaper restored) when no pipe or no fork.
+ */
+static int bt_spawn_emulator(const char *qemu, const struct bt_cmdline *c,
+			     int ringfd, struct bt_fwd *fwd, int *subreaper,
+			     pid_t *pidp, int *cerr, int *status,
+			     struct btrace_error *err)
+{
+	int pipefd[2], k, rc;
+	pid_t pid;
+
+	*subreaper = -1;
+	*cerr = 0;
+	if (prctl(PR_GET_CHILD_SUBREAPER, (unsigned long)&k, 0, 0, 0) == 0 &&
+	    prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0, 0, 0) == 0)
+		*subreaper = k;
+	if (pipe2(pipefd, O_CLOEXEC)) {
+		rc = -errno;
+		if (*subreaper >= 0)
+			prctl(PR_SET_CHILD_SUBREAPER, (unsigned long)*subreaper,
+			      0, 0, 0);
+		return bt_error(err, rc, "pipe failed: %s", strerror(-rc));
+	}
+	bt_fwd_install(fwd);
+	pid = fork();
+	if (pid < 0) {
+		rc = -errno;
+		bt_fwd_restore(fwd);
+		if (*subreaper >= 0)
+			prctl(PR_SET_CHILD_SUBREAPER, (unsigned long)*subreaper,
+			      0, 0, 0);
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return bt_error(err, rc, "fork failed: %s", strerror(-rc));
+	}
+	if (pid == 0) {
+		int e;
+
+		/* The ring memfd is the emulator's to inherit (the plugin
+		 * closes it before the guest starts). */
+		fcntl(ringfd, F_SETFD, 0);
+		bt_fwd_restore(fwd);
+		execve(qemu, c->argv, c->envp);
+		e = errno;
+		if (write(pipefd[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	if (read(pipefd[0], cerr, sizeof(*cerr)) != sizeof(*cerr))
+		*cerr = 0;
+	close(pipefd[0]);
+	if (*cerr)
+		while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+			;
+	*pidp = pid;
+	return 0;
+}
+
+/*
+ * The program ended (j->status): the result, the notes on how it ran, and
+ * its snapshot when it is wanted; the rings dropped (kept with
+ * BTRACE_QEMU_KEEP_RINGS).  @rc is the watch's.
+ */
+static int bt_qemu_finish(struct bt_job *j, struct bt_rings *rs,
+			  const char *ring_path, const char *plugin, long oom0,
+			  int rc, struct btrace_record_result *res,
+			  struct btrace_error *err)
+{
+	res->exit_status = j->status;
+	res->shell_status = WIFEXITED(j->status) ? WEXITSTATUS(j->status) :
+			    WIFSIGNALED(j->status) ? 128 + WTERMSIG(j->status) : 1;
+
+	if (!bt_ring_present(ring_path)) {
+		bt_qowner_free(j->owner);
+		bt_drop_rings(rs);
+		bt_error(err, -BTRACE_ERR_UNSUPPORTED, "%s: load plugin failed: "
+			 "qemu-x86_64 did not start the btrace plugin (exit "
+			 "status %d)", plugin, res->shell_status);
+		return bt_hint(err, "run 'btrace doctor'; the plugin must match "
+			       "QEMU 7.2's plugin API version 1");
+	}
+	bt_qemu_limits_warn(ring_path, j->pid);
+	bt_untraced_children_warn(ring_path, j->pid);
+	bt_say_killed(j, oom0);
+	if (!rc && bt_wants(j, ring_path))
+		rc = bt_write_snapshot_timed(j, ring_path, res);
+	bt_qowner_free(j->owner);
+	j->owner = NULL;
+	if (getenv("BTRACE_QEMU_KEEP_RINGS")) {
+		bt_keep_rings(rs);
+		bt_msg("btrace: ring files kept in %s", rs->dir);
+	} else {
+		bt_drop_rings(rs);
+	}
+	return rc;
+}
+
 static int bt_qemu_run(const struct btrace_record_opts *opts,
 		       struct btrace_record_result *res,
 		       struct bt_qemu_launch *launch,
 		       struct btrace_error *err)
 {
 	char qemu[PATH_MAX], plugin[PATH_MAX], prog[PATH_MAX];
-	char preload[PATH_MAX], *pre_env = NULL, dir_env[PATH_MAX + 32];
+	char preload[PATH_MAX];
 	char cwd[PATH_MAX], plugarg[PATH_MAX * 2 + 128];
 	char ring_path[PATH_MAX + 32];
+	struct bt_cmdline cl;
 	struct bt_rings rs;
 	struct bt_fwd fwd;
 	struct bt_job j;
 	long oom0;
 	uint64_t on, entries;
-	int pipefd[2], rc, n = 0, k, cerr = 0, subreaper = -1, ringfd;
-	char **argv, **envp, *extra, *save = NULL, fdarg[32] = "";
-	size_t nenv = 0, nld = 0;
-	pid_t pid;
+	int rc, k, cerr = 0, subreaper = -1, ringfd;
+	char fdarg[32] = "";
+	pid_t pid = 0;
 
 	memset(res, 0, sizeof(*res));
 	res->exit_status = -1;   /* until the program ran */
@@ -2607,17 +2946,8 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	if (!opts || !opts->argv || !opts->argv[0])
 		return bt_error(err, -EINVAL, "qemu backend: record failed: "
 				"no program to run");
-	rc = bt_qemu_find_emulator(qemu, sizeof(qemu), err);
-	if (!rc)
-		rc = bt_qemu_find_plugin(plugin, sizeof(plugin), err);
-	if (!rc)
-		rc = bt_qemu_find_preload(plugin, preload, sizeof(preload), err);
-	if (!rc)
-		rc = bt_qemu_check_program(opts->argv, prog, sizeof(prog),
-					   launch, err);
-	/* A program QEMU cannot run as the kernel would is refused. */
-	if (!rc)
-		rc = bt_qemu_check_sanitizers(prog, err);
+	rc = bt_qemu_find_all(opts, qemu, plugin, preload, prog, PATH_MAX,
+			      launch, err);
 	if (rc)
 		return rc;
 	oom0 = bt_qemu_oom_kills();
@@ -2634,13 +2964,7 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	j.kind = opts->trace_kind == BTRACE_TRACE_BTS ? BTRACE_TRACE_BTS :
 							  BTRACE_TRACE_PT;
 	on = opts->on ? opts->on : BTRACE_ON_DEFAULT;
-	/* TB records: about one PT byte each; BTS needs 24 bytes per taken
-	 * branch, so fewer records fill its ring. */
-	entries = bt_pow2(j.kind == BTRACE_TRACE_BTS ? j.size / 12 : j.size * 2);
-	if (entries < 65536)
-		entries = 65536;
-	if (entries > (1ull << 26))
-		entries = 1ull << 26;
+	entries = bt_slot_entries(j.kind, j.size);
 	rc = bt_check_address_space(entries, err);
 	if (rc)
 		return rc;
@@ -2667,132 +2991,21 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	snprintf(plugarg, sizeof(plugarg),
 		 "%s,dir=%s,entries=%llu,dumpable=0,exec=1,watch=%d%s", plugin, rs.dir,
 		 (unsigned long long)entries, k >= 0, fdarg);
-
-	/* The guest's argv: a script's has its interpreter first. */
-	n = (int)launch->argc;
-	/* BTRACE_QEMU_ARGS: extra emulator options (e.g. "-d exec,nochain
-	 * -D log"), split at spaces. */
-	extra = getenv("BTRACE_QEMU_ARGS");
-	extra = extra ? strdup(extra) : NULL;
-	/* The loader's variables go to the guest alone (-E). */
-	for (char **e = environ; *e; e++) {
-		nenv++;
-		nld += bt_env_guest_only(*e);
-	}
-	argv = calloc((size_t)n + 10 + 2 * nld +
-		      (extra ? strlen(extra) / 2 + 1 : 0), sizeof(*argv));
-	envp = calloc(nenv + 3, sizeof(*envp));
-	/* The emulator (not the guest: the library takes itself out of the
-	 * environment QEMU hands on) preloads libbtrace-qemu-preload.so, which
-	 * sends QEMU's guest core to the ring directory. */
-	if (asprintf(&pre_env, "LD_PRELOAD=%s", preload) < 0)
-		pre_env = NULL;
-	snprintf(dir_env, sizeof(dir_env), "BTRACE_QEMU_CORE_DIR=%s", rs.dir);
-	if (!argv || !envp || !pre_env) {
-		free(argv);
-		free(envp);
-		free(pre_env);
-		free(extra);
+	if (bt_cmdline_build(&cl, qemu, preload, prog, plugarg, launch,
+			     rs.dir)) {
 		close(ringfd);
 		bt_drop_rings(&rs);
 		return bt_error(err, -ENOMEM, "qemu backend: out of memory");
 	}
-	argv[0] = qemu;
-	argv[1] = (char *)"-cpu";
-	argv[2] = (char *)"max";
-	argv[3] = (char *)"-0";
-	argv[4] = launch->argv[0];
-	k = 5;
-	for (char *tok = extra ? strtok_r(extra, " ", &save) : NULL; tok;
-	     tok = strtok_r(NULL, " ", &save))
-		argv[k++] = tok;
-	nenv = 0;
-	for (char **e = environ; *e; e++) {
-		if (bt_env_guest_only(*e)) {
-			argv[k++] = (char *)"-E";
-			argv[k++] = *e;
-		} else if (!strncmp(*e, "LD_PRELOAD=", 11)) {
-			/* One with a comma stays the emulator's (see
-			 * bt_env_guest_only); ours goes first. */
-			char *m = NULL;
-
-			if (asprintf(&m, "%s:%s", pre_env, *e + 11) >= 0) {
-				free(pre_env);
-				pre_env = m;
-			}
-		} else if (strncmp(*e, "BTRACE_QEMU_CORE_DIR=", 21)) {
-			envp[nenv++] = *e;
-		}
-	}
-	envp[nenv++] = pre_env;
-	envp[nenv++] = dir_env;
-	argv[k++] = (char *)"-plugin";
-	argv[k++] = plugarg;
-	argv[k++] = prog;
-	for (int i = 1; i < n; i++)
-		argv[k++] = launch->argv[i];
-
-	/* Orphaned emulator processes (forked children whose parent died)
-	 * become our children, so their status is ours to read. */
-	if (prctl(PR_GET_CHILD_SUBREAPER, (unsigned long)&k, 0, 0, 0) == 0 &&
-	    prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0, 0, 0) == 0)
-		subreaper = k;
-	if (pipe2(pipefd, O_CLOEXEC)) {
-		if (subreaper >= 0)
-			prctl(PR_SET_CHILD_SUBREAPER, (unsigned long)subreaper,
-			      0, 0, 0);
-		free(argv);
-		free(envp);
-		free(pre_env);
-		free(extra);
-		rc = -errno;
+	rc = bt_spawn_emulator(qemu, &cl, ringfd, &fwd, &subreaper, &pid,
+			       &cerr, &j.status, err);
+	bt_cmdline_free(&cl);
+	if (rc) {
 		close(ringfd);
 		bt_drop_rings(&rs);
-		return bt_error(err, rc, "pipe failed: %s", strerror(-rc));
+		return rc;
 	}
-	bt_fwd_install(&fwd);
-	pid = fork();
-	if (pid < 0) {
-		rc = -errno;
-		bt_fwd_restore(&fwd);
-		if (subreaper >= 0)
-			prctl(PR_SET_CHILD_SUBREAPER, (unsigned long)subreaper,
-			      0, 0, 0);
-		free(argv);
-		free(envp);
-		free(pre_env);
-		free(extra);
-		close(pipefd[0]);
-		close(pipefd[1]);
-		close(ringfd);
-		bt_drop_rings(&rs);
-		return bt_error(err, rc, "fork failed: %s", strerror(-rc));
-	}
-	if (pid == 0) {
-		int e;
-
-		/* The ring memfd is the emulator's to inherit (the plugin
-		 * closes it before the guest starts). */
-		fcntl(ringfd, F_SETFD, 0);
-		bt_fwd_restore(&fwd);
-		execve(qemu, argv, envp);
-		e = errno;
-		if (write(pipefd[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close(pipefd[1]);
-	if (read(pipefd[0], &cerr, sizeof(cerr)) != sizeof(cerr))
-		cerr = 0;
-	close(pipefd[0]);
-	free(argv);
-	free(envp);
-	free(pre_env);
-	free(extra);
-
 	if (cerr) {
-		while (waitpid(pid, &j.status, 0) < 0 && errno == EINTR)
-			;
 		bt_fwd_restore(&fwd);
 		close(ringfd);
 		bt_drop_rings(&rs);
@@ -2820,35 +3033,8 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	bt_fwd_restore(&fwd);
 	if (subreaper >= 0)
 		prctl(PR_SET_CHILD_SUBREAPER, (unsigned long)subreaper, 0, 0, 0);
-
 	j.pid = pid;
-	res->exit_status = j.status;
-	res->shell_status = WIFEXITED(j.status) ? WEXITSTATUS(j.status) :
-			    WIFSIGNALED(j.status) ? 128 + WTERMSIG(j.status) : 1;
-
-	if (!bt_ring_present(ring_path)) {
-		bt_qowner_free(j.owner);
-		bt_drop_rings(&rs);
-		bt_error(err, -BTRACE_ERR_UNSUPPORTED, "%s: load plugin failed: "
-			 "qemu-x86_64 did not start the btrace plugin (exit "
-			 "status %d)", plugin, res->shell_status);
-		return bt_hint(err, "run 'btrace doctor'; the plugin must match "
-			       "QEMU 7.2's plugin API version 1");
-	}
-	bt_qemu_limits_warn(ring_path, pid);
-	bt_untraced_children_warn(ring_path, pid);
-	bt_say_killed(&j, oom0);
-	if (!rc && bt_wants(&j, ring_path))
-		rc = bt_snapshot_timed(&j, ring_path, res);
-	bt_qowner_free(j.owner);
-	j.owner = NULL;
-	if (getenv("BTRACE_QEMU_KEEP_RINGS")) {
-		bt_keep_rings(&rs);
-		bt_msg("btrace: ring files kept in %s", rs.dir);
-	} else {
-		bt_drop_rings(&rs);
-	}
-	return rc;
+	return bt_qemu_finish(&j, &rs, ring_path, plugin, oom0, rc, res, err);
 }
 
 int bt_qemu_record(const struct btrace_record_opts *opts,

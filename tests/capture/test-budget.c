@@ -6,6 +6,7 @@
 #include "bt-test.h"
 #include "capture/budget.h"
 #include "capture/capture-internal.h"
+#include "util.h"
 
 static void env_default(struct bt_budget_env *e)
 {

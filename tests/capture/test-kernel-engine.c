@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,6 +70,27 @@ static bool ip_in_text(const struct btrace_snapshot *s, uint64_t ip,
 	return false;
 }
 
+/*
+ * The standard metadata every backend's snapshot carries (the snapshot
+ * builder, src/snapbuild.c): host, kernel, btrace_version, time, and the
+ * command, @cmd.
+ */
+static void check_std_meta(struct bt_test *t, const struct btrace_snapshot *s,
+			   const char *cmd)
+{
+	const char *tm = btrace_snapshot_meta(s, "time");
+	struct utsname u;
+
+	BT_REQUIRE(t, uname(&u) == 0);
+	BT_EQ_STR(t, u.nodename, btrace_snapshot_meta(s, "host"));
+	BT_EQ_STR(t, u.release, btrace_snapshot_meta(s, "kernel"));
+	BT_EQ_STR(t, btrace_version(), btrace_snapshot_meta(s, "btrace_version"));
+	/* 2026-11-27T15:40:00Z */
+	BT_CHECK(t, tm && strlen(tm) == 20 && tm[4] == '-' && tm[10] == 'T' &&
+		    tm[19] == 'Z');
+	BT_EQ_STR(t, cmd, btrace_snapshot_meta(s, "command"));
+}
+
 static void test_launch_precise(struct bt_test *t)
 {
 	struct btrace_record_result res;
@@ -107,6 +129,12 @@ static void test_launch_precise(struct bt_test *t)
 	}
 	BT_CONTAINS(t, btrace_snapshot_meta(s, "capture.test_event"), "software event");
 	BT_EQ_STR(t, "0", btrace_snapshot_meta(s, "sideband.lost_records"));
+	{
+		char cmd[sizeof(child_path) + 16];
+
+		snprintf(cmd, sizeof(cmd), "%s crash", child_path);
+		check_std_meta(t, s, cmd);
+	}
 	btrace_snapshot_free(s);
 }
 
@@ -427,7 +455,12 @@ static void test_two_btrace_join_and_snapshots(struct bt_test *t)
 	BT_EQ_INT(t, 0, btrace_snapshot_request(target, od, &err));
 	o = read_snap(t, od);
 	if (o) {
+		char cmd[sizeof(child_path) + 16];
+
 		BT_EQ_INT(t, BTRACE_CRASH_ONDEMAND, o->config.crash_mode);
+		/* attached: the command is the target's /proc/PID/cmdline */
+		snprintf(cmd, sizeof(cmd), "%s sleep 20", child_path);
+		check_std_meta(t, o, cmd);
 		btrace_snapshot_free(o);
 	}
 	BT_EQ_INT(t, 0, kill(target, 0));   /* the target kept running */

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+/* The parts every backend's snapshot shares (snapbuild.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "procmaps.h"
+#include "snapbuild.h"
+#include "util.h"
+
+#define CODE_MAX (64ull << 20)   /* the most code copied of one mapping */
+
+void bt_snap_default_name(char *buf, size_t len, const char *comm, pid_t pid)
+{
+	char clean[32];
+	size_t i;
+
+	for (i = 0; comm && comm[i] && i + 1 < sizeof(clean); i++)
+		clean[i] = (comm[i] == '/' || comm[i] == ' ') ? '_' : comm[i];
+	clean[i] = '\0';
+	snprintf(buf, len, "btrace-%s-%d.btrace", i ? clean : "process",
+		 (int)pid);
+}
+
+static int copy_mem(pid_t pid, uint64_t addr, uint64_t len, uint8_t **out)
+{
+	char path[64];
+	uint8_t *buf;
+	int fd;
+	ssize_t n;
+
+	if (len == 0 || len > CODE_MAX)
+		return -EFBIG;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(len);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	n = pread(fd, buf, len, (off_t)addr);
+	close(fd);
+	if (n != (ssize_t)len) {
+		free(buf);
+		return n < 0 ? -errno : -EIO;
+	}
+	*out = buf;
+	return 0;
+}
+
+static int copy_file(const char *path, uint64_t off, uint64_t len,
+		     uint8_t **out, uint64_t *got)
+{
+	uint8_t *buf;
+	ssize_t n;
+	int fd;
+
+	if (len == 0 || len > CODE_MAX)
+		return -EFBIG;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(len);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	n = pread(fd, buf, len, (off_t)off);
+	close(fd);
+	if (n <= 0) {
+		free(buf);
+		return n < 0 ? -errno : -EIO;
+	}
+	*out = buf;
+	*got = (uint64_t)n;
+	return 0;
+}
+
+/* Our own vDSO: the same kernel gives the same image. */
+static int own_vdso(uint8_t **out, uint64_t *len)
+{
+	unsigned long base = getauxval(AT_SYSINFO_EHDR);
+	char *maps, *line, *save = NULL;
+
+	if (!base || bt_read_file("/proc/self/maps", &maps, NULL, 1 << 24) < 0)
+		return -ENOENT;
+	for (line = strtok_r(maps, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		struct bt_maps_line ml;
+
+		if (bt_maps_parse(line, strlen(line), &ml) >= BT_MAPS_RANGE &&
+		    ml.start == base && strstr(line, "[vdso]")) {
+			*len = ml.end - ml.start;
+			*out = malloc(*len);
+			if (*out)
+				memcpy(*out, (void *)base, *len);
+			free(maps);
+			return *out ? 0 : -ENOMEM;
+		}
+	}
+	free(maps);
+	return -ENOENT;
+}
+
+int bt_snap_add_code(struct btrace_writer *w, pid_t pid,
+		     const struct btrace_mapping *maps, size_t nmaps, bool alive,
+		     struct btrace_error *err)
+{
+	for (size_t i = 0; i < nmaps; i++) {
+		const struct btrace_mapping *m = &maps[i];
+		struct btrace_code c;
+		uint8_t *data = NULL;
+		uint64_t len = m->end - m->start, got = len;
+		int r;
+		bool dup = false;
+
+		memset(&c, 0, sizeof(c));
+		c.vaddr = m->start;
+		if (m->path && !strcmp(m->path, "[vdso]")) {
+			c.kind = BTRACE_CODE_VDSO;
+			r = alive ? copy_mem(pid, m->start, len, &data) : -ESRCH;
+			if (r < 0)
+				r = own_vdso(&data, &got);
+		} else if (!m->path || m->path[0] != '/') {
+			if (!alive)
+				continue;   /* anonymous code died with the process */
+			c.kind = BTRACE_CODE_ANON;
+			r = copy_mem(pid, m->start, len, &data);
+		} else {
+			/* one copy per file segment */
+			for (size_t j = 0; j < i; j++)
+				if (maps[j].path && !strcmp(maps[j].path, m->path) &&
+				    maps[j].pgoff == m->pgoff &&
+				    maps[j].end - maps[j].start == len)
+					dup = true;
+			if (dup)
+				continue;
+			c.kind = BTRACE_CODE_FILE;
+			c.file_offset = m->pgoff;
+			c.build_id_size = m->build_id_size;
+			memcpy(c.build_id, m->build_id, sizeof(c.build_id));
+			c.path = m->path;
+			r = -ENOENT;
+			if (alive) {
+				char mf[96];
+
+				snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
+					 (int)pid, m->start, m->end);
+				r = copy_file(mf, m->pgoff, len, &data, &got);
+			}
+			if (r < 0)
+				r = copy_file(m->path, m->pgoff, len, &data, &got);
+		}
+		if (r < 0)
+			continue;   /* recorded as missing by the decoder */
+		c.data = data;
+		c.size = got;
+		r = btrace_writer_add_code(w, &c, err);
+		free(data);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* @argv joined by spaces; NULL when out of memory. */
+static char *join_argv(char *const *argv)
+{
+	size_t cl = 0;
+	char *cmd;
+
+	for (char *const *a = argv; *a; a++)
+		cl += strlen(*a) + 1;
+	cmd = calloc(1, cl + 1);
+	if (!cmd)
+		return NULL;
+	for (char *const *a = argv; *a; a++) {
+		strcat(cmd, *a);
+		if (a[1])
+			strcat(cmd, " ");
+	}
+	return cmd;
+}
+
+/* /proc/@pid/cmdline, its arguments joined by spaces; NULL when it cannot
+ * be read or is empty (a zombie, a kernel thread). */
+static char *read_cmdline(pid_t pid)
+{
+	char path[64], *buf;
+	size_t len;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	if (pid <= 0 || bt_read_file(path, &buf, &len, 1 << 20) < 0)
+		return NULL;
+	while (len && buf[len - 1] == '\0')
+		len--;
+	if (!len) {
+		free(buf);
+		return NULL;
+	}
+	for (size_t i = 0; i < len; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+	buf[len] = '\0';
+	return buf;
+}
+
+int bt_snap_std_meta(struct btrace_writer *w, char *const *argv, pid_t pid,
+		     struct btrace_error *err)
+{
+	struct utsname u;
+	char tbuf[64], *cmd;
+	time_t now = time(NULL);
+	struct tm tm;
+	int rc = 0;
+
+	if (!uname(&u)) {
+		rc = btrace_writer_add_meta(w, "host", u.nodename, err);
+		if (!rc)
+			rc = btrace_writer_add_meta(w, "kernel", u.release, err);
+	}
+	if (!rc)
+		rc = btrace_writer_add_meta(w, "btrace_version", BTRACE_VERSION,
+					    err);
+	gmtime_r(&now, &tm);
+	strftime(tbuf, sizeof(tbuf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (!rc)
+		rc = btrace_writer_add_meta(w, "time", tbuf, err);
+	cmd = argv ? join_argv(argv) : read_cmdline(pid);
+	if (cmd && !rc)
+		rc = btrace_writer_add_meta(w, "command", cmd, err);
+	free(cmd);
+	return rc;
+}
+
+const char *btrace_signal_str(int signo, char *buf, size_t len)
+{
+	const char *ab = signo > 0 && signo < 65 ? sigabbrev_np(signo) : NULL;
+
+	if (!ab)
+		return NULL;
+	snprintf(buf, len, "SIG%s", ab);
+	return buf;
+}

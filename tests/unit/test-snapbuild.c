@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+/* The snapshot builder's shared parts: /proc/PID/maps lines, the default
+ * file name, signal names. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "procmaps.h"
+#include "snapbuild.h"
+#include "util.h"
+#include "bt-test.h"
+
+static int parse(const char *line, struct bt_maps_line *m)
+{
+	return bt_maps_parse(line, strlen(line), m);
+}
+
+/* The path of @m as a string (it is not NUL-terminated in general). */
+static const char *path_of(const struct bt_maps_line *m, char *buf, size_t len)
+{
+	size_t n = m->path_len < len - 1 ? m->path_len : len - 1;
+
+	memcpy(buf, m->path, n);
+	buf[n] = '\0';
+	return buf;
+}
+
+static void test_maps_full_line(struct bt_test *t)
+{
+	struct bt_maps_line m;
+	char p[256];
+
+	BT_EQ_INT(t, BT_MAPS_ALL,
+		  parse("7f0a12340000-7f0a12360000 r-xp 00002000 fd:01 1234567   "
+			"        /usr/lib/x86_64-linux-gnu/libc.so.6", &m));
+	BT_EQ_U64(t, 0x7f0a12340000ull, m.start);
+	BT_EQ_U64(t, 0x7f0a12360000ull, m.end);
+	BT_EQ_STR(t, "r-xp", m.perms);
+	BT_EQ_U64(t, 0x2000, m.pgoff);
+	BT_EQ_INT(t, 0xfd, (int)m.maj);
+	BT_EQ_INT(t, 1, (int)m.min);
+	BT_EQ_U64(t, 1234567, m.ino);
+	BT_EQ_STR(t, "/usr/lib/x86_64-linux-gnu/libc.so.6", path_of(&m, p, sizeof(p)));
+}
+
+static void test_maps_names(struct bt_test *t)
+{
+	struct bt_maps_line m;
+	char p[256];
+
+	/* spaces and " (deleted)" are part of the name */
+	BT_EQ_INT(t, BT_MAPS_ALL,
+		  parse("1000-2000 r-xp 00000000 08:02 42 /tmp/my dir/a b.so (deleted)", &m));
+	BT_EQ_STR(t, "/tmp/my dir/a b.so (deleted)", path_of(&m, p, sizeof(p)));
+	/* anonymous: no path, with or without trailing blanks */
+	BT_EQ_INT(t, BT_MAPS_ALL, parse("1000-2000 rw-p 00000000 00:00 0", &m));
+	BT_EQ_U64(t, 0, m.path_len);
+	BT_EQ_STR(t, "", m.path);
+	BT_EQ_INT(t, BT_MAPS_ALL, parse("1000-2000 rw-p 00000000 00:00 0      ", &m));
+	BT_EQ_U64(t, 0, m.path_len);
+	BT_EQ_INT(t, BT_MAPS_ALL,
+		  parse("7ffd1000-7ffd3000 r-xp 00000000 00:00 0   [vdso]", &m));
+	BT_EQ_STR(t, "[vdso]", path_of(&m, p, sizeof(p)));
+	/* the line ends at @len, not at a NUL: the next line is not read */
+	{
+		const char *two = "1000-2000 r-xp 0 00:00 0\n3000-4000 r-xp 0 00:00 0 /x";
+		BT_EQ_INT(t, BT_MAPS_ALL, bt_maps_parse(two, strcspn(two, "\n"), &m));
+		BT_EQ_U64(t, 0, m.path_len);
+		BT_EQ_U64(t, 0x2000, m.end);
+	}
+}
+
+static void test_maps_long_path(struct bt_test *t)
+{
+	size_t n = 8192;
+	char *line = malloc(n + 64);
+	struct bt_maps_line m;
+
+	BT_CHECK(t, line != NULL);
+	if (!line)
+		return;
+	strcpy(line, "1000-2000 r-xp 00000000 08:02 42 /");
+	memset(line + strlen(line), 'a', n);
+	line[34 + n] = '\0';
+	BT_EQ_INT(t, BT_MAPS_ALL, parse(line, &m));
+	BT_EQ_U64(t, n + 1, m.path_len);
+	BT_CHECK(t, m.path == line + 33);
+	free(line);
+}
+
+static void test_maps_missing_fields(struct bt_test *t)
+{
+	struct bt_maps_line m;
+
+	BT_EQ_INT(t, 0, parse("", &m));
+	BT_EQ_INT(t, 0, parse("garbage", &m));
+	BT_EQ_INT(t, 1, parse("1000", &m));
+	BT_EQ_INT(t, 1, parse("1000-", &m));
+	BT_EQ_INT(t, BT_MAPS_RANGE, parse("1000-2000", &m));
+	BT_EQ_U64(t, 0x2000, m.end);
+	BT_EQ_STR(t, "", m.perms);
+	BT_EQ_INT(t, 3, parse("1000-2000 r-xp", &m));
+	BT_EQ_INT(t, 4, parse("1000-2000 r-xp 0", &m));
+	BT_EQ_INT(t, 5, parse("1000-2000 r-xp 0 08", &m));
+	BT_EQ_INT(t, 6, parse("1000-2000 r-xp 0 08:02", &m));
+	BT_EQ_INT(t, 6, parse("1000-2000 r-xp 0 08:02 x /a", &m));
+	/* fields not read are zero, the path empty */
+	BT_EQ_U64(t, 0, m.ino);
+	BT_EQ_U64(t, 0, m.path_len);
+	/* an overlong perms field is cut at 7 bytes, never overflows */
+	BT_EQ_INT(t, 3, parse("1000-2000 rwxpxxxxxxxxxxxx", &m));
+	BT_EQ_STR(t, "rwxpxxx", m.perms);
+}
+
+static void test_maps_next(struct bt_test *t)
+{
+	const char *text = "a\n\nbc\nd", *cur = text, *l;
+	size_t len = 0;
+
+	l = bt_maps_next(&cur, &len);
+	BT_CHECK(t, l == text && len == 1);
+	l = bt_maps_next(&cur, &len);
+	BT_CHECK(t, l == text + 2 && len == 0);
+	l = bt_maps_next(&cur, &len);
+	BT_CHECK(t, l == text + 3 && len == 2);
+	l = bt_maps_next(&cur, &len);
+	BT_CHECK(t, l == text + 6 && len == 1);
+	BT_CHECK(t, bt_maps_next(&cur, &len) == NULL);
+	cur = NULL;
+	BT_CHECK(t, bt_maps_next(&cur, &len) == NULL);
+}
+
+static void test_default_name(struct bt_test *t)
+{
+	char buf[128];
+
+	bt_snap_default_name(buf, sizeof(buf), "crash", 42);
+	BT_EQ_STR(t, "btrace-crash-42.btrace", buf);
+	/* '/' and ' ' are cleaned: a name, never a path */
+	bt_snap_default_name(buf, sizeof(buf), "a b/../c", 7);
+	BT_EQ_STR(t, "btrace-a_b_.._c-7.btrace", buf);
+	bt_snap_default_name(buf, sizeof(buf), "", 9);
+	BT_EQ_STR(t, "btrace-process-9.btrace", buf);
+	bt_snap_default_name(buf, sizeof(buf), NULL, 9);
+	BT_EQ_STR(t, "btrace-process-9.btrace", buf);
+	/* at most 31 bytes of the name */
+	bt_snap_default_name(buf, sizeof(buf),
+			     "0123456789012345678901234567890123456789", 1);
+	BT_EQ_STR(t, "btrace-0123456789012345678901234567890-1.btrace", buf);
+}
+
+static void test_signal_name(struct bt_test *t)
+{
+	char buf[32];
+
+	BT_EQ_STR(t, "SIGSEGV", btrace_signal_str(11, buf, sizeof(buf)));
+	BT_EQ_STR(t, "SIGABRT", btrace_signal_str(6, buf, sizeof(buf)));
+	BT_CHECK(t, btrace_signal_str(0, buf, sizeof(buf)) == NULL);
+	BT_CHECK(t, btrace_signal_str(-3, buf, sizeof(buf)) == NULL);
+	BT_CHECK(t, btrace_signal_str(200, buf, sizeof(buf)) == NULL);
+}
+
+/*
+ * The code of this process's own executable mappings, found by the maps
+ * parser in /proc/self/maps and copied by the builder, reads back equal to
+ * the bytes in memory: the vDSO and the file segment holding this function.
+ */
+static void test_add_code_self(struct bt_test *t)
+{
+	struct btrace_mapping maps[8];
+	size_t nmaps = 0, len;
+	char *text = NULL, out[] = "/tmp/bt-snapbuild-XXXXXX";
+	const char *cur, *l;
+	uint64_t here = (uint64_t)(uintptr_t)&test_add_code_self;
+	struct btrace_writer *w = NULL;
+	struct btrace_snapshot *s = NULL;
+	struct btrace_error err = { 0 };
+	int fd, file_seen = 0, vdso_seen = 0;
+
+	BT_REQUIRE(t, bt_read_file("/proc/self/maps", &text, NULL, 1 << 24) == 0);
+	cur = text;
+	while ((l = bt_maps_next(&cur, &len)) && nmaps < 8) {
+		struct bt_maps_line m;
+		struct btrace_mapping *bm = &maps[nmaps];
+
+		if (bt_maps_parse(l, len, &m) != BT_MAPS_ALL || m.perms[2] != 'x')
+			continue;
+		if (!(here >= m.start && here < m.end) &&
+		    !(m.path_len == 6 && !memcmp(m.path, "[vdso]", 6)))
+			continue;
+		memset(bm, 0, sizeof(*bm));
+		bm->start = m.start;
+		bm->end = m.end;
+		bm->pgoff = m.pgoff;
+		bm->prot = 5;
+		bm->path = strndup(m.path, m.path_len);
+		nmaps++;
+	}
+	BT_CHECK(t, nmaps >= 1);
+	fd = mkstemp(out);
+	BT_REQUIRE(t, fd >= 0);
+	close(fd);
+	BT_REQUIRE(t, btrace_writer_open(out, 0, &w, &err) == 0);
+	BT_EQ_INT(t, 0, bt_snap_add_code(w, getpid(), maps, nmaps, true, &err));
+	BT_EQ_INT(t, 0, btrace_writer_commit(w, &err));
+	BT_REQUIRE(t, btrace_snapshot_read(out, 0, &s, &err) == 0);
+	for (size_t i = 0; i < s->ncode; i++) {
+		const struct btrace_code *c = &s->code[i];
+
+		if (c->kind == BTRACE_CODE_VDSO) {
+			vdso_seen = 1;
+			BT_CHECK(t, !memcmp(c->data, (void *)(uintptr_t)c->vaddr,
+					    c->size));
+		} else if (c->kind == BTRACE_CODE_FILE && here >= c->vaddr &&
+			   here < c->vaddr + c->size) {
+			file_seen = 1;
+			/* this function's first bytes, as mapped */
+			BT_CHECK(t, !memcmp(c->data + (here - c->vaddr),
+					    (void *)(uintptr_t)here, 16));
+		}
+	}
+	BT_CHECK(t, file_seen);
+	BT_CHECK(t, vdso_seen);
+	btrace_snapshot_free(s);
+	unlink(out);
+	for (size_t i = 0; i < nmaps; i++)
+		free(maps[i].path);
+	free(text);
+}
+
+BT_TESTS(test_maps_full_line, test_maps_names, test_maps_long_path,
+	 test_maps_missing_fields, test_maps_next, test_default_name,
+	 test_signal_name, test_add_code_self)
