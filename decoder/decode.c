@@ -234,6 +234,84 @@ static int decode_buffer(struct bt_ctx *c, const struct btrace_buffer *buf,
 	return decode_whole(c, buf, b);
 }
 
+/* The process of a result: backend, signal, pid and command. */
+static void result_process(const struct btrace_snapshot *snap,
+			   struct btrace_decode_result *res)
+{
+	res->backend = snap->has_config ? snap->config.backend : 0;
+	res->kind = snap->has_config ? snap->config.trace_kind : 0;
+	res->signal = snap->signal;
+	res->signal_name = snap->signal ? btrace_signal_name(snap->signal->signo) : NULL;
+	res->crashed_thread = -1;
+	for (size_t i = 0; i < snap->ntasks; i++) {
+		if (!res->pid)
+			res->pid = snap->tasks[i].pid;
+		if (snap->tasks[i].tid == snap->tasks[i].pid || !res->command)
+			res->command = snap->tasks[i].comm ? snap->tasks[i].comm :
+				       snap->tasks[i].exe;
+	}
+	if (!res->pid && snap->nmappings)
+		res->pid = snap->mappings[0].pid;
+}
+
+/* One buffer into the next thread of the result. */
+static int decode_thread(struct bt_result *r, const struct btrace_buffer *buf,
+			 int crashed)
+{
+	struct bt_ctx *c = &r->ctx;
+	struct btrace_decode_result *res = &r->pub;
+	struct btrace_thread *t = &res->threads[res->nthreads];
+	struct bt_thread_build b = { 0 };
+	int ret;
+
+	b.t = t;
+	t->tid = buf->tid;
+	t->cpu = buf->cpu;
+	t->crashed = crashed;
+	t->kind = buf->kind;
+	t->buffer_bytes = buf->size;
+	t->requested_bytes = buf->requested_size;
+	t->decoded_bytes = buf->size;
+	ret = decode_buffer(c, buf, &b);
+	bt_walk_end(&b);
+	r->src[res->nthreads] = (struct bt_src){ buf, b.start };
+	if (ret < 0)
+		return ret;
+	/* complete: no gap in what was decoded, and the buffer holds the
+	 * history that was asked for */
+	t->complete = !t->ngaps &&
+		      (!t->requested_bytes ||
+		       t->buffer_bytes - t->unusable_bytes >= t->requested_bytes);
+	if (t->fault.found && c->nholes)
+		bt_image_mark_entered(c, t->fault.ip, 0);
+	if (crashed && res->crashed_thread < 0)
+		res->crashed_thread = (int)res->nthreads;
+	res->nthreads++;
+	return 0;
+}
+
+/* Every buffer (of opts.tid), the crashed thread's first. */
+static int decode_threads(struct bt_result *r)
+{
+	const struct btrace_snapshot *snap = r->ctx.snap;
+	int ctid = crashed_tid(snap), ret;
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < snap->nbuffers; i++) {
+			const struct btrace_buffer *buf = &snap->buffers[i];
+			int crashed = ctid && buf->tid == ctid;
+			if (crashed != (pass == 0))
+				continue;
+			if (r->ctx.opts.tid && buf->tid != r->ctx.opts.tid)
+				continue;
+			ret = decode_thread(r, buf, crashed);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	return 0;
+}
+
 int btrace_decode(const struct btrace_snapshot *snap,
 		  const struct btrace_decode_opts *opts,
 		  struct btrace_decode_result **out,
@@ -241,7 +319,7 @@ int btrace_decode(const struct btrace_snapshot *snap,
 {
 	struct bt_result *r;
 	struct bt_ctx *c;
-	int ret, ctid;
+	int ret;
 
 	bt_error_clear(err);
 	if (!snap || !out)
@@ -280,67 +358,16 @@ int btrace_decode(const struct btrace_snapshot *snap,
 		goto fail;
 
 	struct btrace_decode_result *res = &r->pub;
-	res->backend = snap->has_config ? snap->config.backend : 0;
-	res->kind = snap->has_config ? snap->config.trace_kind : 0;
-	res->signal = snap->signal;
-	res->signal_name = snap->signal ? btrace_signal_name(snap->signal->signo) : NULL;
-	res->crashed_thread = -1;
-	for (size_t i = 0; i < snap->ntasks; i++) {
-		if (!res->pid)
-			res->pid = snap->tasks[i].pid;
-		if (snap->tasks[i].tid == snap->tasks[i].pid || !res->command)
-			res->command = snap->tasks[i].comm ? snap->tasks[i].comm :
-				       snap->tasks[i].exe;
-	}
-	ctid = crashed_tid(snap);
-	if (!res->pid && snap->nmappings)
-		res->pid = snap->mappings[0].pid;
-
+	result_process(snap, res);
 	res->threads = calloc(snap->nbuffers + 1, sizeof(*res->threads));
 	r->src = calloc(snap->nbuffers + 1, sizeof(*r->src));
 	if (!res->threads || !r->src) {
 		ret = bt_error(err, -ENOMEM, "decode: out of memory");
 		goto fail;
 	}
-	/* crashed thread first */
-	for (int pass = 0; pass < 2; pass++) {
-		for (size_t i = 0; i < snap->nbuffers; i++) {
-			const struct btrace_buffer *buf = &snap->buffers[i];
-			int crashed = ctid && buf->tid == ctid;
-			if (crashed != (pass == 0))
-				continue;
-			if (c->opts.tid && buf->tid != c->opts.tid)
-				continue;
-			struct btrace_thread *t = &res->threads[res->nthreads];
-			struct bt_thread_build b = { 0 };
-			b.t = t;
-			t->tid = buf->tid;
-			t->cpu = buf->cpu;
-			t->crashed = crashed;
-			t->kind = buf->kind;
-			t->buffer_bytes = buf->size;
-			t->requested_bytes = buf->requested_size;
-			t->decoded_bytes = buf->size;
-			t->buffer_bytes = buf->size;
-			t->decoded_bytes = buf->size;
-			ret = decode_buffer(c, buf, &b);
-			bt_walk_end(&b);
-			r->src[res->nthreads] = (struct bt_src){ buf, b.start };
-			if (ret < 0)
-				goto fail;
-			/* complete: no gap in what was decoded, and the
-			 * buffer holds the history that was asked for */
-			t->complete = !t->ngaps &&
-				      (!t->requested_bytes ||
-				       t->buffer_bytes - t->unusable_bytes >=
-				       t->requested_bytes);
-			if (t->fault.found && c->nholes)
-				bt_image_mark_entered(c, t->fault.ip, 0);
-			if (crashed && res->crashed_thread < 0)
-				res->crashed_thread = (int)res->nthreads;
-			res->nthreads++;
-		}
-	}
+	ret = decode_threads(r);
+	if (ret < 0)
+		goto fail;
 	ret = bt_image_notes(c);
 	if (ret < 0) {
 		ret = bt_error(err, ret, "decode: out of memory");

@@ -592,17 +592,9 @@ static void j_gap(struct json *j, const struct btrace_gap *g)
 static void j_call(struct json *j, const struct btrace_thread *t,
 		   const struct btrace_call *cl, int mind);
 
-static void j_thread(struct json *j, const struct btrace_report_thread *rt,
-		     const struct rep_opts *o)
+/* "history": what was decoded against what was asked for, the gaps */
+static void j_history(struct json *j, const struct btrace_thread *t)
 {
-	const struct btrace_thread *t = rt->thread;
-
-	json_begin_object(j, NULL);
-	json_int(j, "tid", t->tid);
-	if (t->cpu >= 0)
-		json_int(j, "cpu", t->cpu);
-	json_bool(j, "crashed", t->crashed);
-
 	json_begin_object(j, "history");
 	json_uint(j, "bytes", t->decoded_bytes);
 	json_uint(j, "requested_bytes", t->requested_bytes);
@@ -619,7 +611,11 @@ static void j_thread(struct json *j, const struct btrace_report_thread *rt,
 	}
 	json_end_array(j);
 	json_end_object(j);
+}
 
+/* "stack": at the fault, innermost first */
+static void j_stack(struct json *j, const struct btrace_thread *t)
+{
 	json_begin_array(j, "stack");
 	for (size_t i = 0; i < t->nstack; i++) {
 		const struct btrace_frame *fr = &t->stack[i];
@@ -634,9 +630,16 @@ static void j_thread(struct json *j, const struct btrace_report_thread *rt,
 		json_end_object(j);
 	}
 	json_end_array(j);
+}
 
+/* "calls": the last ones before the fault */
+static void j_calls(struct json *j, const struct btrace_report_thread *rt,
+		    const struct rep_opts *o)
+{
+	const struct btrace_thread *t = rt->thread;
 	size_t cend = rt->calls_end, cstart = cend > o->calls ? cend - o->calls : 0;
 	int mind = 1 << 30;
+
 	for (size_t i = cstart; i < cend; i++)
 		if (t->calls[i].depth < mind)
 			mind = t->calls[i].depth;
@@ -644,8 +647,15 @@ static void j_thread(struct json *j, const struct btrace_report_thread *rt,
 	for (size_t i = cstart; i < cend; i++)
 		j_call(j, t, &t->calls[i], mind);
 	json_end_array(j);
+}
 
+/* "tail": the last blocks before the fault, and the fault */
+static void j_tail(struct json *j, const struct btrace_report_thread *rt,
+		   const struct rep_opts *o)
+{
+	const struct btrace_thread *t = rt->thread;
 	size_t bend = rt->blocks_end, bstart = bend, n = 0;
+
 	while (bstart > 0 && n < o->blocks) {
 		bstart--;
 		if (t->blocks[bstart].kind == BTRACE_ITEM_BLOCK)
@@ -686,8 +696,15 @@ static void j_thread(struct json *j, const struct btrace_report_thread *rt,
 		json_end_object(j);
 	}
 	json_end_array(j);
+}
 
-	/* what ran after the fault (a signal handler), at the call level */
+/* "after_fault": what ran after the fault (a signal handler), at the call
+ * level */
+static void j_after(struct json *j, const struct btrace_report_thread *rt,
+		    const struct rep_opts *o)
+{
+	const struct btrace_thread *t = rt->thread;
+
 	if (rt->went_on) {
 		size_t first = rt->calls_end;
 		uint64_t na = after_count(t, first);
@@ -717,6 +734,23 @@ static void j_thread(struct json *j, const struct btrace_report_thread *rt,
 	} else {
 		json_null(j, "after_fault");
 	}
+}
+
+static void j_thread(struct json *j, const struct btrace_report_thread *rt,
+		     const struct rep_opts *o)
+{
+	const struct btrace_thread *t = rt->thread;
+
+	json_begin_object(j, NULL);
+	json_int(j, "tid", t->tid);
+	if (t->cpu >= 0)
+		json_int(j, "cpu", t->cpu);
+	json_bool(j, "crashed", t->crashed);
+	j_history(j, t);
+	j_stack(j, t);
+	j_calls(j, rt, o);
+	j_tail(j, rt, o);
+	j_after(j, rt, o);
 	json_end_object(j);
 }
 
