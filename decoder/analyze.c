@@ -784,7 +784,7 @@ int bt_analyze_finish(struct bt_ctx *c, struct bt_thread_build *bb, int which,
 		struct btrace_insn in;
 		t->fault.block_index = fault_item >= (int64_t)t->dropped_blocks ?
 			(uint64_t)fault_item - t->dropped_blocks : 0;
-		/* the path after the fault left out (decode.c, hold) */
+		/* the path after the fault left out (thread.c, hold) */
 		if (t->omitted_blocks)
 			t->fault.after_blocks = bb->hole_blocks;
 		t->fault.sym = *bt_syms_lookup(c, t->fault.ip);

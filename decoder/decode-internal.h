@@ -337,7 +337,7 @@ int bt_thread_add_insns(struct bt_ctx *c, struct bt_thread_build *b,
  * that goes on in the current call entry, starts one after a call, or
  * returns to the frame just below the top - never reaches
  * bt_thread_add_insns() and the walker: pt.c's bt_block_fast() does for it
- * what they would (decode.c: the item window; analyze.c: on_block,
+ * what they would (thread.c: the item window; analyze.c: on_block,
  * end_of_block, new_call) on a copy of the state they use, struct
  * bt_fast.  bt_fast_load() makes that copy before a run of blocks and
  * bt_fast_store() writes it back before anything else looks at the
