@@ -3,7 +3,7 @@
  * A crash whose SIGSEGV handler runs a long path (as a traceback dump
  * does) and then aborts: the QEMU backend keeps the final signal apart
  * (metadata qemu.final_signal) and the decoder must keep the history
- * before the fault, far from the end (decoder/decode.c, "hold").
+ * before the fault, far from the end (decoder/thread.c, "hold").
  * bench/report-handler-rss.sh.
  *   handler-path-prog N    N iterations in the handler (default 20000000)
  *   handler-path-prog N x  the same work before the crash, no handler

@@ -855,30 +855,19 @@ static int build_stack(struct bt_ctx *c, struct btrace_thread *t,
 	return 0;
 }
 
-int bt_analyze_thread(struct bt_ctx *c, struct bt_thread_build *bb)
+int bt_analyze_fault(struct bt_ctx *c, struct bt_thread_build *bb,
+		     int64_t *fault_item)
+{
+	return find_fault(c, bb, fault_item);
+}
+
+int bt_analyze_finish(struct bt_ctx *c, struct bt_thread_build *bb, int which,
+		      int64_t fault_item)
 {
 	struct btrace_thread *t = bb->t;
-	struct bt_walk *w;
-	int64_t fault_item;
-	int ret, which;
+	struct bt_walk *w = bb->w;
+	int ret;
 
-	ret = bt_thread_flush(c, bb);
-	if (ret < 0)
-		return ret;
-	w = bb->w;
-	which = find_fault(c, bb, &fault_item);
-	bt_thread_hold_end(bb, t->fault.found ? fault_item : -2);
-	if (t->fault.found && fault_item < 0) {
-		/* mark the fault at the end of the history */
-		struct btrace_block it = { 0 };
-		it.kind = BTRACE_ITEM_FAULT;
-		it.ip = t->fault.ip;
-		fault_item = (int64_t)bb->nitems;
-		ret = bt_thread_add_block(c, bb, &it);
-		if (ret < 0)
-			return ret;
-	}
-	bb->fault_item = t->fault.found ? fault_item : -1;
 	if (which == 2)
 		ret = build_stack(c, t, w->at_handler.fr, w->at_handler.n);
 	else if (which == 1)
@@ -888,11 +877,10 @@ int bt_analyze_thread(struct bt_ctx *c, struct bt_thread_build *bb)
 	if (ret < 0)
 		return bt_error(c->err, ret, "decode: out of memory");
 
-	/* item indices -> indices in the kept window; normalise call depths
-	 * (the shallowest entry is 0; block depths stay relative) */
+	/* normalise call depths (the shallowest entry is 0; block depths
+	 * stay relative) */
 	for (size_t i = 0; i < t->ncalls; i++) {
 		struct btrace_call *cl = &t->calls[i];
-		cl->first_block = bt_thread_position(bb, cl->first_block);
 		cl->depth -= w->min_depth;
 		if (!(cl->flags & BTRACE_CALL_GAP))
 			cl->sym = bt_syms_lookup(c, cl->ip);
@@ -905,7 +893,7 @@ int bt_analyze_thread(struct bt_ctx *c, struct bt_thread_build *bb)
 		struct btrace_insn in;
 		t->fault.block_index = fault_item >= (int64_t)t->dropped_blocks ?
 			(uint64_t)fault_item - t->dropped_blocks : 0;
-		/* the path after the fault left out (decode.c, hold) */
+		/* the path after the fault left out (thread.c, hold) */
 		if (t->omitted_blocks)
 			t->fault.after_blocks = bb->hole_blocks;
 		t->fault.sym = *bt_syms_lookup(c, t->fault.ip);

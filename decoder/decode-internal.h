@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <btrace/decode.h>
 
@@ -17,7 +18,7 @@ static inline int bt_is_kernel(uint64_t ip)
 	return ip >= BT_KERNEL_START;
 }
 
-/* u64 -> u32 open-addressing hash map (value UINT32_MAX = absent). */
+/* ctx.c: u64 -> u32 open-addressing hash map (value UINT32_MAX = absent). */
 struct bt_map {
 	uint64_t *keys;
 	uint32_t *vals;
@@ -143,7 +144,7 @@ static inline size_t bt_cache_slot(uint64_t ip)
 	return (size_t)((ip ^ (ip >> 12) ^ (ip >> 24)) & (BT_CACHE_SLOTS - 1));
 }
 
-/* strings owned by the context */
+/* ctx.c: strings owned by the context */
 const char *bt_ctx_strdup(struct bt_ctx *c, const char *s);
 const char *bt_ctx_printf(struct bt_ctx *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -205,7 +206,9 @@ int bt_plt_load(struct bt_ctx *c);
 uint64_t bt_plt_lookup(const struct bt_ctx *c, uint64_t ip, const char **name);
 /* @ip is in a PLT section (.plt, .plt.sec, .plt.got). */
 int bt_plt_contains(const struct bt_ctx *c, uint64_t ip);
-const char *bt_syms_demangle(struct bt_ctx *c, const char *name, size_t len);
+/* demangle.c: @name (@len bytes) demangled when it is a C++ name (unless
+ * BTRACE_DECODE_NO_DEMANGLE), else copied; owned by the context. */
+const char *bt_demangle(struct bt_ctx *c, const char *name, size_t len);
 /* The frames of the physical frame at @ip, innermost first: the inlined
  * calls holding @ip, then the function they are inlined in (the last), up
  * to @n symbols (a deeper chain loses its outermost inline frames);
@@ -294,7 +297,7 @@ struct bt_thread_build {
 	uint64_t first_index;        /* its index, UINT64_MAX: none */
 	int64_t start;               /* tail decode: the PSB it started at;
 				      * -1: the whole buffer */
-	/* hold (decode.c: a handler went on after the fault,
+	/* hold (thread.c: a handler went on after the fault,
 	 * qemu.final_signal): the window of @keep units before the latest
 	 * signal episode's first delivery (bt_walk.handler_item), then the
 	 * head of the path after it, are frozen at the start of blocks[] /
@@ -310,6 +313,18 @@ struct bt_thread_build {
 	int32_t hole_min_depth;      /* their least depth (raw) */
 };
 
+/* thread.c: the thread result builder.  Set up a thread's build from the
+ * options (bt_thread_init), then before each decode of its buffer
+ * (bt_thread_reset: a tail decode may start over from further back). */
+void bt_thread_init(struct bt_ctx *c, struct bt_thread_build *b);
+void bt_thread_reset(struct bt_thread_build *b);
+/* Units (opts.unit) of history decoded so far. */
+uint64_t bt_thread_units(const struct bt_thread_build *b);
+/* Streaming: the sink's begin() for this decode. */
+int bt_thread_stream_begin(struct bt_ctx *c, struct bt_thread_build *b);
+/* The decode of the buffer is done: analyse the thread (fault, stack,
+ * symbols), stream what is left to the sink and end(). */
+int bt_thread_finish(struct bt_ctx *c, struct bt_thread_build *b);
 /* Emit an item (flushes a held one first). */
 int bt_thread_add_block(struct bt_ctx *c, struct bt_thread_build *b,
 			const struct btrace_block *blk);
@@ -322,7 +337,7 @@ int bt_thread_add_insns(struct bt_ctx *c, struct bt_thread_build *b,
  * that goes on in the current call entry, starts one after a call, or
  * returns to the frame just below the top - never reaches
  * bt_thread_add_insns() and the walker: pt.c's bt_block_fast() does for it
- * what they would (decode.c: the item window; analyze.c: on_block,
+ * what they would (thread.c: the item window; analyze.c: on_block,
  * end_of_block, new_call) on a copy of the state they use, struct
  * bt_fast.  bt_fast_load() makes that copy before a run of blocks and
  * bt_fast_store() writes it back before anything else looks at the
@@ -397,7 +412,7 @@ struct bt_fast {
 	uint64_t i0, tot0;           /* at load */
 };
 
-/* decode.c: copy the state for a run of blocks (0, or -ENOMEM making room
+/* thread.c: copy the state for a run of blocks (0, or -ENOMEM making room
  * for a frame) / write it back: returns 1 if any block was taken
  * (bt_fast.ent_end is then the last one's end_ip), 0 if nothing changed. */
 int bt_fast_load(struct bt_ctx *c, struct bt_thread_build *b,
@@ -422,8 +437,9 @@ int bt_pt_decode(struct bt_ctx *c, const struct btrace_buffer *buf,
 int bt_bts_decode(struct bt_ctx *c, const struct btrace_buffer *buf,
 		  struct bt_thread_build *b);
 
-/* analyze.c: incremental analysis of each item, then the fault, the stack,
- * depths and symbols of what was kept. */
+/* analyze.c: incremental analysis of each item (called by thread.c, which
+ * it never calls), then the fault, the stack, depths and symbols of what
+ * was kept. */
 int bt_walk_begin(struct bt_ctx *c, struct bt_thread_build *b);
 int bt_walk_item(struct bt_ctx *c, struct bt_thread_build *b,
 		 struct btrace_block *it, uint64_t index);
@@ -431,15 +447,34 @@ int bt_walk_item(struct bt_ctx *c, struct bt_thread_build *b,
 int bt_walk_block(struct bt_ctx *c, struct bt_thread_build *b,
 		  struct btrace_block *it, uint64_t index);
 void bt_walk_end(struct bt_thread_build *b);
-int bt_analyze_thread(struct bt_ctx *c, struct bt_thread_build *b);
-/* decode.c, hold: the fault is item @fault_item (-1: an item added after
+/* The fault: which item it is (*@fault_item, -1: none or not an item),
+ * and which saved stack goes with it (0 the live stack at the end, 1 at
+ * the last ITEM_ASYNC, 2 at the signal episode's first delivery). */
+int bt_analyze_fault(struct bt_ctx *c, struct bt_thread_build *b,
+		     int64_t *fault_item);
+/* Then (the window settled: call entries' first_block are indices in
+ * blocks[]) the stack of @which, depths, symbols and the fault's details. */
+int bt_analyze_finish(struct bt_ctx *c, struct bt_thread_build *b, int which,
+		      int64_t fault_item);
+/* thread.c, hold: the fault is item @fault_item (-1: an item added after
  * the last); sets the thread's omitted_* (or drops a prefix frozen for
  * another item) */
 void bt_thread_hold_end(struct bt_thread_build *b, int64_t fault_item);
 /* Index in blocks[] of item @x once the decode is done (0: before the
  * window; nblocks: omitted) */
 uint64_t bt_thread_position(const struct bt_thread_build *b, uint64_t x);
-/* decode.c: drop old entries after the walker appended a call */
-void bt_thread_compact_calls(struct bt_thread_build *b);
+/* The window of calls[]: drop old entries before the walker appends one
+ * (inline: the walker, which calls nothing in thread.c, does it). */
+static inline void bt_thread_compact_calls(struct bt_thread_build *b)
+{
+	struct btrace_thread *t = b->t;
+
+	if (!b->keep || b->unit != BTRACE_UNIT_CALLS || t->ncalls < b->calls_trigger)
+		return;
+	size_t k = t->ncalls - (size_t)b->keep;
+	memmove(t->calls, t->calls + k, (t->ncalls - k) * sizeof(*t->calls));
+	t->ncalls -= k;
+	t->dropped_calls += k;
+}
 
 #endif /* BT_DECODE_INTERNAL_H */

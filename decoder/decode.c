@@ -28,743 +28,12 @@ struct bt_result {
 	struct bt_src *src;        /* per thread */
 };
 
-/* btrace_decode_opts.keep 0 with a sink */
-#define STREAM_KEEP 4096u
 /* bt_thread_build.start: the whole buffer / a tail decode that found no
  * PSB (bt_pt_decode() alone) */
 #define START_WHOLE (-1)
 #define START_NOPSB (-2)
 
 #define RES(p) ((struct bt_result *)(void *)(p))
-
-void bt_hugepages(void *p, size_t len)
-{
-	/* Large result arrays: huge pages cut the page-fault cost, which is
-	 * most of the time of a whole-buffer decode. */
-	uintptr_t a = ((uintptr_t)p + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1);
-	uintptr_t e = ((uintptr_t)p + len) & ~(uintptr_t)((2u << 20) - 1);
-
-	if (len >= (8u << 20) && e > a)
-		madvise((void *)a, e - a, MADV_HUGEPAGE);
-}
-
-const char *bt_ctx_strdup(struct bt_ctx *c, const char *s)
-{
-	char *d;
-
-	if (!s)
-		return NULL;
-	if (bt_grow((void **)&c->strs, &c->cstrs, c->nstrs + 1, sizeof(*c->strs)))
-		return NULL;
-	d = strdup(s);
-	if (d)
-		c->strs[c->nstrs++] = d;
-	return d;
-}
-
-const char *bt_ctx_printf(struct bt_ctx *c, const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	return bt_ctx_strdup(c, buf);
-}
-
-int bt_ctx_note(struct bt_ctx *c, const char *fmt, ...)
-{
-	char buf[1024], *d;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	for (size_t i = 0; i < c->nnotes; i++)
-		if (!strcmp(c->notes[i], buf))
-			return 0;
-	if (bt_grow((void **)&c->notes, &c->cnotes, c->nnotes + 1,
-		    sizeof(*c->notes)))
-		return -ENOMEM;
-	d = strdup(buf);
-	if (!d)
-		return -ENOMEM;
-	c->notes[c->nnotes++] = d;
-	return 0;
-}
-
-/* Streaming (btrace_decode_opts.sink): an item to the sink, its symbol
- * set (the window's are set by bt_analyze_thread(), for what it keeps). */
-static int sink_item(struct bt_ctx *c, struct bt_thread_build *b,
-		     const struct btrace_block *it, uint64_t index)
-{
-	struct btrace_block x = *it;
-
-	x.sym = x.kind == BTRACE_ITEM_BLOCK &&
-		!(b->sink->flags & BTRACE_SINK_NO_SYMS) ?
-		bt_syms_lookup(c, x.ip) : NULL;
-	return b->sink->item ? b->sink->item(b->sink->arg, b->t, &x, index) : 0;
-}
-
-/* Window items up to index @upto (not included) not streamed yet. */
-static int stream_items(struct bt_ctx *c, struct bt_thread_build *b,
-			uint64_t upto)
-{
-	struct btrace_thread *t = b->t;
-
-	for (uint64_t x = b->sent_items; x < upto; x++) {
-		int ret = sink_item(c, b, &t->blocks[x - t->dropped_blocks], x);
-		if (ret < 0)
-			return bt_error(c->err, ret, "decode: thread %d: the sink stopped the decode",
-					t->tid);
-	}
-	if (upto > b->sent_items)
-		b->sent_items = upto;
-	return 0;
-}
-
-/* calls[0, @n) not streamed yet; their first_block is an item index (it
- * is while decoding). */
-static int stream_calls(struct bt_ctx *c, struct bt_thread_build *b, size_t n)
-{
-	struct btrace_thread *t = b->t;
-	int syms = !(b->sink->flags & BTRACE_SINK_NO_SYMS);
-
-	for (size_t m = 0; m < n; m++) {
-		uint64_t idx = t->dropped_calls + m;
-		struct btrace_call x = t->calls[m];
-		struct btrace_block f = { 0 };
-		const struct btrace_block *fp = NULL;
-		int ret = 0;
-
-		if (idx < b->sent_calls)
-			continue;
-		x.sym = NULL;
-		if (!(x.flags & BTRACE_CALL_GAP)) {
-			if (syms)
-				x.sym = bt_syms_lookup(c, x.ip);
-			if (x.first_block >= t->dropped_blocks &&
-			    x.first_block - t->dropped_blocks < t->nblocks)
-				f = t->blocks[x.first_block - t->dropped_blocks];
-			else if (x.first_block == b->first_index)
-				f = b->first;
-			else
-				f.kind = UINT32_MAX;   /* not known: never here */
-			if (f.kind != UINT32_MAX) {
-				f.sym = f.kind == BTRACE_ITEM_BLOCK && syms ?
-					bt_syms_lookup(c, f.ip) : NULL;
-				fp = &f;
-			}
-		}
-		if (b->sink->call)
-			ret = b->sink->call(b->sink->arg, t, &x, idx, fp);
-		if (ret < 0)
-			return bt_error(c->err, ret, "decode: thread %d: the sink stopped the decode",
-					t->tid);
-		b->sent_calls = idx + 1;
-	}
-	return 0;
-}
-
-/* Drop the oldest entries of blocks[] so that at least @keep units stay;
- * calls that started before the first kept block go too (but the one
- * running into it), or, counting calls, all but the last @keep.  With a
- * sink, what leaves the window is streamed first (the calls go with the
- * blocks then, whatever the unit). */
-static int compact(struct bt_ctx *c, struct bt_thread_build *b)
-{
-	struct btrace_thread *t = b->t;
-	size_t s = t->nblocks, k = 0;
-	uint64_t u = 0, nd;
-
-	while (s > 0 && u < b->keep) {
-		s--;
-		if (t->blocks[s].kind == BTRACE_ITEM_BLOCK)
-			u += b->unit == BTRACE_UNIT_INSNS ? t->blocks[s].ninsn : 1;
-	}
-	nd = t->dropped_blocks + s;
-	if (b->unit != BTRACE_UNIT_CALLS || b->sink) {
-		/* calls[].first_block holds item indices while decoding */
-		while (k + 1 < t->ncalls && t->calls[k + 1].first_block <= nd)
-			k++;
-	}
-	if (b->sink) {
-		int ret = stream_items(c, b, nd);
-		if (ret >= 0)
-			ret = stream_calls(c, b, k);
-		if (ret < 0)
-			return ret;
-		/* the entry running into the first kept block: its first item
-		 * leaves the window, its entry is streamed later */
-		if (k < t->ncalls && t->calls[k].first_block < nd &&
-		    t->calls[k].first_block >= t->dropped_blocks &&
-		    t->calls[k].first_block != b->first_index) {
-			b->first = t->blocks[t->calls[k].first_block - t->dropped_blocks];
-			b->first_index = t->calls[k].first_block;
-		}
-	}
-	if (s) {
-		memmove(t->blocks, t->blocks + s, (t->nblocks - s) * sizeof(*t->blocks));
-		t->nblocks -= s;
-		t->dropped_blocks += s;
-	}
-	if (t->nblocks * 2 > b->trigger)
-		b->trigger = t->nblocks * 2;
-	if (k) {
-		memmove(t->calls, t->calls + k, (t->ncalls - k) * sizeof(*t->calls));
-		t->ncalls -= k;
-		t->dropped_calls += k;
-	}
-	return 0;
-}
-
-/*
- * Hold (a signal handler went on after the fault, qemu.final_signal): the
- * fault is the first delivery of the last signal episode that counts,
- * which is known at the end only, and the path after it can be far longer
- * than the history asked for.  What is kept, in bounded memory:
- * - the window of @keep units before the latest episode's first delivery
- *   (bt_walk.handler_item: an episode begun later replaces it), moved back
- *   to the first blocks of the last @keep call entries before it (by
- *   HOLD_EXTRA items at most);
- * - the head of the path after it: its first @keep call entries (at most
- *   HOLD_EXTRA items);
- * then, once that prefix is frozen, a ring of the latest items (the same
- *   window rule, ending at the newest item: where the thread died, and the
- *   history before a later episode) and calls; what leaves the ring is
- *   only counted (hole_*).  The walk itself sees every item.
- */
-#define HOLD_EXTRA 32768u
-
-/* Item index of blocks[@p] (@p <= nblocks). */
-static uint64_t hold_item(const struct bt_thread_build *b, size_t p)
-{
-	return b->t->dropped_blocks + p +
-	       (p < b->pre_blocks ? 0 : b->hole_items);
-}
-
-/* Where a window of @keep units ending at blocks[@end] (excluded) starts,
- * not below @lo (the live part); moved back to the first block of the last
- * @keep call entries that start before it, by HOLD_EXTRA items at most. */
-static size_t hold_window(const struct bt_thread_build *b, size_t lo,
-			  size_t end)
-{
-	const struct btrace_thread *t = b->t;
-	size_t s = end, m = t->ncalls;
-	uint64_t u = 0, x = hold_item(b, end);
-
-	while (s > lo && u < b->keep) {
-		s--;
-		if (t->blocks[s].kind == BTRACE_ITEM_BLOCK)
-			u += b->unit == BTRACE_UNIT_INSNS ? t->blocks[s].ninsn : 1;
-	}
-	while (m > b->pre_calls && t->calls[m - 1].first_block >= x)
-		m--;
-	if (m > b->pre_calls) {
-		size_t k = m - b->pre_calls > b->keep ? m - (size_t)b->keep :
-			   b->pre_calls;
-		uint64_t fb = t->calls[k].first_block, lx = hold_item(b, lo);
-		uint64_t sx = hold_item(b, s);
-
-		if (fb < lx)
-			fb = lx;
-		if (fb < sx && sx - fb > HOLD_EXTRA)
-			fb = sx - HOLD_EXTRA;
-		if (fb < sx)
-			s -= (size_t)(sx - fb);
-	}
-	return s;
-}
-
-/* Drop the live items blocks[pre_blocks, @s) and the live call entries
- * that ended before blocks[@s] (not those from calls[@kc] on): into the
- * hole once the prefix is frozen, else out of the window. */
-static void hold_drop(struct bt_thread_build *b, size_t s, size_t kc)
-{
-	struct btrace_thread *t = b->t;
-	size_t lo = b->pre_blocks, j = b->pre_calls, nd = j;
-	uint64_t xs = hold_item(b, s);
-	int frozen = b->frozen_ep >= 0;
-
-	while (nd + 1 < t->ncalls && nd < kc && t->calls[nd + 1].first_block <= xs)
-		nd++;
-	if (nd > j) {
-		if (frozen) {
-			for (size_t i = j; i < nd; i++)
-				if (t->calls[i].depth < b->hole_min_depth)
-					b->hole_min_depth = t->calls[i].depth;
-			b->hole_calls += nd - j;
-		} else {
-			t->dropped_calls += nd - j;
-		}
-		memmove(t->calls + j, t->calls + nd,
-			(t->ncalls - nd) * sizeof(*t->calls));
-		t->ncalls -= nd - j;
-	}
-	if (s > lo) {
-		if (frozen) {
-			for (size_t i = lo; i < s; i++)
-				b->hole_blocks += t->blocks[i].kind == BTRACE_ITEM_BLOCK;
-			b->hole_items += s - lo;
-		} else {
-			t->dropped_blocks += s - lo;
-		}
-		memmove(t->blocks + lo, t->blocks + s,
-			(t->nblocks - s) * sizeof(*t->blocks));
-		t->nblocks -= s - lo;
-	}
-}
-
-/* The frozen prefix is not the fault's: it and the hole leave the window
- * (the ring after them holds the history before the newest items). */
-static void hold_unfreeze(struct bt_thread_build *b)
-{
-	struct btrace_thread *t = b->t;
-
-	if (b->frozen_ep < 0)
-		return;
-	t->dropped_blocks += b->pre_blocks + b->hole_items;
-	t->dropped_calls += b->pre_calls + b->hole_calls;
-	memmove(t->blocks, t->blocks + b->pre_blocks,
-		(t->nblocks - b->pre_blocks) * sizeof(*t->blocks));
-	t->nblocks -= b->pre_blocks;
-	memmove(t->calls, t->calls + b->pre_calls,
-		(t->ncalls - b->pre_calls) * sizeof(*t->calls));
-	t->ncalls -= b->pre_calls;
-	b->frozen_ep = -1;
-	b->pre_blocks = b->pre_calls = 0;
-	b->hole_items = b->hole_blocks = b->hole_calls = 0;
-	b->hole_min_depth = INT32_MAX;
-}
-
-static void compact_hold(struct bt_thread_build *b)
-{
-	struct btrace_thread *t = b->t;
-	int64_t f = b->w ? b->w->handler_item : -1;
-
-	if (b->frozen_ep >= 0 && f != b->frozen_ep)
-		hold_unfreeze(b);
-	if (b->frozen_ep < 0 && f >= 0 && (uint64_t)f >= t->dropped_blocks &&
-	    (uint64_t)f < t->dropped_blocks + t->nblocks) {
-		/* the latest episode began in the window: keep the history
-		 * before it and what ran after it */
-		size_t pf = (size_t)((uint64_t)f - t->dropped_blocks), mf = 0;
-		uint64_t cut = 0;
-
-		while (mf < t->ncalls && t->calls[mf].first_block <= (uint64_t)f)
-			mf++;
-		if (t->ncalls - mf > b->keep)
-			cut = t->calls[mf + b->keep].first_block;
-		if (t->nblocks - pf > HOLD_EXTRA &&
-		    (!cut || cut > (uint64_t)f + HOLD_EXTRA))
-			cut = (uint64_t)f + HOLD_EXTRA;
-		hold_drop(b, hold_window(b, 0, pf), mf > b->keep ?
-			  mf - (size_t)b->keep : 0);
-		if (!cut) {
-			/* the head is not complete yet */
-			if (t->nblocks * 2 > b->trigger)
-				b->trigger = t->nblocks * 2;
-			return;
-		}
-		b->frozen_ep = f;
-		b->pre_blocks = (size_t)(cut - t->dropped_blocks);
-		while (b->pre_calls < t->ncalls &&
-		       t->calls[b->pre_calls].first_block < cut)
-			b->pre_calls++;
-	}
-	if (b->frozen_ep >= 0)
-		hold_drop(b, hold_window(b, b->pre_blocks, t->nblocks),
-			  t->ncalls > b->pre_calls + b->keep ?
-			  t->ncalls - (size_t)b->keep : b->pre_calls);
-	else
-		hold_drop(b, hold_window(b, 0, t->nblocks),
-			  t->ncalls > b->keep ? t->ncalls - (size_t)b->keep : 0);
-	if (t->nblocks * 2 > b->trigger)
-		b->trigger = t->nblocks * 2;
-}
-
-/* bt_analyze_thread(): the fault is item @fault_item (-1: one added at the
- * end).  A prefix frozen for another item goes; else the hole is made
- * public (struct btrace_thread omitted_*). */
-void bt_thread_hold_end(struct bt_thread_build *b, int64_t fault_item)
-{
-	struct btrace_thread *t = b->t;
-
-	b->hold_ended = 1;   /* the fault item, if added, is the last */
-	if (b->frozen_ep < 0)
-		return;
-	if (fault_item != b->frozen_ep) {
-		hold_unfreeze(b);
-		return;
-	}
-	if (!b->hole_items && !b->hole_calls)
-		return;
-	t->omit_block_at = b->pre_blocks;
-	t->omitted_blocks = b->hole_items;
-	t->omit_call_at = b->pre_calls;
-	t->omitted_calls = b->hole_calls;
-	t->omitted_min_depth = b->hole_calls ?
-			       b->hole_min_depth - b->w->min_depth : 0;
-}
-
-/* Index in blocks[] of item @x at the end of the decode (bt_thread_hold_end()
- * done): 0 before the window, nblocks in the omitted part. */
-uint64_t bt_thread_position(const struct bt_thread_build *b, uint64_t x)
-{
-	const struct btrace_thread *t = b->t;
-
-	if (x < t->dropped_blocks)
-		return 0;
-	x -= t->dropped_blocks;
-	if (!t->omitted_blocks || x < t->omit_block_at)
-		return x;
-	if (x < t->omit_block_at + t->omitted_blocks)
-		return t->nblocks;
-	return x - t->omitted_blocks;
-}
-
-static int stream_begin(struct bt_ctx *c, struct bt_thread_build *b)
-{
-	int ret;
-
-	if (!b->sink || !b->sink->begin)
-		return 0;
-	ret = b->sink->begin(b->sink->arg, b->t);
-	return ret < 0 ? bt_error(c->err, ret, "decode: thread %d: the sink stopped the decode",
-				  b->t->tid) : 0;
-}
-
-/* bt_analyze_thread(); with a sink, what the window holds is streamed
- * (the items before the analysis adds one for the fault), then end(). */
-static int analyze(struct bt_ctx *c, struct bt_thread_build *b)
-{
-	struct btrace_thread *t = b->t;
-	int ret;
-
-	if (!b->sink)
-		return bt_analyze_thread(c, b);
-	ret = bt_thread_flush(c, b);
-	if (ret >= 0)
-		ret = stream_items(c, b, t->dropped_blocks + t->nblocks);
-	if (ret >= 0)
-		ret = stream_calls(c, b, t->ncalls);
-	if (ret >= 0)
-		ret = bt_analyze_thread(c, b);
-	if (ret >= 0)
-		ret = stream_items(c, b, t->dropped_blocks + t->nblocks);
-	if (ret >= 0 && b->sink->end) {
-		ret = b->sink->end(b->sink->arg, t, b->fault_item < 0 ? UINT64_MAX :
-				   (uint64_t)b->fault_item);
-		if (ret < 0)
-			ret = bt_error(c->err, ret, "decode: thread %d: the sink stopped the decode",
-				       t->tid);
-	}
-	return ret;
-}
-
-void bt_thread_compact_calls(struct bt_thread_build *b)
-{
-	struct btrace_thread *t = b->t;
-
-	if (!b->keep || b->unit != BTRACE_UNIT_CALLS || t->ncalls < b->calls_trigger)
-		return;
-	size_t k = t->ncalls - (size_t)b->keep;
-	memmove(t->calls, t->calls + k, (t->ncalls - k) * sizeof(*t->calls));
-	t->ncalls -= k;
-	t->dropped_calls += k;
-}
-
-static int emit(struct bt_ctx *c, struct bt_thread_build *b,
-		const struct btrace_block *src, uint64_t index)
-{
-	struct btrace_thread *t = b->t;
-	struct btrace_block *it;
-	int ret;
-
-	if (t->nblocks >= b->trigger) {
-		if (b->keep && b->hold && !b->hold_ended) {
-			compact_hold(b);
-		} else if (b->keep) {
-			ret = compact(c, b);
-			if (ret < 0)
-				return ret;
-		} else {
-			b->trigger = SIZE_MAX;
-		}
-	}
-	if (t->nblocks == b->cblocks) {
-		size_t ncap = b->cblocks ? b->cblocks * 2 : 1024;
-		void *p = realloc(t->blocks, ncap * sizeof(*t->blocks));
-		if (!p)
-			return bt_error(c->err, -ENOMEM, "decode: out of memory");
-		t->blocks = p;
-		b->cblocks = ncap;
-	}
-	it = &t->blocks[t->nblocks];
-	*it = *src;
-	ret = bt_walk_item(c, b, it, index);
-	if (ret < 0)
-		return bt_error(c->err, ret, "decode: out of memory");
-	if (c->nholes && it->ip &&
-	    (it->kind == BTRACE_ITEM_BLOCK || it->kind == BTRACE_ITEM_GAP))
-		bt_image_mark_entered(c, it->ip, it->kind == BTRACE_ITEM_BLOCK);
-	if (it->kind == BTRACE_ITEM_BLOCK)
-		b->units += b->unit == BTRACE_UNIT_INSNS ? it->ninsn :
-			    b->unit == BTRACE_UNIT_BLOCKS ? 1 : 0;
-	t->nblocks++;
-	return 0;
-}
-
-/* bt_thread_add_insns() off its fast path: a held item to emit first, or
- * blocks[] to compact or grow (the general path). */
-static __attribute__((noinline)) int
-add_insns_slow(struct bt_ctx *c, struct bt_thread_build *b, uint64_t ip,
-	       uint64_t end_ip, uint32_t ninsn, uint64_t offset)
-{
-	struct btrace_block blk = { .kind = BTRACE_ITEM_BLOCK, .ip = ip,
-				    .end_ip = end_ip, .offset = offset,
-				    .ninsn = ninsn };
-
-	if (b->have_held) {
-		int ret = bt_thread_flush(c, b);
-		if (ret < 0)
-			return ret;
-		/* then as if nothing had been held */
-		return bt_thread_add_insns(c, b, ip, end_ip, ninsn, offset);
-	}
-	return emit(c, b, &blk, b->nitems++);
-}
-
-static __attribute__((noinline, cold)) int add_insns_failed(struct bt_ctx *c,
-							    int ret)
-{
-	return bt_error(c->err, ret, "decode: out of memory");
-}
-
-int bt_thread_add_insns(struct bt_ctx *c, struct bt_thread_build *b,
-			uint64_t ip, uint64_t end_ip, uint32_t ninsn,
-			uint64_t offset)
-{
-	struct btrace_thread *t = b->t;
-	struct btrace_block *it;
-	int ret;
-
-	if (__builtin_expect(b->have_held || t->nblocks >= b->trigger ||
-			     t->nblocks == b->cblocks, 0))
-		return add_insns_slow(c, b, ip, end_ip, ninsn, offset);
-	it = &t->blocks[t->nblocks];
-	*it = (struct btrace_block){ .kind = BTRACE_ITEM_BLOCK, .ip = ip,
-				     .end_ip = end_ip, .offset = offset,
-				     .ninsn = ninsn };
-	ret = bt_walk_block(c, b, it, b->nitems++);
-	if (__builtin_expect(ret < 0, 0))
-		return add_insns_failed(c, ret);
-	if (c->npartial)
-		bt_image_mark_entered(c, ip, 1);
-	b->units += b->unit == BTRACE_UNIT_INSNS ? ninsn :
-		    b->unit == BTRACE_UNIT_BLOCKS;
-	t->nblocks++;
-	return 0;
-}
-
-int bt_fast_load(struct bt_ctx *c, struct bt_thread_build *b,
-		 struct bt_fast *h)
-{
-	struct btrace_thread *t = b->t;
-	struct bt_walk *w = b->w;
-
-	/* room for one push, always */
-	if (w->nfr == w->cfr &&
-	    bt_grow((void **)&w->fr, &w->cfr, w->nfr + 1, sizeof(*w->fr)))
-		return bt_error(c->err, -ENOMEM, "decode: out of memory");
-	h->bend = c->bend;
-	h->i = h->i0 = b->nitems;
-	h->rec = h->rend = t->blocks;
-	if (t->blocks) {
-		h->rec += t->nblocks;
-		h->rend += b->trigger < b->cblocks ? b->trigger : b->cblocks;
-	}
-	h->tot = h->tot0 = t->ninsn;
-	h->cnext = h->cend = t->calls;
-	if (t->calls) {
-		h->cnext += t->ncalls;
-		h->cend += b->calls_trigger < b->ccalls ? b->calls_trigger :
-			   b->ccalls;
-	}
-	h->fr = w->fr;
-	h->nfr = w->nfr;
-	h->cfr = w->cfr;
-	h->depth = w->depth;
-	h->min_depth = w->min_depth;
-	h->ent_end = 0;
-	memset(&b->dummy, 0, sizeof(b->dummy));
-	h->cur = &b->dummy;
-	h->ent_base = 0;
-	/* what the block path leaves to the general one: it takes the next
-	 * block (and the ones after it while that stays so).  A new entry
-	 * after a call takes the depth as it is (one more than an entry's
-	 * depth, not below min_depth) and no pending flags. */
-	if (b->have_held || c->npartial || !w->have_calls || !w->nfr ||
-	    w->jump_pending || w->pending_flags || w->depth < w->min_depth) {
-		h->next = BT_NEXT_HOLD;
-		return 0;
-	}
-	if (w->ret_pending) {
-		h->next = BT_NEXT_RET;
-	} else if (w->pending) {
-		h->next = BT_NEXT_START;
-	} else {
-		h->next = 0;
-		h->cur = &t->calls[t->ncalls - 1];
-		h->ent_base = t->ninsn - h->cur->ninsn;
-	}
-	return 0;
-}
-
-int bt_fast_store(struct bt_thread_build *b, struct bt_fast *h)
-{
-	struct btrace_thread *t = b->t;
-	struct bt_walk *w = b->w;
-	struct btrace_call *cl = h->cur;
-
-	if (h->i == h->i0)
-		return 0;
-	t->nblocks = (size_t)(h->rec - t->blocks);
-	b->nitems = h->i;
-	if (b->unit == BTRACE_UNIT_INSNS)
-		b->units += h->tot - h->tot0;
-	else if (b->unit == BTRACE_UNIT_BLOCKS)
-		b->units += h->i - h->i0;
-	t->ninsn = h->tot;
-	/* the last block taken belongs to the current entry */
-	cl->ninsn = h->tot - h->ent_base;
-	cl->nblocks = b->nitems - cl->first_block;
-	cl->end_ip = h->ent_end;
-	t->ncalls = (size_t)(h->cnext - t->calls);
-	w->nfr = h->nfr;
-	w->depth = h->depth;
-	w->min_depth = h->min_depth;
-	/* the top frame's last address (after a call: the new frame's 0) */
-	if (!(h->next & BT_NEXT_START))
-		w->fr[h->nfr - 1].ip = h->ent_end;
-	w->pending = !!(h->next & BT_NEXT_START);
-	w->ret_pending = !!(h->next & BT_NEXT_RET);
-	w->jump_pending = !!(h->next & BT_NEXT_JUMP);
-	w->pending_flags = 0;
-	w->prev_async = 0;
-	b->ended_async = 0;
-	return 1;
-}
-
-int bt_thread_flush(struct bt_ctx *c, struct bt_thread_build *b)
-{
-	if (!b->have_held)
-		return 0;
-	b->have_held = 0;
-	return emit(c, b, &b->held, b->held_index);
-}
-
-int bt_thread_add_block(struct bt_ctx *c, struct bt_thread_build *b,
-			const struct btrace_block *blk)
-{
-	if (b->have_held) {
-		int ret = bt_thread_flush(c, b);
-		if (ret < 0)
-			return ret;
-	}
-	return emit(c, b, blk, b->nitems++);
-}
-
-int64_t bt_thread_hold(struct bt_ctx *c, struct bt_thread_build *b,
-		       const struct btrace_block *blk)
-{
-	int ret = bt_thread_flush(c, b);
-
-	if (ret < 0)
-		return ret;
-	b->held = *blk;
-	b->held_index = b->nitems++;
-	b->have_held = 1;
-	return (int64_t)b->held_index;
-}
-
-int bt_thread_complete(struct bt_ctx *c, struct bt_thread_build *b,
-		       uint64_t end_ip)
-{
-	int kind, ret;
-
-	if (!b->have_held)
-		return -1;
-	kind = (int)b->held.kind;
-	b->held.end_ip = end_ip;
-	ret = bt_thread_flush(c, b);
-	return ret < 0 ? ret : kind;
-}
-
-int bt_thread_add_gap(struct bt_ctx *c, struct bt_thread_build *b,
-		      uint32_t kind, int error, uint64_t offset, uint64_t ip,
-		      uint64_t bytes, const char *reason)
-{
-	struct btrace_thread *t = b->t;
-	struct btrace_block it = { 0 };
-
-	if (bt_grow((void **)&t->gaps, &b->cgaps, t->ngaps + 1, sizeof(*t->gaps)))
-		return bt_error(c->err, -ENOMEM, "decode: out of memory");
-	t->gaps[t->ngaps] = (struct btrace_gap){ kind, error, offset, ip, bytes,
-						 reason };
-	it.kind = BTRACE_ITEM_GAP;
-	it.gap = (uint32_t)t->ngaps++;
-	it.ip = ip;
-	it.offset = offset;
-	return bt_thread_add_block(c, b, &it);
-}
-
-static void thread_reset(struct bt_thread_build *b)
-{
-	struct btrace_thread *t = b->t;
-
-	bt_walk_end(b);
-	free(t->blocks);
-	free(t->gaps);
-	free(t->calls);
-	free(t->stack);
-	t->blocks = NULL;
-	t->gaps = NULL;
-	t->calls = NULL;
-	t->stack = NULL;
-	t->nblocks = t->ngaps = t->ncalls = t->nstack = 0;
-	t->dropped_blocks = t->dropped_calls = 0;
-	t->ninsn = 0;
-	memset(&t->fault, 0, sizeof(t->fault));
-	b->cblocks = b->cgaps = b->ccalls = b->cstack = 0;
-	b->nitems = b->units = 0;
-	b->have_held = 0;
-	b->last_async_ip = 0;
-	b->last_async_block = -1;
-	b->last_async_kernel = 0;
-	b->ended_async = 0;
-	b->trigger = b->keep < 2048 ? 4096 : 2 * b->keep;
-	b->calls_trigger = b->keep && b->unit == BTRACE_UNIT_CALLS && !b->sink &&
-			   !b->hold ? b->trigger : SIZE_MAX;
-	b->fault_item = -1;
-	b->frozen_ep = -1;
-	b->hold_ended = 0;
-	b->pre_blocks = b->pre_calls = 0;
-	b->hole_items = b->hole_blocks = b->hole_calls = 0;
-	b->hole_min_depth = INT32_MAX;
-	t->omitted_blocks = t->omitted_calls = 0;
-	t->omit_block_at = t->omit_call_at = 0;
-	t->omitted_min_depth = 0;
-	b->sent_items = b->sent_calls = 0;
-	b->first_index = UINT64_MAX;
-}
-
-static uint64_t count_units(const struct bt_thread_build *b)
-{
-	return b->unit == BTRACE_UNIT_CALLS ?
-	       b->t->ncalls + b->t->dropped_calls + b->hole_calls : b->units;
-}
 
 static int crashed_tid(const struct btrace_snapshot *s)
 {
@@ -806,10 +75,10 @@ static int pt_attempt(struct bt_ctx *c, const struct btrace_buffer *buf,
 {
 	int ret;
 
-	thread_reset(b);
+	bt_thread_reset(b);
 	ret = bt_walk_begin(c, b);
 	if (ret >= 0)
-		ret = stream_begin(c, b);
+		ret = bt_thread_stream_begin(c, b);
 	if (ret >= 0)
 		ret = add_lost_gap(c, buf, b);
 	if (ret < 0)
@@ -825,7 +94,7 @@ static int pt_attempt(struct bt_ctx *c, const struct btrace_buffer *buf,
 	ret = bt_pt_decode_from(c, buf, b, (uint64_t)start);
 	if (ret < 0)
 		return ret;
-	return analyze(c, b);
+	return bt_thread_finish(c, b);
 }
 
 static int decode_pt_tail(struct bt_ctx *c, const struct btrace_buffer *buf,
@@ -843,7 +112,7 @@ static int decode_pt_tail(struct bt_ctx *c, const struct btrace_buffer *buf,
 		 * frame where it was */
 		b->start = START_NOPSB;
 		ret = bt_pt_decode(c, buf, b);
-		return ret < 0 ? ret : analyze(c, b);
+		return ret < 0 ? ret : bt_thread_finish(c, b);
 	}
 	b->t->unusable_bytes = (uint64_t)first;
 	/* A handler went on after the fault: the history before the fault is
@@ -872,7 +141,7 @@ static int decode_pt_tail(struct bt_ctx *c, const struct btrace_buffer *buf,
 			return ret;
 		if (start == first)
 			break;
-		if (count_units(b) > want) {
+		if (bt_thread_units(b) > want) {
 			/* The history asked for is there.  In the crashed
 			 * thread, go on back while that finds the callers of a
 			 * stack that starts inside the history, within a
@@ -925,7 +194,7 @@ static int add_lost_gap(struct bt_ctx *c, const struct btrace_buffer *buf,
 static int decode_whole(struct bt_ctx *c, const struct btrace_buffer *buf,
 			struct bt_thread_build *b)
 {
-	int ret = stream_begin(c, b);
+	int ret = bt_thread_stream_begin(c, b);
 
 	if (ret < 0)
 		return ret;
@@ -938,18 +207,14 @@ static int decode_whole(struct bt_ctx *c, const struct btrace_buffer *buf,
 		ret = bt_pt_decode(c, buf, b);
 	if (ret < 0)
 		return ret;
-	return analyze(c, b);
+	return bt_thread_finish(c, b);
 }
 
 static void build_init(struct bt_ctx *c, struct bt_thread_build *b)
 {
-	b->sink = c->opts.sink;
-	b->keep = c->opts.keep;
-	if (b->sink && !b->keep)
-		b->keep = STREAM_KEEP;
-	b->unit = c->opts.unit;
+	bt_thread_init(c, b);
 	b->start = START_WHOLE;
-	thread_reset(b);
+	bt_thread_reset(b);
 }
 
 static int decode_buffer(struct bt_ctx *c, const struct btrace_buffer *buf,
@@ -969,6 +234,84 @@ static int decode_buffer(struct bt_ctx *c, const struct btrace_buffer *buf,
 	return decode_whole(c, buf, b);
 }
 
+/* The process of a result: backend, signal, pid and command. */
+static void result_process(const struct btrace_snapshot *snap,
+			   struct btrace_decode_result *res)
+{
+	res->backend = snap->has_config ? snap->config.backend : 0;
+	res->kind = snap->has_config ? snap->config.trace_kind : 0;
+	res->signal = snap->signal;
+	res->signal_name = snap->signal ? btrace_signal_name(snap->signal->signo) : NULL;
+	res->crashed_thread = -1;
+	for (size_t i = 0; i < snap->ntasks; i++) {
+		if (!res->pid)
+			res->pid = snap->tasks[i].pid;
+		if (snap->tasks[i].tid == snap->tasks[i].pid || !res->command)
+			res->command = snap->tasks[i].comm ? snap->tasks[i].comm :
+				       snap->tasks[i].exe;
+	}
+	if (!res->pid && snap->nmappings)
+		res->pid = snap->mappings[0].pid;
+}
+
+/* One buffer into the next thread of the result. */
+static int decode_thread(struct bt_result *r, const struct btrace_buffer *buf,
+			 int crashed)
+{
+	struct bt_ctx *c = &r->ctx;
+	struct btrace_decode_result *res = &r->pub;
+	struct btrace_thread *t = &res->threads[res->nthreads];
+	struct bt_thread_build b = { 0 };
+	int ret;
+
+	b.t = t;
+	t->tid = buf->tid;
+	t->cpu = buf->cpu;
+	t->crashed = crashed;
+	t->kind = buf->kind;
+	t->buffer_bytes = buf->size;
+	t->requested_bytes = buf->requested_size;
+	t->decoded_bytes = buf->size;
+	ret = decode_buffer(c, buf, &b);
+	bt_walk_end(&b);
+	r->src[res->nthreads] = (struct bt_src){ buf, b.start };
+	if (ret < 0)
+		return ret;
+	/* complete: no gap in what was decoded, and the buffer holds the
+	 * history that was asked for */
+	t->complete = !t->ngaps &&
+		      (!t->requested_bytes ||
+		       t->buffer_bytes - t->unusable_bytes >= t->requested_bytes);
+	if (t->fault.found && c->nholes)
+		bt_image_mark_entered(c, t->fault.ip, 0);
+	if (crashed && res->crashed_thread < 0)
+		res->crashed_thread = (int)res->nthreads;
+	res->nthreads++;
+	return 0;
+}
+
+/* Every buffer (of opts.tid), the crashed thread's first. */
+static int decode_threads(struct bt_result *r)
+{
+	const struct btrace_snapshot *snap = r->ctx.snap;
+	int ctid = crashed_tid(snap), ret;
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < snap->nbuffers; i++) {
+			const struct btrace_buffer *buf = &snap->buffers[i];
+			int crashed = ctid && buf->tid == ctid;
+			if (crashed != (pass == 0))
+				continue;
+			if (r->ctx.opts.tid && buf->tid != r->ctx.opts.tid)
+				continue;
+			ret = decode_thread(r, buf, crashed);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	return 0;
+}
+
 int btrace_decode(const struct btrace_snapshot *snap,
 		  const struct btrace_decode_opts *opts,
 		  struct btrace_decode_result **out,
@@ -976,7 +319,7 @@ int btrace_decode(const struct btrace_snapshot *snap,
 {
 	struct bt_result *r;
 	struct bt_ctx *c;
-	int ret, ctid;
+	int ret;
 
 	bt_error_clear(err);
 	if (!snap || !out)
@@ -1015,67 +358,16 @@ int btrace_decode(const struct btrace_snapshot *snap,
 		goto fail;
 
 	struct btrace_decode_result *res = &r->pub;
-	res->backend = snap->has_config ? snap->config.backend : 0;
-	res->kind = snap->has_config ? snap->config.trace_kind : 0;
-	res->signal = snap->signal;
-	res->signal_name = snap->signal ? btrace_signal_name(snap->signal->signo) : NULL;
-	res->crashed_thread = -1;
-	for (size_t i = 0; i < snap->ntasks; i++) {
-		if (!res->pid)
-			res->pid = snap->tasks[i].pid;
-		if (snap->tasks[i].tid == snap->tasks[i].pid || !res->command)
-			res->command = snap->tasks[i].comm ? snap->tasks[i].comm :
-				       snap->tasks[i].exe;
-	}
-	ctid = crashed_tid(snap);
-	if (!res->pid && snap->nmappings)
-		res->pid = snap->mappings[0].pid;
-
+	result_process(snap, res);
 	res->threads = calloc(snap->nbuffers + 1, sizeof(*res->threads));
 	r->src = calloc(snap->nbuffers + 1, sizeof(*r->src));
 	if (!res->threads || !r->src) {
 		ret = bt_error(err, -ENOMEM, "decode: out of memory");
 		goto fail;
 	}
-	/* crashed thread first */
-	for (int pass = 0; pass < 2; pass++) {
-		for (size_t i = 0; i < snap->nbuffers; i++) {
-			const struct btrace_buffer *buf = &snap->buffers[i];
-			int crashed = ctid && buf->tid == ctid;
-			if (crashed != (pass == 0))
-				continue;
-			if (c->opts.tid && buf->tid != c->opts.tid)
-				continue;
-			struct btrace_thread *t = &res->threads[res->nthreads];
-			struct bt_thread_build b = { 0 };
-			b.t = t;
-			t->tid = buf->tid;
-			t->cpu = buf->cpu;
-			t->crashed = crashed;
-			t->kind = buf->kind;
-			t->buffer_bytes = buf->size;
-			t->requested_bytes = buf->requested_size;
-			t->decoded_bytes = buf->size;
-			t->buffer_bytes = buf->size;
-			t->decoded_bytes = buf->size;
-			ret = decode_buffer(c, buf, &b);
-			bt_walk_end(&b);
-			r->src[res->nthreads] = (struct bt_src){ buf, b.start };
-			if (ret < 0)
-				goto fail;
-			/* complete: no gap in what was decoded, and the
-			 * buffer holds the history that was asked for */
-			t->complete = !t->ngaps &&
-				      (!t->requested_bytes ||
-				       t->buffer_bytes - t->unusable_bytes >=
-				       t->requested_bytes);
-			if (t->fault.found && c->nholes)
-				bt_image_mark_entered(c, t->fault.ip, 0);
-			if (crashed && res->crashed_thread < 0)
-				res->crashed_thread = (int)res->nthreads;
-			res->nthreads++;
-		}
-	}
+	ret = decode_threads(r);
+	if (ret < 0)
+		goto fail;
 	ret = bt_image_notes(c);
 	if (ret < 0) {
 		ret = bt_error(err, ret, "decode: out of memory");
@@ -1169,11 +461,11 @@ int btrace_decode_thread(struct btrace_decode_result *res, size_t i,
 		ret = pt_attempt(c, src->buf, &b, src->start,
 				 bt_pt_psb_after(src->buf->data, src->buf->size, 0));
 	} else if (src->start == START_NOPSB) {
-		ret = stream_begin(c, &b);
+		ret = bt_thread_stream_begin(c, &b);
 		if (ret >= 0)
 			ret = bt_pt_decode(c, src->buf, &b);
 		if (ret >= 0)
-			ret = analyze(c, &b);
+			ret = bt_thread_finish(c, &b);
 	} else {
 		ret = decode_whole(c, src->buf, &b);
 	}

@@ -330,12 +330,12 @@ static void search_dir(struct bt_module *mod, const char *dir, size_t dlen,
 }
 
 /* Look for the module's files by build ID: the snapshot's directory,
- * BTRACE_DEBUG_PATH, the debug directory (.build-id only), then the
+ * opts.debug_path (BTRACE_DEBUG_PATH), the debug directory (.build-id only), then the
  * recorded path (docs/report.md, "Finding binaries"). */
 static void find_files(struct bt_ctx *c, struct bt_module *mod)
 {
 	char hex[2 * BTRACE_BUILD_ID_MAX + 8];
-	const char *env = getenv("BTRACE_DEBUG_PATH");
+	const char *env = c->opts.debug_path;
 	const char *dbg = c->opts.debug_dir ? c->opts.debug_dir : "/usr/lib/debug";
 
 	if (mod->searched)

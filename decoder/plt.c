@@ -131,7 +131,7 @@ static int read_relocs(struct bt_ctx *c, struct plt_elf *pe, const char *name)
 		}
 		if (!nm || !*nm)
 			continue;
-		const char *dm = bt_syms_demangle(c, nm, strlen(nm));
+		const char *dm = bt_demangle(c, nm, strlen(nm));
 		const char *full = bt_ctx_printf(c, "%s@plt", dm ? dm : nm);
 		if (!full)
 			return -ENOMEM;

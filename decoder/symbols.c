@@ -5,9 +5,7 @@
  * under the debug directory (.build-id/xx/yyyy.debug).  Lookups are cached
  * by address.
  */
-#include <dlfcn.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,13 +34,13 @@ static const Dwfl_Callbacks dw_callbacks = {
 int bt_syms_init(struct bt_ctx *c)
 {
 	static char pathbuf[8192];
-	const char *env = getenv("BTRACE_DEBUG_PATH");
+	const char *env = c->opts.debug_path;
 	char sdir[4200] = "";
 
 	if (c->opts.flags & BTRACE_DECODE_NO_SYMS)
 		return 0;
 	/* separate debug info (.build-id/xx/yyyy.debug, debuglink): the
-	 * snapshot's directory, BTRACE_DEBUG_PATH, the debug directory */
+	 * snapshot's directory, opts.debug_path, the debug directory */
 	if (c->opts.search_dir && c->opts.search_dir[0] == '/')
 		snprintf(sdir, sizeof(sdir), "%s:", c->opts.search_dir);
 	snprintf(pathbuf, sizeof(pathbuf), "-:.debug:%s%s%s%s", sdir,
@@ -117,46 +115,6 @@ static void fill_module(struct bt_ctx *c, uint64_t ip, struct btrace_symbol *s)
 	s->module_offset = ip - (c->modules[mi].have_bias ? c->modules[mi].bias : 0);
 }
 
-/* C++ names demangled by the C++ runtime's own demangler, looked up at run
- * time: a program with C++ symbols brings libstdc++ with it, and the
- * decoder stays a C library without it.  NULL: not available. */
-typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
-static cxa_demangle_fn cxa_demangle;
-static pthread_once_t demangle_once = PTHREAD_ONCE_INIT;
-
-static void demangle_init(void)
-{
-	const char *env = getenv("BTRACE_NO_DEMANGLE");
-	void *h;
-
-	if (env && *env && strcmp(env, "0"))
-		return;
-	h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-	if (h)
-		cxa_demangle = (cxa_demangle_fn)dlsym(h, "__cxa_demangle");
-}
-
-/* @name (@len bytes) demangled when it is a C++ name, else copied; owned
- * by the context.  BTRACE_NO_DEMANGLE=1 keeps names as in the file. */
-const char *bt_syms_demangle(struct bt_ctx *c, const char *name, size_t len)
-{
-	char *buf = strndup(name, len), *d = NULL;
-	const char *r;
-	int st = -1;
-
-	if (!buf)
-		return NULL;
-	if (len >= 3 && !strncmp(name, "_Z", 2)) {
-		pthread_once(&demangle_once, demangle_init);
-		if (cxa_demangle)
-			d = cxa_demangle(buf, NULL, NULL, &st);
-	}
-	r = bt_ctx_strdup(c, st == 0 && d ? d : buf);
-	free(d);
-	free(buf);
-	return r;
-}
-
 /* A symbol table name as shown: without its version ("pthread_kill" for
  * "pthread_kill@@GLIBC_2.34"), demangled, like gdb.  Owned by the
  * context. */
@@ -164,7 +122,7 @@ static const char *display_name(struct bt_ctx *c, const char *name)
 {
 	const char *at = strchr(name, '@');
 
-	return bt_syms_demangle(c, name, at && at != name ? (size_t)(at - name) :
+	return bt_demangle(c, name, at && at != name ? (size_t)(at - name) :
 				strlen(name));
 }
 
@@ -656,7 +614,7 @@ static const char *inline_name(struct bt_ctx *c, Dwarf_Die *d)
 	const char *n = mangled_name(d);
 
 	if (n)
-		return bt_syms_demangle(c, n, strlen(n));
+		return bt_demangle(c, n, strlen(n));
 	n = die_name(d);
 	return n ? bt_ctx_strdup(c, n) : NULL;
 }

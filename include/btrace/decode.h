@@ -43,6 +43,8 @@ enum btrace_unit {
 #define BTRACE_DECODE_ALL_NOTES 0x8u  /* image_notes: every executable mapping
 				       * without code, also those the trace
 				       * never entered */
+#define BTRACE_DECODE_NO_DEMANGLE 0x10u /* C++ names as in the symbol
+				       * table (the CLI: BTRACE_NO_DEMANGLE) */
 
 struct btrace_decode_sink;
 
@@ -69,6 +71,12 @@ struct btrace_decode_opts {
 	const struct btrace_decode_sink *sink;  /* stream every thread's whole
 				    * history to it while decoding; NULL:
 				    * none (struct btrace_decode_sink) */
+	const char *debug_path;    /* more directories, colon-separated,
+				    * where binaries and debug files are
+				    * looked for by build ID, after
+				    * @search_dir (the CLI passes
+				    * BTRACE_DEBUG_PATH); NULL: none.  The
+				    * library reads no environment. */
 	size_t :0;
 };
 

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <btrace/decode.h>
 #include <btrace/snapshot.h>
 
 #include "cli.h"
@@ -138,6 +139,49 @@ int cli_read_snapshot(const char *cmd, const char *path,
 	dir[0] = '\0';
 	if (realpath(path, real))
 		snprintf(dir, PATH_MAX, "%s", dirname(real));
+	return 0;
+}
+
+int cli_decode_option(const char *cmd, int c, const char *arg,
+		      struct btrace_decode_opts *d)
+{
+	uint64_t v;
+
+	switch (c) {
+	case 'v': d->flags |= BTRACE_DECODE_ALL_NOTES; return 0;
+	case 't':
+		if (cli_parse_u64(arg, &v) || !v || v > INT32_MAX)
+			return cli_usage(cmd, "--thread: '%s' is not a thread id", arg);
+		d->tid = (int32_t)v;
+		return 0;
+	case 'D': d->debug_dir = arg; return 0;
+	case 'N': d->flags |= BTRACE_DECODE_NO_DISK; return 0;
+	case 'U': unsetenv("DEBUGINFOD_URLS"); return 0;  /* libdw's client */
+	}
+	return -1;
+}
+
+int cli_decode_open(const char *cmd, int argc, char **argv,
+		    struct btrace_decode_opts *d, struct btrace_snapshot **snap,
+		    char *dir)
+{
+	const char *env;
+	int rc;
+
+	if (optind + 1 != argc)
+		return cli_usage(cmd, optind >= argc ? "a snapshot FILE is required" :
+				 "only one FILE is accepted");
+	rc = cli_read_snapshot(cmd, argv[optind], snap, dir);
+	if (rc)
+		return rc;
+	if (dir[0])
+		d->search_dir = dir;
+	env = getenv("BTRACE_DEBUG_PATH");
+	if (env && *env)
+		d->debug_path = env;
+	env = getenv("BTRACE_NO_DEMANGLE");
+	if (env && *env && strcmp(env, "0"))
+		d->flags |= BTRACE_DECODE_NO_DEMANGLE;
 	return 0;
 }
 

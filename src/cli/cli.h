@@ -52,6 +52,33 @@ int cli_read_snapshot(const char *cmd, const char *path,
 		      struct btrace_snapshot **snap, char *dir);
 
 /*
+ * The options btrace decode and btrace report share: what to decode and
+ * where to find binaries.  Put CLI_DECODE_LONGOPTS in the getopt_long()
+ * table (and "v" in the short ones); cli_decode_option() takes what
+ * getopt_long() returned: 0 when it was one of them (set in @d), -1 when
+ * not, else the exit status of a usage error.
+ */
+#define CLI_DECODE_LONGOPTS \
+	{ "thread", required_argument, NULL, 't' }, \
+	{ "debug-dir", required_argument, NULL, 'D' }, \
+	{ "no-disk", no_argument, NULL, 'N' }, \
+	{ "no-debuginfod", no_argument, NULL, 'U' }, \
+	{ "verbose", no_argument, NULL, 'v' }
+struct btrace_decode_opts;
+int cli_decode_option(const char *cmd, int c, const char *arg,
+		      struct btrace_decode_opts *d);
+/*
+ * The one FILE after the options (argv[optind]): read it (cli_read_snapshot)
+ * into *@snap, and complete @d for it: the snapshot's directory in @dir
+ * (PATH_MAX bytes) as d->search_dir, and what the environment says
+ * (BTRACE_DEBUG_PATH, BTRACE_NO_DEMANGLE: the library reads no
+ * environment).  Returns 0, or the exit status after printing the error.
+ */
+int cli_decode_open(const char *cmd, int argc, char **argv,
+		    struct btrace_decode_opts *d, struct btrace_snapshot **snap,
+		    char *dir);
+
+/*
  * Can a snapshot be written at @out (NULL: a default name in the current
  * directory)?  Its directory must let us create files, @out must not be a
  * directory, and no file size limit (ulimit -f) may cut it short.  Prints

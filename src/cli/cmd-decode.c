@@ -794,11 +794,7 @@ int cmd_decode(int argc, char **argv)
 		{ "blocks", no_argument, NULL, 'b' },
 		{ "calls", no_argument, NULL, 'c' },
 		{ "last", required_argument, NULL, 'l' },
-		{ "thread", required_argument, NULL, 't' },
-		{ "debug-dir", required_argument, NULL, 'D' },
-		{ "no-disk", no_argument, NULL, 'N' },
-		{ "no-debuginfod", no_argument, NULL, 'U' },
-		{ "verbose", no_argument, NULL, 'v' },
+		CLI_DECODE_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -808,7 +804,7 @@ int cmd_decode(int argc, char **argv)
 	struct btrace_decode_result *r;
 	struct btrace_error err;
 	int mode = -1, c, ret = CLI_EXIT_OK;
-	uint64_t last = 0, v;
+	uint64_t last = 0;
 	struct observer obs = { 0 };
 	const struct btrace_decode_sink obs_sink = {
 		.sz = sizeof(obs_sink), .flags = BTRACE_SINK_NO_SYMS, .arg = &obs,
@@ -819,7 +815,6 @@ int cmd_decode(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":hv", lo, NULL)) != -1) {
 		switch (c) {
-		case 'v': d.flags |= BTRACE_DECODE_ALL_NOTES; break;
 		case 'i': case 'b': case 'c': {
 			int m = c == 'i' ? M_INSN : c == 'b' ? M_BLOCKS : M_CALLS;
 			if (mode >= 0 && mode != m)
@@ -831,29 +826,21 @@ int cmd_decode(int argc, char **argv)
 			if (cli_parse_u64(optarg, &last) || !last)
 				return cli_usage(CMD, "--last: '%s' is not a positive number", optarg);
 			break;
-		case 't':
-			if (cli_parse_u64(optarg, &v) || !v || v > INT32_MAX)
-				return cli_usage(CMD, "--thread: '%s' is not a thread id", optarg);
-			d.tid = (int32_t)v;
-			break;
-		case 'D': d.debug_dir = optarg; break;
-		case 'N': d.flags |= BTRACE_DECODE_NO_DISK; break;
-		case 'U': unsetenv("DEBUGINFOD_URLS"); break;  /* libdw's client */
 		case 'h': usage(stdout); return CLI_EXIT_OK;
-		default: return cli_bad_option(CMD, c, argv);
+		default:
+			ret = cli_decode_option(CMD, c, optarg, &d);
+			if (ret < 0)
+				return cli_bad_option(CMD, c, argv);
+			if (ret)
+				return ret;
 		}
 	}
 	if (mode < 0)
 		return cli_usage(CMD, "one of --insn, --blocks or --calls is required");
-	if (optind + 1 != argc)
-		return cli_usage(CMD, optind >= argc ? "a snapshot FILE is required" :
-				 "only one FILE is accepted");
-	ret = cli_read_snapshot(CMD, argv[optind], &snap, dir);
+	ret = cli_decode_open(CMD, argc, argv, &d, &snap, dir);
 	if (ret)
 		return ret;
 	d.last = last;
-	if (dir[0])
-		d.search_dir = dir;
 	d.unit = mode == M_INSN ? BTRACE_UNIT_INSNS :
 		 mode == M_BLOCKS ? BTRACE_UNIT_BLOCKS : BTRACE_UNIT_CALLS;
 	d.sink = &obs_sink;

@@ -12,6 +12,7 @@
 
 #include <btrace/decode.h>
 #include <btrace/record.h>
+#include <btrace/report.h>
 #include <btrace/snapshot.h>
 
 #include "cli.h"
@@ -26,52 +27,17 @@ static const char *backend_name(uint32_t b)
 	return d ? d->name : NULL;
 }
 
-static const char *code_name(int signo, int code)
-{
-	switch (code) {
-	case 0: return "SI_USER";
-	case -1: return "SI_QUEUE";
-	case -6: return "SI_TKILL";
-	case 0x80: return "SI_KERNEL";
-	}
-	if (signo == 11)
-		return code == 1 ? "SEGV_MAPERR" : code == 2 ? "SEGV_ACCERR" :
-		       code == 3 ? "SEGV_BNDERR" : code == 4 ? "SEGV_PKUERR" : NULL;
-	if (signo == 7)
-		return code == 1 ? "BUS_ADRALN" : code == 2 ? "BUS_ADRERR" :
-		       code == 3 ? "BUS_OBJERR" : NULL;
-	if (signo == 4)
-		return code == 1 ? "ILL_ILLOPC" : code == 2 ? "ILL_ILLOPN" :
-		       code == 5 ? "ILL_PRVOPC" : NULL;
-	if (signo == 8)
-		return code == 1 ? "FPE_INTDIV" : code == 2 ? "FPE_INTOVF" : NULL;
-	return NULL;
-}
-
 static const char *base(const char *p)
 {
 	const char *s = p ? strrchr(p, '/') : NULL;
 	return s ? s + 1 : p;
 }
 
-/*
- * The one naming rule of the report, text and JSON alike: the function the
- * address is in (the decoder names it as gdb does: DWARF name, else the
- * symbol without its version); for an inline frame of the stack, the
- * inlined function.  Offsets are from the start of that function.
- */
-static const char *fn_name(const struct btrace_symbol *s, uint32_t flags)
-{
-	if ((flags & BTRACE_CALL_INLINE) && s->function)
-		return s->function;
-	return s->outer ? s->outer : s->function;
-}
-
 /* "func+0x12" or "module+0x1234" or "0x..." into @buf. */
 static const char *where(char *buf, size_t len, uint64_t ip,
 			 const struct btrace_symbol *s)
 {
-	const char *fn = fn_name(s, 0);
+	const char *fn = btrace_symbol_name(s, 0);
 
 	if (fn && s->offset)
 		snprintf(buf, len, "%s+0x%llx", fn, (unsigned long long)s->offset);
@@ -128,110 +94,8 @@ struct rep_opts {
 	uint64_t calls, blocks;
 	int json;
 	int all;
-	int verbose;
 	int32_t tid;
-	const struct btrace_snapshot *snap;
 };
-
-/*
- * What the signal's details say about the cause, beyond the trace: a
- * SIGSEGV/SIGBUS at an address just below (or at) the stack pointer that no
- * accessible mapping holds is a stack overflow (the guard below the stack).
- * 1 and @buf filled when one is found.
- */
-static int fault_cause(const struct btrace_snapshot *snap, char *buf,
-		       size_t len, const char **kind)
-{
-	const struct btrace_signal *s = snap ? snap->signal : NULL;
-
-	if (!s || (s->signo != 11 && s->signo != 7) || s->code <= 0 ||
-	    !s->has_regs)
-		return 0;
-	uint64_t sp = s->regs[BTRACE_REG_RSP], a = s->addr;
-	/* at most 256 bytes above it (a store in the new frame), at most
-	 * 1 MiB below it (a large frame or alloca probed page by page) */
-	if (a > sp + 256 || (a < sp && sp - a > (1u << 20)))
-		return 0;
-	for (size_t i = 0; i < snap->nmappings; i++) {
-		const struct btrace_mapping *m = &snap->mappings[i];
-		if (a >= m->start && a < m->end && m->prot)
-			return 0;
-	}
-	*kind = "stack_overflow";
-	if (a < sp)
-		snprintf(buf, len, "stack overflow: fault address %llu bytes below "
-			 "the stack pointer, unmapped", (unsigned long long)(sp - a));
-	else
-		snprintf(buf, len, "stack overflow: fault address at the stack "
-			 "pointer + %llu, unmapped", (unsigned long long)(a - sp));
-	return 1;
-}
-
-/* The PLT stub (or resolver) a call went through, NULL if none. */
-static const char *call_via(const struct btrace_thread *t,
-			    const struct btrace_call *cl)
-{
-	const struct btrace_block *b;
-
-	if (!(cl->flags & BTRACE_CALL_PLT) || cl->first_block >= t->nblocks ||
-	    (t->dropped_blocks && !cl->first_block))
-		return NULL;
-	b = &t->blocks[cl->first_block];
-	if (b->kind != BTRACE_ITEM_BLOCK || !b->sym || b->ip == cl->ip)
-		return NULL;
-	return fn_name(b->sym, 0);
-}
-
-/* The faulting instruction is not known, only the block holding it. */
-static int fault_in_block(const struct btrace_fault *ft)
-{
-	return ft->found && !ft->exact && ft->block_ip;
-}
-
-/* A signal name ("SIGABRT") to its number, 0 if unknown. */
-static int signo_of(const char *name)
-{
-	for (int i = 1; name && i < 65; i++) {
-		const char *n = btrace_signal_name(i);
-		if (n && !strcmp(n, name))
-			return i;
-	}
-	return 0;
-}
-
-/*
- * What ended the process, when it is not simply the fault: the QEMU
- * backend records the fault's signal and keeps the final one as metadata
- * (qemu.final_signal: "SIGABRT", "exit 3"); otherwise the recorded signal
- * is the death's.  @final is the metadata value, NULL when none.
- */
-static const char *death_final(const struct rep_opts *o)
-{
-	return btrace_snapshot_meta(o->snap, "qemu.final_signal");
-}
-
-/* Something ran after the fault before the death (a signal handler). */
-static int went_on(const struct btrace_thread *t)
-{
-	return t && t->fault.found && (t->fault.after_blocks || t->fault.death_ip);
-}
-
-/* Index in blocks where the shown tail ends (exclusive of the fault). */
-static size_t tail_end(const struct btrace_thread *t)
-{
-	if (t->fault.found && t->fault.block_index < t->nblocks)
-		return (size_t)t->fault.block_index;
-	return t->nblocks;
-}
-
-static size_t calls_end(const struct btrace_thread *t)
-{
-	size_t end = tail_end(t), n = 0;
-
-	while (n < t->ncalls && t->calls[n].first_block < end)
-		n++;
-	return n;
-}
 
 /*
  * Color for the key lines (signal, fault, gaps) when the report goes to a
@@ -262,23 +126,9 @@ static void print_gap(FILE *f, const struct btrace_thread *t, uint32_t g,
 		gp->reason ? cli_esc(gp->reason) : "");
 }
 
-/*
- * Where the history ends, for the headings: "the fault", or "the exit"
- * for a snapshot taken at an exit (--on exit) with no signal, "the
- * request" for an on-demand snapshot.  Set by report_text().
- */
+/* Where the history ends, for the headings (btrace_report.end_words).
+ * Set by report_text(). */
 static const char *at_end = "the fault";
-
-static const char *end_word(const struct btrace_snapshot *snap)
-{
-	if (snap->signal || !snap->has_config)
-		return "the fault";
-	switch (snap->config.crash_mode) {
-	case BTRACE_CRASH_EXIT: return "the exit";
-	case BTRACE_CRASH_ONDEMAND: return "the request";
-	}
-	return "the fault";
-}
 
 static void print_stack(FILE *f, const struct btrace_thread *t)
 {
@@ -290,7 +140,7 @@ static void print_stack(FILE *f, const struct btrace_thread *t)
 	for (size_t i = 0; i < t->nstack; i++) {
 		const struct btrace_frame *fr = &t->stack[i];
 		if ((fr->flags & BTRACE_CALL_INLINE) && fr->sym.function)
-			snprintf(a, sizeof(a), "%s", fn_name(&fr->sym, fr->flags));
+			snprintf(a, sizeof(a), "%s", btrace_symbol_name(&fr->sym, fr->flags));
 		else
 			where(a, sizeof(a), fr->ip, &fr->sym);
 		fprintf(f, "  #%-2zu 0x%012llx %-*s %s", i, (unsigned long long)fr->ip,
@@ -322,7 +172,7 @@ static void print_call(FILE *f, const struct btrace_thread *t,
 	if (d > 24)
 		d = 24;
 	fprintf(f, "  %*s%s", 2 * d, "", cli_esc(where(a, sizeof(a), cl->ip, cl->sym)));
-	const char *via = call_via(t, cl);
+	const char *via = btrace_call_via(t, cl);
 	if (via)
 		fprintf(f, " (via %s)", cli_esc(via));
 	srcline(b, sizeof(b), cl->sym);
@@ -337,9 +187,11 @@ static void print_call(FILE *f, const struct btrace_thread *t,
 	fputc('\n', f);
 }
 
-static void print_calls(FILE *f, const struct btrace_thread *t, uint64_t want)
+static void print_calls(FILE *f, const struct btrace_report_thread *rt,
+			uint64_t want)
 {
-	size_t end = calls_end(t), start = end > want ? end - want : 0;
+	const struct btrace_thread *t = rt->thread;
+	size_t end = rt->calls_end, start = end > want ? end - want : 0;
 	char a[128], b[128];
 	int mind = 1 << 30;
 
@@ -381,9 +233,11 @@ static void print_event(FILE *f, const struct btrace_block *b)
 	}
 }
 
-static void print_blocks(FILE *f, const struct btrace_thread *t, uint64_t want)
+static void print_blocks(FILE *f, const struct btrace_report_thread *rt,
+			 uint64_t want)
 {
-	size_t end = tail_end(t), start = end, n = 0;
+	const struct btrace_thread *t = rt->thread;
+	size_t end = rt->blocks_end, start = end, n = 0;
 	char a[128], b[128], c[64];
 
 	while (start > 0 && n < want) {
@@ -416,7 +270,7 @@ static void print_blocks(FILE *f, const struct btrace_thread *t, uint64_t want)
 		fputc('\n', f);
 		i += rep - 1;
 	}
-	if (fault_in_block(&t->fault))
+	if (rt->fault_in_block)
 		fprintf(f, "  %s0x%012llx  => fault: in the block up to 0x%llx "
 			"(the instruction is not known)%s\n", col(C_RED),
 			(unsigned long long)t->fault.block_ip,
@@ -435,7 +289,7 @@ static void print_blocks(FILE *f, const struct btrace_thread *t, uint64_t want)
 }
 
 /*
- * The call entries after the fault: @first = calls_end(), their count
+ * The call entries after the fault: @first = calls_end, their count
  * (those the library left out of a long path included: omitted_calls),
  * the k-th of them (NULL: left out), and which are shown of @want: the
  * first want/2 and the last ones; a run not shown is one "... N calls ..."
@@ -484,15 +338,16 @@ static int after_mind(const struct btrace_thread *t, size_t first)
 
 /* What ran after the fault (a signal handler and what it called), at the
  * call level: the first and the last entries when there are many. */
-static void print_after(FILE *f, const struct btrace_thread *t, uint64_t want,
-			const struct rep_opts *o)
+static void print_after(FILE *f, const struct btrace_report_thread *rt,
+			uint64_t want, const struct btrace_report *rep)
 {
-	size_t first = calls_end(t);
+	const struct btrace_thread *t = rt->thread;
+	size_t first = rt->calls_end;
 	uint64_t n = after_count(t, first);
 	char a[128], b[128];
 	int mind;
 
-	if (!went_on(t))
+	if (!rt->went_on)
 		return;
 	mind = after_mind(t, first);
 	fprintf(f, "\nafter the fault (a signal handler ran: %llu blocks, %llu calls)\n",
@@ -509,7 +364,7 @@ static void print_after(FILE *f, const struct btrace_thread *t, uint64_t want,
 		}
 		print_call(f, t, after_call(t, first, k++), mind);
 	}
-	const char *fin = death_final(o);
+	const char *fin = rep->final_signal;
 	if (t->fault.death_ip) {
 		fprintf(f, "  => died in %s",
 			cli_esc(where(a, sizeof(a), t->fault.death_ip,
@@ -561,16 +416,13 @@ static void print_history(FILE *f, const struct btrace_thread *t)
 		fprintf(f, "          - ... %zu more\n", t->ngaps - 8);
 }
 
-static void print_thread(FILE *f, const struct btrace_decode_result *r,
-			 const struct btrace_thread *t, const struct rep_opts *o)
+/* The fault lines of a thread's section (nothing when it has none). */
+static void print_fault(FILE *f, const struct btrace_report_thread *rt)
 {
+	const struct btrace_thread *t = rt->thread;
 	char a[128], b[128];
 
-	if (t->tid >= 0)
-		fprintf(f, "\n== thread %d%s ==\n", t->tid, t->crashed ? " (crashed)" : "");
-	else
-		fprintf(f, "\n== cpu %d (per-cpu buffer) ==\n", t->cpu);
-	if (fault_in_block(&t->fault)) {
+	if (rt->fault_in_block) {
 		const struct btrace_fault *ft = &t->fault;
 		char e[128];
 		fprintf(f, "fault     in the block %s .. %s",
@@ -606,43 +458,85 @@ static void print_thread(FILE *f, const struct btrace_decode_result *r,
 			fprintf(f, "          %s: %s\n", ft->exact ? "exact" : "approximate",
 				ft->how ? cli_esc(ft->how) : "");
 	}
-	print_stack(f, t);
-	print_calls(f, t, o->calls);
-	print_blocks(f, t, o->blocks);
-	print_after(f, t, o->calls, o);
-	print_history(f, t);
-	(void)r;
 }
 
-/* qemu.threads_untraced = "<count> <tid,tid,...>": threads without a
- * history (the plugin could not keep one).  1 and @buf filled if any. */
-static int untraced(const struct btrace_snapshot *snap, char *buf, size_t len)
+static void print_thread(FILE *f, const struct btrace_report *rep,
+			 const struct btrace_report_thread *rt,
+			 const struct rep_opts *o)
 {
-	const char *v = btrace_snapshot_meta(snap, "qemu.threads_untraced");
-	unsigned long n;
-	char *end;
+	const struct btrace_thread *t = rt->thread;
 
-	if (!v)
-		return 0;
-	n = strtoul(v, &end, 10);
-	if (end == v || !n)
-		return 0;
-	while (*end == ' ')
-		end++;
-	snprintf(buf, len, "%lu thread%s ran without a trace%s%.160s%s: "
-		 "their history is not in this report", n, n == 1 ? "" : "s",
-		 *end ? " (tids " : "", end, *end ? ")" : "");
-	return 1;
+	if (t->tid >= 0)
+		fprintf(f, "\n== thread %d%s ==\n", t->tid, t->crashed ? " (crashed)" : "");
+	else
+		fprintf(f, "\n== cpu %d (per-cpu buffer) ==\n", t->cpu);
+	print_fault(f, rt);
+	print_stack(f, t);
+	print_calls(f, rt, o->calls);
+	print_blocks(f, rt, o->blocks);
+	print_after(f, rt, o->calls, rep);
+	print_history(f, t);
+}
+
+/* The signal line: the recorded signal and its details, or the exit. */
+static void print_signal(FILE *f, const struct btrace_report *rep)
+{
+	const struct btrace_report_signal *s = &rep->signal;
+
+	if (!rep->has_signal) {
+		fprintf(f, "signal    none recorded\n");
+		if (rep->exit_status)
+			fprintf(f, "exit      status %s\n", cli_esc(rep->exit_status));
+		return;
+	}
+	const char *cn = s->code_name;
+	fprintf(f, "signal    %s%s (%d)%s, ", col(C_RED),
+		s->name ? s->name : "?", s->number, col(C_OFF));
+	if (s->code == BTRACE_SIGCODE_UNKNOWN)
+		fputs("code unknown", f);
+	else
+		fprintf(f, "code %d%s%s%s", s->code, cn ? " (" : "",
+			cn ? cn : "", cn ? ")" : "");
+	if (s->has_address)
+		fprintf(f, ", address 0x%llx", (unsigned long long)s->address);
+	if (s->sender_pid)
+		fprintf(f, ", sent by pid %d", s->sender_pid);
+	fputc('\n', f);
+}
+
+/* The lines after the signal: cause, exec, death, limits, image notes. */
+static void print_facts(FILE *f, const struct btrace_report *rep)
+{
+	const struct btrace_decode_result *r = rep->decode;
+
+	if (rep->cause.text)
+		fprintf(f, "cause     %s\n", cli_esc(rep->cause.text));
+	if (rep->native_exec)
+		fprintf(f, "exec      %s ran natively, untraced (set-ID, "
+			"capabilities, or not x86-64): the trace ends at its "
+			"execve()\n", cli_esc(rep->native_exec));
+	if (rep->final_signal)
+		fprintf(f, "death     %s, after the fault above (a signal handler "
+			"ran)\n", cli_esc(rep->final_signal));
+	else if (rep->crashed && rep->crashed->went_on && rep->has_signal)
+		fprintf(f, "death     %s, after a signal handler ran: the fault "
+			"is the one that started it\n",
+			rep->signal.name ? rep->signal.name : "?");
+	for (size_t i = 0; i < rep->nlimits; i++)
+		fprintf(f, "limits    %s: %s\n", cli_esc(rep->limits[i].name),
+			cli_esc(rep->limits[i].text));
+	for (size_t i = 0; i < r->nimage_notes; i++)
+		fprintf(f, "image     %s\n", cli_esc(r->image_notes[i]));
 }
 
 static void report_text(FILE *f, const char *path,
-			const struct btrace_decode_result *r,
+			const struct btrace_report *rep,
 			const struct rep_opts *o)
 {
-	const struct btrace_signal *s = r->signal;
+	const struct btrace_decode_result *r = rep->decode;
 	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
 
-	at_end = end_word(o->snap);
+	at_end = rep->end_words;
 	use_color = isatty(fileno(f)) && !(nc && *nc) &&
 		    !(term && !strcmp(term, "dumb"));
 
@@ -651,70 +545,16 @@ static void report_text(FILE *f, const char *path,
 	if (backend_name(r->backend))
 		fprintf(f, ", backend %s", backend_name(r->backend));
 	fprintf(f, ", %s trace\n", r->kind == BTRACE_TRACE_BTS ? "BTS" : "Intel PT");
-	if (s) {
-		const char *cn = code_name(s->signo, s->code);
-		fprintf(f, "signal    %s%s (%d)%s, ", col(C_RED),
-			r->signal_name ? r->signal_name : "?", s->signo,
-			col(C_OFF));
-		if (s->code == BTRACE_SIGCODE_UNKNOWN)
-			fputs("code unknown", f);
-		else
-			fprintf(f, "code %d%s%s%s", s->code, cn ? " (" : "",
-				cn ? cn : "", cn ? ")" : "");
-		if (s->code > 0 && (s->signo == 11 || s->signo == 7))
-			fprintf(f, ", address 0x%llx", (unsigned long long)s->addr);
-		if (s->code <= 0 && s->sender_pid)
-			fprintf(f, ", sent by pid %d", s->sender_pid);
-		fputc('\n', f);
-	} else {
-		const char *st = btrace_snapshot_meta(o->snap, "exit_status");
-
-		fprintf(f, "signal    none recorded\n");
-		if (st)
-			fprintf(f, "exit      status %s\n", cli_esc(st));
-	}
-	char cause[256];
-	const char *kind;
-	if (fault_cause(o->snap, cause, sizeof(cause), &kind))
-		fprintf(f, "cause     %s\n", cli_esc(cause));
-	const char *nexec = btrace_snapshot_meta(o->snap, "qemu.exec");
-	if (nexec)
-		fprintf(f, "exec      %s ran natively, untraced (set-ID, "
-			"capabilities, or not x86-64): the trace ends at its "
-			"execve()\n", cli_esc(nexec));
-	const struct btrace_thread *ct = r->crashed_thread >= 0 ?
-		&r->threads[r->crashed_thread] : NULL;
-	const char *fin = death_final(o);
-	if (fin)
-		fprintf(f, "death     %s, after the fault above (a signal handler "
-			"ran)\n", cli_esc(fin));
-	else if (went_on(ct) && s)
-		fprintf(f, "death     %s, after a signal handler ran: the fault "
-			"is the one that started it\n",
-			r->signal_name ? r->signal_name : "?");
-	for (size_t i = 0; i < o->snap->nmeta; i++) {
-		const struct btrace_meta *m = &o->snap->meta[i];
-		if (m->key && m->value && !strncmp(m->key, "limit.", 6))
-			fprintf(f, "limits    %s: %s\n", cli_esc(m->key + 6),
-				cli_esc(m->value));
-	}
-	char unt[256];
-	if (untraced(o->snap, unt, sizeof(unt)))
-		fprintf(f, "limits    threads-untraced: %s\n", cli_esc(unt));
-	if (ct && ct->fault.found && !ct->fault.exact)
-		fprintf(f, "limits    fault-not-exact: the faulting instruction is "
-			"not known (%s)\n", ct->fault.how ? ct->fault.how : "");
-	for (size_t i = 0; i < r->nimage_notes; i++)
-		fprintf(f, "image     %s\n", cli_esc(r->image_notes[i]));
+	print_signal(f, rep);
+	print_facts(f, rep);
 	if (!r->nthreads)
 		fprintf(f, "\n(no trace buffers in this snapshot)\n");
 	/* A signal sent from outside: where every thread was is the answer */
-	int all = o->all || (ct && ct->fault.kind == BTRACE_FAULT_KIND_SENT &&
-			     s && s->sender_pid && s->sender_pid != r->pid);
-	for (size_t i = 0; i < r->nthreads; i++) {
+	int all = o->all || rep->sent_from_outside;
+	for (size_t i = 0; i < rep->nthreads; i++) {
 		if (!all && !o->tid && i > 0 && r->crashed_thread >= 0)
 			break;
-		print_thread(f, r, &r->threads[i], o);
+		print_thread(f, rep, &rep->threads[i], o);
 	}
 	if (!all && !o->tid && r->crashed_thread >= 0 && r->nthreads > 1)
 		fprintf(f, "\n(%zu other thread%s: btrace report --all-threads)\n",
@@ -726,7 +566,7 @@ static void report_text(FILE *f, const char *path,
 static void j_sym(struct json *j, const struct btrace_symbol *s,
 		  uint32_t flags)
 {
-	json_str(j, "function", fn_name(s, flags));
+	json_str(j, "function", btrace_symbol_name(s, flags));
 	json_str(j, "module", s->module);
 	json_str(j, "file", s->file);
 	if (s->line)
@@ -750,15 +590,9 @@ static void j_gap(struct json *j, const struct btrace_gap *g)
 static void j_call(struct json *j, const struct btrace_thread *t,
 		   const struct btrace_call *cl, int mind);
 
-static void j_thread(struct json *j, const struct btrace_thread *t,
-		     const struct rep_opts *o)
+/* "history": what was decoded against what was asked for, the gaps */
+static void j_history(struct json *j, const struct btrace_thread *t)
 {
-	json_begin_object(j, NULL);
-	json_int(j, "tid", t->tid);
-	if (t->cpu >= 0)
-		json_int(j, "cpu", t->cpu);
-	json_bool(j, "crashed", t->crashed);
-
 	json_begin_object(j, "history");
 	json_uint(j, "bytes", t->decoded_bytes);
 	json_uint(j, "requested_bytes", t->requested_bytes);
@@ -775,7 +609,11 @@ static void j_thread(struct json *j, const struct btrace_thread *t,
 	}
 	json_end_array(j);
 	json_end_object(j);
+}
 
+/* "stack": at the fault, innermost first */
+static void j_stack(struct json *j, const struct btrace_thread *t)
+{
 	json_begin_array(j, "stack");
 	for (size_t i = 0; i < t->nstack; i++) {
 		const struct btrace_frame *fr = &t->stack[i];
@@ -790,9 +628,16 @@ static void j_thread(struct json *j, const struct btrace_thread *t,
 		json_end_object(j);
 	}
 	json_end_array(j);
+}
 
-	size_t cend = calls_end(t), cstart = cend > o->calls ? cend - o->calls : 0;
+/* "calls": the last ones before the fault */
+static void j_calls(struct json *j, const struct btrace_report_thread *rt,
+		    const struct rep_opts *o)
+{
+	const struct btrace_thread *t = rt->thread;
+	size_t cend = rt->calls_end, cstart = cend > o->calls ? cend - o->calls : 0;
 	int mind = 1 << 30;
+
 	for (size_t i = cstart; i < cend; i++)
 		if (t->calls[i].depth < mind)
 			mind = t->calls[i].depth;
@@ -800,8 +645,15 @@ static void j_thread(struct json *j, const struct btrace_thread *t,
 	for (size_t i = cstart; i < cend; i++)
 		j_call(j, t, &t->calls[i], mind);
 	json_end_array(j);
+}
 
-	size_t bend = tail_end(t), bstart = bend, n = 0;
+/* "tail": the last blocks before the fault, and the fault */
+static void j_tail(struct json *j, const struct btrace_report_thread *rt,
+		   const struct rep_opts *o)
+{
+	const struct btrace_thread *t = rt->thread;
+	size_t bend = rt->blocks_end, bstart = bend, n = 0;
+
 	while (bstart > 0 && n < o->blocks) {
 		bstart--;
 		if (t->blocks[bstart].kind == BTRACE_ITEM_BLOCK)
@@ -831,7 +683,7 @@ static void j_thread(struct json *j, const struct btrace_thread *t,
 	 * complete: ninsn 0), or the block holding it when not exact */
 	if (t->fault.found && t->fault.kind == BTRACE_FAULT_KIND_FAULT) {
 		const struct btrace_fault *ft = &t->fault;
-		int blk = fault_in_block(ft);
+		int blk = rt->fault_in_block;
 		json_begin_object(j, NULL);
 		json_hex(j, "ip", blk ? ft->block_ip : ft->ip);
 		json_hex(j, "end_ip", blk ? ft->block_end_ip : ft->ip);
@@ -842,10 +694,17 @@ static void j_thread(struct json *j, const struct btrace_thread *t,
 		json_end_object(j);
 	}
 	json_end_array(j);
+}
 
-	/* what ran after the fault (a signal handler), at the call level */
-	if (went_on(t)) {
-		size_t first = calls_end(t);
+/* "after_fault": what ran after the fault (a signal handler), at the call
+ * level */
+static void j_after(struct json *j, const struct btrace_report_thread *rt,
+		    const struct rep_opts *o)
+{
+	const struct btrace_thread *t = rt->thread;
+
+	if (rt->went_on) {
+		size_t first = rt->calls_end;
 		uint64_t na = after_count(t, first);
 		int amind = after_mind(t, first);
 		json_begin_object(j, "after_fault");
@@ -873,6 +732,23 @@ static void j_thread(struct json *j, const struct btrace_thread *t,
 	} else {
 		json_null(j, "after_fault");
 	}
+}
+
+static void j_thread(struct json *j, const struct btrace_report_thread *rt,
+		     const struct rep_opts *o)
+{
+	const struct btrace_thread *t = rt->thread;
+
+	json_begin_object(j, NULL);
+	json_int(j, "tid", t->tid);
+	if (t->cpu >= 0)
+		json_int(j, "cpu", t->cpu);
+	json_bool(j, "crashed", t->crashed);
+	j_history(j, t);
+	j_stack(j, t);
+	j_calls(j, rt, o);
+	j_tail(j, rt, o);
+	j_after(j, rt, o);
 	json_end_object(j);
 }
 
@@ -889,7 +765,7 @@ static void j_call(struct json *j, const struct btrace_thread *t,
 		j_gap(j, &t->gaps[cl->gap]);
 		json_end_object(j);
 	} else {
-		json_str(j, "function", fn_name(cl->sym, 0));
+		json_str(j, "function", btrace_symbol_name(cl->sym, 0));
 		json_str(j, "module", cl->sym->module);
 		json_hex(j, "ip", cl->ip);
 		json_str(j, "file", cl->sym->file);
@@ -898,7 +774,7 @@ static void j_call(struct json *j, const struct btrace_thread *t,
 		else
 			json_null(j, "line");
 		json_uint(j, "ninsn", cl->ninsn);
-		json_str(j, "via", call_via(t, cl));
+		json_str(j, "via", btrace_call_via(t, cl));
 		json_bool(j, "tail_call", cl->flags & BTRACE_CALL_TAILCALL);
 		json_bool(j, "signal", cl->flags & BTRACE_CALL_SIGNAL);
 		json_bool(j, "partial", cl->flags & BTRACE_CALL_PARTIAL);
@@ -906,12 +782,149 @@ static void j_call(struct json *j, const struct btrace_thread *t,
 	json_end_object(j);
 }
 
-static void report_json(FILE *f, const struct btrace_decode_result *r,
+/* A signal of the model: number, name, code, code name and (@address)
+ * the address or (!@address) the sender. */
+static void j_signal(struct json *j, const char *key,
+		     const struct btrace_report_signal *s, int address,
+		     int number_known)
+{
+	json_begin_object(j, key);
+	if (number_known)
+		json_int(j, "number", s->number);
+	else
+		json_null(j, "number");
+	json_str(j, "name", s->name);
+	if (s->code == BTRACE_SIGCODE_UNKNOWN)
+		json_null(j, "code");
+	else
+		json_int(j, "code", s->code);
+	json_str(j, "code_name", s->code_name);
+	if (address)
+		json_hex(j, "address", s->address);
+	else if (s->sender_pid)
+		json_int(j, "sender_pid", s->sender_pid);
+	else
+		json_null(j, "sender_pid");
+	json_end_object(j);
+}
+
+/* "fault": where the crashed thread faulted (null: nowhere known). */
+static void j_fault(struct json *j, const struct btrace_report_thread *rt)
+{
+	const struct btrace_thread *ct = rt ? rt->thread : NULL;
+
+	if (!ct || !ct->fault.found) {
+		json_null(j, "fault");
+		return;
+	}
+	const struct btrace_fault *ft = &ct->fault;
+	int blk = rt->fault_in_block;
+	const char *fn = btrace_symbol_name(&ft->sym, 0);
+	json_begin_object(j, "fault");
+	json_int(j, "tid", ct->tid);
+	json_str(j, "kind", ft->kind == BTRACE_FAULT_KIND_SENT ? "sent" : "fault");
+	/* not exact: the instruction, its offset and line are not
+	 * known; "block" holds what is */
+	if (blk)
+		json_null(j, "ip");
+	else
+		json_hex(j, "ip", ft->ip);
+	json_str(j, "module", ft->sym.module);
+	json_str(j, "function", fn);
+	if (fn && !blk)
+		json_uint(j, "offset", ft->sym.offset);
+	else
+		json_null(j, "offset");
+	json_str(j, "file", ft->sym.file);
+	if (ft->sym.line && !blk)
+		json_int(j, "line", ft->sym.line);
+	else
+		json_null(j, "line");
+	json_str(j, "instruction", ft->insn[0] ? ft->insn : NULL);
+	json_bool(j, "exact", ft->exact);
+	json_str(j, "how", ft->how);
+	if (!blk) {
+		json_null(j, "block");
+		json_end_object(j);
+		return;
+	}
+	const char *efn = btrace_symbol_name(&ft->block_end_sym, 0);
+	json_begin_object(j, "block");
+	json_hex(j, "ip", ft->block_ip);
+	json_hex(j, "end_ip", ft->block_end_ip);
+	json_str(j, "function", fn);
+	if (fn)
+		json_uint(j, "offset", ft->sym.offset);
+	else
+		json_null(j, "offset");
+	json_str(j, "end_function", efn);
+	if (efn)
+		json_uint(j, "end_offset", ft->block_end_sym.offset);
+	else
+		json_null(j, "end_offset");
+	json_str(j, "file", ft->sym.file);
+	if (ft->sym.line)
+		json_int(j, "line", ft->sym.line);
+	else
+		json_null(j, "line");
+	if (ft->block_end_sym.line)
+		json_int(j, "end_line", ft->block_end_sym.line);
+	else
+		json_null(j, "end_line");
+	json_end_object(j);
+	json_end_object(j);
+}
+
+/* "death": what ended the process (the recorded signal, or with QEMU
+ * after a handler went on qemu.final_signal); where the thread was then */
+static void j_death(struct json *j, const struct btrace_report *rep)
+{
+	const struct btrace_report_death *d = &rep->death;
+
+	if (!d->known) {
+		json_null(j, "death");
+		return;
+	}
+	json_begin_object(j, "death");
+	if (d->has_signal) {
+		/* a final signal known by name only: its number may not be */
+		j_signal(j, "signal", &d->signal, 0,
+			 !rep->final_signal || d->signal.number);
+		json_null(j, "exit_code");
+	} else if (d->has_exit_code) {
+		json_null(j, "signal");
+		json_int(j, "exit_code", d->exit_code);
+	} else {
+		json_null(j, "signal");
+		json_null(j, "exit_code");
+	}
+	json_bool(j, "after_fault", d->after_fault);
+	const struct btrace_fault *ft = &rep->crashed->thread->fault;
+	if (d->after_fault && ft->death_ip) {
+		json_hex(j, "ip", ft->death_ip);
+		json_str(j, "function", btrace_symbol_name(&ft->death_sym, 0));
+		json_str(j, "module", ft->death_sym.module);
+		json_str(j, "how", ft->death_how);
+	} else if (d->after_fault) {
+		json_null(j, "ip");
+		json_null(j, "function");
+		json_null(j, "module");
+		json_null(j, "how");
+	} else {
+		/* died at the fault */
+		json_str(j, "ip", NULL);
+		json_str(j, "function", NULL);
+		json_str(j, "module", NULL);
+		json_str(j, "how", "at the fault");
+	}
+	json_end_object(j);
+}
+
+static void report_json(FILE *f, const struct btrace_report *rep,
 			const struct rep_opts *o)
 {
+	const struct btrace_decode_result *r = rep->decode;
 	struct json j;
-	const struct btrace_thread *ct = r->crashed_thread >= 0 ?
-		&r->threads[r->crashed_thread] : NULL;
 
 	json_init(&j, f, true);
 	json_begin_object(&j, NULL);
@@ -922,178 +935,28 @@ static void report_json(FILE *f, const struct btrace_decode_result *r,
 	json_int(&j, "pid", r->pid);
 	json_str(&j, "command", r->command);
 	json_end_object(&j);
-	if (r->signal) {
-		json_begin_object(&j, "signal");
-		json_int(&j, "number", r->signal->signo);
-		json_str(&j, "name", r->signal_name);
-		if (r->signal->code == BTRACE_SIGCODE_UNKNOWN)
-			json_null(&j, "code");
-		else
-			json_int(&j, "code", r->signal->code);
-		json_str(&j, "code_name", code_name(r->signal->signo, r->signal->code));
-		json_hex(&j, "address", r->signal->addr);
-		json_end_object(&j);
-	} else {
+	if (rep->has_signal)
+		j_signal(&j, "signal", &rep->signal, 1, 1);
+	else
 		json_null(&j, "signal");
-	}
-	char cause[256];
-	const char *kind;
-	if (fault_cause(o->snap, cause, sizeof(cause), &kind)) {
+	if (rep->cause.kind) {
 		json_begin_object(&j, "cause");
-		json_str(&j, "kind", kind);
-		json_str(&j, "text", cause);
+		json_str(&j, "kind", rep->cause.name);
+		json_str(&j, "text", rep->cause.text);
 		json_end_object(&j);
 	} else {
 		json_null(&j, "cause");
 	}
 	/* A program exec'd outside the emulator: what ran last is not in
 	 * the trace. */
-	json_str(&j, "native_exec", btrace_snapshot_meta(o->snap, "qemu.exec"));
-	if (ct && ct->fault.found) {
-		const struct btrace_fault *ft = &ct->fault;
-		int blk = fault_in_block(ft);
-		json_begin_object(&j, "fault");
-		json_int(&j, "tid", ct->tid);
-		json_str(&j, "kind", ft->kind == BTRACE_FAULT_KIND_SENT ? "sent" : "fault");
-		/* not exact: the instruction, its offset and line are not
-		 * known; "block" holds what is */
-		if (blk)
-			json_null(&j, "ip");
-		else
-			json_hex(&j, "ip", ft->ip);
-		json_str(&j, "module", ft->sym.module);
-		json_str(&j, "function", fn_name(&ft->sym, 0));
-		if (fn_name(&ft->sym, 0) && !blk)
-			json_uint(&j, "offset", ft->sym.offset);
-		else
-			json_null(&j, "offset");
-		json_str(&j, "file", ft->sym.file);
-		if (ft->sym.line && !blk)
-			json_int(&j, "line", ft->sym.line);
-		else
-			json_null(&j, "line");
-		json_str(&j, "instruction", ft->insn[0] ? ft->insn : NULL);
-		json_bool(&j, "exact", ft->exact);
-		json_str(&j, "how", ft->how);
-		if (blk) {
-			json_begin_object(&j, "block");
-			json_hex(&j, "ip", ft->block_ip);
-			json_hex(&j, "end_ip", ft->block_end_ip);
-			json_str(&j, "function", fn_name(&ft->sym, 0));
-			if (fn_name(&ft->sym, 0))
-				json_uint(&j, "offset", ft->sym.offset);
-			else
-				json_null(&j, "offset");
-			json_str(&j, "end_function", fn_name(&ft->block_end_sym, 0));
-			if (fn_name(&ft->block_end_sym, 0))
-				json_uint(&j, "end_offset", ft->block_end_sym.offset);
-			else
-				json_null(&j, "end_offset");
-			json_str(&j, "file", ft->sym.file);
-			if (ft->sym.line)
-				json_int(&j, "line", ft->sym.line);
-			else
-				json_null(&j, "line");
-			if (ft->block_end_sym.line)
-				json_int(&j, "end_line", ft->block_end_sym.line);
-			else
-				json_null(&j, "end_line");
-			json_end_object(&j);
-		} else {
-			json_null(&j, "block");
-		}
-		json_end_object(&j);
-	} else {
-		json_null(&j, "fault");
-	}
-	/* what ended the process: the recorded signal, or (QEMU, after a
-	 * handler went on) qemu.final_signal; where the thread was then */
-	if (ct && ct->fault.found) {
-		const char *fin = death_final(o);
-		const struct btrace_signal *sg = r->signal;
-		json_begin_object(&j, "death");
-		if (fin && !strncmp(fin, "exit ", 5)) {
-			json_null(&j, "signal");
-			json_int(&j, "exit_code", atoi(fin + 5));
-		} else if (fin) {
-			json_begin_object(&j, "signal");
-			if (signo_of(fin))
-				json_int(&j, "number", signo_of(fin));
-			else
-				json_null(&j, "number");
-			json_str(&j, "name", fin);
-			json_null(&j, "code");
-			json_null(&j, "code_name");
-			json_null(&j, "sender_pid");
-			json_end_object(&j);
-			json_null(&j, "exit_code");
-		} else if (sg) {
-			json_begin_object(&j, "signal");
-			json_int(&j, "number", sg->signo);
-			json_str(&j, "name", r->signal_name);
-			if (sg->code == BTRACE_SIGCODE_UNKNOWN)
-				json_null(&j, "code");
-			else
-				json_int(&j, "code", sg->code);
-			json_str(&j, "code_name", code_name(sg->signo, sg->code));
-			if (sg->code <= 0 && sg->sender_pid)
-				json_int(&j, "sender_pid", sg->sender_pid);
-			else
-				json_null(&j, "sender_pid");
-			json_end_object(&j);
-			json_null(&j, "exit_code");
-		} else {
-			json_null(&j, "signal");
-			json_null(&j, "exit_code");
-		}
-		int on = went_on(ct);
-		json_bool(&j, "after_fault", on);
-		const struct btrace_fault *ft = &ct->fault;
-		if (on && ft->death_ip) {
-			json_hex(&j, "ip", ft->death_ip);
-			json_str(&j, "function", fn_name(&ft->death_sym, 0));
-			json_str(&j, "module", ft->death_sym.module);
-			json_str(&j, "how", ft->death_how);
-		} else if (on) {
-			json_null(&j, "ip");
-			json_null(&j, "function");
-			json_null(&j, "module");
-			json_null(&j, "how");
-		} else {
-			/* died at the fault */
-			json_str(&j, "ip", NULL);
-			json_str(&j, "function", NULL);
-			json_str(&j, "module", NULL);
-			json_str(&j, "how", "at the fault");
-		}
-		json_end_object(&j);
-	} else {
-		json_null(&j, "death");
-	}
+	json_str(&j, "native_exec", rep->native_exec);
+	j_fault(&j, rep->crashed);
+	j_death(&j, rep);
 	json_begin_array(&j, "limits");
-	for (size_t i = 0; i < o->snap->nmeta; i++) {
-		const struct btrace_meta *m = &o->snap->meta[i];
-		if (!m->key || !m->value || strncmp(m->key, "limit.", 6))
-			continue;
+	for (size_t i = 0; i < rep->nlimits; i++) {
 		json_begin_object(&j, NULL);
-		json_str(&j, "name", m->key + 6);
-		json_str(&j, "text", m->value);
-		json_end_object(&j);
-	}
-	char unt[256];
-	if (untraced(o->snap, unt, sizeof(unt))) {
-		json_begin_object(&j, NULL);
-		json_str(&j, "name", "threads-untraced");
-		json_str(&j, "text", unt);
-		json_end_object(&j);
-	}
-	if (ct && ct->fault.found && !ct->fault.exact) {
-		char txt[256];
-		snprintf(txt, sizeof(txt), "the faulting instruction is not known (%s)",
-			 ct->fault.how ? ct->fault.how : "");
-		json_begin_object(&j, NULL);
-		json_str(&j, "name", "fault-not-exact");
-		json_str(&j, "text", txt);
+		json_str(&j, "name", rep->limits[i].name);
+		json_str(&j, "text", rep->limits[i].text);
 		json_end_object(&j);
 	}
 	json_end_array(&j);
@@ -1102,8 +965,8 @@ static void report_json(FILE *f, const struct btrace_decode_result *r,
 		json_str(&j, NULL, r->image_notes[i]);
 	json_end_array(&j);
 	json_begin_array(&j, "threads");
-	for (size_t i = 0; i < r->nthreads; i++)
-		j_thread(&j, &r->threads[i], o);
+	for (size_t i = 0; i < rep->nthreads; i++)
+		j_thread(&j, &rep->threads[i], o);
 	json_end_array(&j);
 	json_end_object(&j);
 	json_finish(&j);
@@ -1136,106 +999,118 @@ static void usage(FILE *f)
 	cli_help_end(f, "report");
 }
 
-int cmd_report(int argc, char **argv)
+/* The options of btrace report into @o and @d: -1 to go on, else the exit
+ * status (--help, a usage error). */
+static int parse_options(int argc, char **argv, struct rep_opts *o,
+			 struct btrace_decode_opts *d)
 {
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "calls", required_argument, NULL, 'c' },
 		{ "blocks", required_argument, NULL, 'b' },
-		{ "thread", required_argument, NULL, 't' },
 		{ "all-threads", no_argument, NULL, 'a' },
 		{ "full", no_argument, NULL, 'F' },
-		{ "debug-dir", required_argument, NULL, 'D' },
-		{ "no-disk", no_argument, NULL, 'N' },
-		{ "no-debuginfod", no_argument, NULL, 'U' },
-		{ "verbose", no_argument, NULL, 'v' },
+		CLI_DECODE_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct rep_opts o = { .calls = 16, .blocks = 16 };
-	char dir[PATH_MAX];
-	struct btrace_decode_opts d = { .sz = sizeof(d) };
-	struct btrace_snapshot *snap;
-	struct btrace_decode_result *r;
-	struct btrace_error err;
-	uint64_t v;
-	int c;
+	int c, rc;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":hv", lo, NULL)) != -1) {
 		switch (c) {
-		case 'j': o.json = 1; break;
-		case 'v': o.verbose = 1; d.flags |= BTRACE_DECODE_ALL_NOTES; break;
+		case 'j': o->json = 1; continue;
 		case 'c':
-			if (cli_parse_u64(optarg, &o.calls) || !o.calls)
+			if (cli_parse_u64(optarg, &o->calls) || !o->calls)
 				return cli_usage(CMD, "--calls: '%s' is not a positive number", optarg);
-			break;
+			continue;
 		case 'b':
-			if (cli_parse_u64(optarg, &o.blocks) || !o.blocks)
+			if (cli_parse_u64(optarg, &o->blocks) || !o->blocks)
 				return cli_usage(CMD, "--blocks: '%s' is not a positive number", optarg);
-			break;
-		case 't':
-			if (cli_parse_u64(optarg, &v) || !v || v > INT32_MAX)
-				return cli_usage(CMD, "--thread: '%s' is not a thread id", optarg);
-			o.tid = (int32_t)v;
-			break;
-		case 'a': o.all = 1; break;
-		case 'F': d.flags |= BTRACE_DECODE_FULL; break;
-		case 'D': d.debug_dir = optarg; break;
-		case 'N': d.flags |= BTRACE_DECODE_NO_DISK; break;
-		case 'U': unsetenv("DEBUGINFOD_URLS"); break;  /* libdw's client */
+			continue;
+		case 'a': o->all = 1; continue;
+		case 'F': d->flags |= BTRACE_DECODE_FULL; continue;
 		case 'h': usage(stdout); return CLI_EXIT_OK;
-		default: return cli_bad_option(CMD, c, argv);
 		}
+		rc = cli_decode_option(CMD, c, optarg, d);
+		if (rc >= 0) {
+			if (rc)
+				return rc;
+			continue;
+		}
+		return cli_bad_option(CMD, c, argv);
 	}
-	if (optind + 1 != argc)
-		return cli_usage(CMD, optind >= argc ? "a snapshot FILE is required" :
-				 "only one FILE is accepted");
-	const char *path = argv[optind];
-	int rc = cli_read_snapshot(CMD, path, &snap, dir);
+	o->tid = d->tid;
+	return -1;
+}
 
+/* btrace_decode() with a progress line while a large trace is decoded (or
+ * debug info is downloaded), on a terminal only; erased once done. */
+static int decode(const struct btrace_snapshot *snap,
+		  const struct btrace_decode_opts *d,
+		  struct btrace_decode_result **r, struct btrace_error *err)
+{
+	uint64_t bytes = 0;
+	int rc;
+
+	for (size_t i = 0; i < snap->nbuffers; i++)
+		bytes += snap->buffers[i].size;
+	int progress = isatty(STDERR_FILENO) &&
+		       bytes >= ((d->flags & BTRACE_DECODE_FULL) ? 1u << 20 : 8u << 20);
+	if (progress)
+		fprintf(stderr, "btrace report: decoding %.1f MiB of trace%s...",
+			(double)bytes / (1 << 20),
+			getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS") ?
+			" (debug info may be downloaded)" : "");
+	rc = btrace_decode(snap, d, r, err);
+	if (progress)
+		fprintf(stderr, "\r\033[K");
+	return rc;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct rep_opts o = { .calls = 16, .blocks = 16 };
+	char dir[PATH_MAX];
+	struct btrace_decode_opts d = { .sz = sizeof(d) };
+	struct btrace_snapshot *snap;
+	struct btrace_decode_result *r = NULL;
+	struct btrace_report *rep = NULL;
+	struct btrace_error err;
+	int rc = parse_options(argc, argv, &o, &d);
+
+	if (rc >= 0)
+		return rc;
+	rc = cli_decode_open(CMD, argc, argv, &d, &snap, dir);
 	if (rc)
 		return rc;
+	const char *path = argv[optind];
 	/* Tail-only: enough call-history entries for both lists (each entry
 	 * has at least one block); with --full, every block is analysed but
 	 * only that many calls and blocks are kept (bounded memory). */
 	d.unit = BTRACE_UNIT_CALLS;
 	d.last = (o.calls > o.blocks ? o.calls : o.blocks) + 8;
 	d.keep = d.last;
-	if (dir[0])
-		d.search_dir = dir;
-	d.tid = o.tid;
-	/* A progress line while a large trace is decoded (or debug info is
-	 * downloaded), on a terminal only; erased once done. */
-	uint64_t bytes = 0;
-	for (size_t i = 0; i < snap->nbuffers; i++)
-		bytes += snap->buffers[i].size;
-	int progress = isatty(STDERR_FILENO) &&
-		       bytes >= ((d.flags & BTRACE_DECODE_FULL) ? 1u << 20 : 8u << 20);
-	if (progress)
-		fprintf(stderr, "btrace report: decoding %.1f MiB of trace%s...",
-			(double)bytes / (1 << 20),
-			getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS") ?
-			" (debug info may be downloaded)" : "");
-	rc = btrace_decode(snap, &d, &r, &err);
-	if (progress)
-		fprintf(stderr, "\r\033[K");
+	rc = decode(snap, &d, &r, &err);
+	if (rc >= 0)
+		rc = btrace_report_build(snap, r, &rep, &err);
 	if (rc < 0) {
+		btrace_decode_result_free(r);
 		btrace_snapshot_free(snap);
 		return cli_fail(CMD, &err);
 	}
 	if (o.tid && !r->nthreads) {
-		btrace_decode_result_free(r);
-		btrace_snapshot_free(snap);
-		return cli_failf(CMD, "btrace info FILE lists the buffers and their threads",
-				 "%s: no trace buffer for thread %d", path, o.tid);
+		rc = cli_failf(CMD, "btrace info FILE lists the buffers and their threads",
+			       "%s: no trace buffer for thread %d", path, o.tid);
+	} else {
+		if (o.json)
+			report_json(stdout, rep, &o);
+		else
+			report_text(stdout, path, rep, &o);
+		rc = CLI_EXIT_OK;
 	}
-	o.snap = snap;
-	if (o.json)
-		report_json(stdout, r, &o);
-	else
-		report_text(stdout, path, r, &o);
+	btrace_report_free(rep);
 	btrace_decode_result_free(r);
 	btrace_snapshot_free(snap);
-	return CLI_EXIT_OK;
+	return rc;
 }

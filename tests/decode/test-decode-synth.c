@@ -526,7 +526,7 @@ static int copy_file(const char *from, const char *to)
 }
 
 /* Binaries moved away from their recorded path: found by build ID next to
- * the snapshot (search_dir) and in BTRACE_DEBUG_PATH. */
+ * the snapshot (search_dir) and in opts.debug_path. */
 static void test_find_binaries(struct bt_test *t)
 {
 	struct fx f;
@@ -572,7 +572,7 @@ static void test_find_binaries(struct bt_test *t)
 	btrace_decode_result_free(r);
 	unlink(copy);
 
-	/* in BTRACE_DEBUG_PATH, as DIR/.build-id/xx/rest */
+	/* in opts.debug_path (BTRACE_DEBUG_PATH), as DIR/.build-id/xx/rest */
 	const struct btrace_mapping *m = NULL;
 	for (size_t i = 0; i < f.snap->nmappings; i++)
 		if (f.snap->mappings[i].path && strstr(f.snap->mappings[i].path, "crash-null"))
@@ -591,16 +591,15 @@ static void test_find_binaries(struct bt_test *t)
 	snprintf(copy, sizeof(copy), "%s/%s", edir, hex + 2);
 	NEED(copy_file(exe, copy) == 0);
 	snprintf(d1, sizeof(d1), "/nonexistent-btrace-x:%s/dbg", tmpdir);
-	setenv("BTRACE_DEBUG_PATH", d1, 1);
+	d.debug_path = d1;        /* the CLI's BTRACE_DEBUG_PATH */
 	d.search_dir = NULL;
 	NEED(btrace_decode(f.snap, &d, &r, &err) == 0);
 	BT_EQ_INT(t, f.truth.n, r->threads[0].ninsn);
 	BT_EQ_INT(t, 0, r->threads[0].ngaps);
 	btrace_decode_result_free(r);
-	unsetenv("BTRACE_DEBUG_PATH");
+	d.debug_path = NULL;
 	unlink(copy);
 restore:
-	unsetenv("BTRACE_DEBUG_PATH");
 	for (size_t i = 0; i < f.snap->nmappings && i < 64; i++)
 		if (orig[i])
 			f.snap->mappings[i].path = orig[i];

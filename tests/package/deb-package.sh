@@ -86,6 +86,7 @@ for f in usr/bin/branchtrace "$lib/libbtrace.so.0" "$lib/libbtrace-decode.so.0" 
 	"$lib/pkgconfig/libbtrace.pc" "$lib/pkgconfig/libbtrace-decode.pc" \
 	"$lib/btrace/libbtrace-qemu.so" "$lib/btrace/libbtrace-qemu-preload.so" \
 	usr/include/btrace/btrace.h usr/include/btrace/decode.h \
+	usr/include/btrace/report.h \
 	usr/share/man/man1/btrace.1.gz usr/share/man/man1/branchtrace.1.gz \
 	usr/share/man/man1/btrace-record.1.gz \
 	usr/share/doc/btrace/README.Debian usr/share/doc/btrace/copyright; do

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libbtrace-decode: the report model.  The crash analysis of a decoded
+ * snapshot, computed once: the signal and its si_code name, the cause (a
+ * stack overflow), what ended the process, the limits of what is known, a
+ * program exec'd outside the emulator, and per thread where the history
+ * before the fault ends.  Every output of `btrace report` (text, JSON, and
+ * those to come) renders this; none reads snapshot metadata itself.
+ *
+ * Usage:
+ *
+ *	struct btrace_decode_result *r;     (btrace_decode())
+ *	struct btrace_report *rep;
+ *	if (btrace_report_build(snap, r, &rep, &err) < 0) ...
+ *	if (rep->cause.kind) puts(rep->cause.text);
+ *	... rep->threads[i].thread->stack ...
+ *	btrace_report_free(rep);
+ *
+ * A report points into @snap and @res (threads, symbols, strings): both
+ * must outlive it.  Everything else is owned by the report.
+ */
+#ifndef BTRACE_REPORT_H
+#define BTRACE_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <btrace/btrace.h>
+#include <btrace/decode.h>
+#include <btrace/snapshot.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A signal as the report shows it. */
+struct btrace_report_signal {
+	int32_t number;            /* 0: not known (a final signal by name) */
+	int32_t code;              /* si_code, or BTRACE_SIGCODE_UNKNOWN */
+	const char *name;          /* "SIGSEGV", NULL when not known */
+	const char *code_name;     /* "SEGV_MAPERR", NULL when not known */
+	uint64_t address;          /* si_addr */
+	int has_address;           /* @address means something: a fault
+				    * (si_code > 0) of SIGSEGV or SIGBUS */
+	int32_t sender_pid;        /* who sent it (si_code <= 0), 0 unknown */
+};
+
+/* enum btrace_report.cause.kind */
+enum btrace_cause_kind {
+	BTRACE_CAUSE_NONE = 0,
+	BTRACE_CAUSE_STACK_OVERFLOW = 1,  /* a SIGSEGV/SIGBUS just below (or at)
+					   * the stack pointer, unmapped */
+};
+
+/* enum btrace_report.end: where the history ends. */
+enum btrace_report_end {
+	BTRACE_END_FAULT = 0,      /* a signal (or nothing says otherwise) */
+	BTRACE_END_EXIT = 1,       /* a snapshot at an exit, no signal */
+	BTRACE_END_REQUEST = 2,    /* an on-demand snapshot */
+};
+
+/* One known limit of the report: "fault-not-exact", "threads-untraced",
+ * and the capture's (snapshot metadata limit.NAME). */
+struct btrace_report_limit {
+	const char *name;
+	const char *text;
+};
+
+/* Per thread: where its history before the fault ends. */
+struct btrace_report_thread {
+	const struct btrace_thread *thread;  /* in the decode result */
+	size_t blocks_end;         /* blocks[0, blocks_end) ran before the
+				    * fault (nblocks when there is none) */
+	size_t calls_end;          /* calls[0, calls_end) began before it */
+	int fault_in_block;        /* the faulting instruction is not known,
+				    * only the block holding it
+				    * (fault.block_ip..block_end_ip) */
+	int went_on;               /* something ran after the fault before
+				    * the death (a signal handler) */
+};
+
+/* What ended the process (set when the crashed thread has a fault). */
+struct btrace_report_death {
+	int known;                 /* 0: no fault in a crashed thread; the
+				    * rest is 0 */
+	int has_signal;            /* @signal holds the signal that ended it */
+	struct btrace_report_signal signal;
+	int has_exit_code;         /* it exited (QEMU: "exit N") */
+	int exit_code;
+	int after_fault;           /* a handler went on after the fault: where
+				    * it died is the crashed thread's
+				    * fault.death_* (death_ip 0: not known) */
+};
+
+struct btrace_report {
+	size_t sz;                 /* sizeof(struct btrace_report) */
+	const struct btrace_snapshot *snap;
+	const struct btrace_decode_result *decode;
+
+	int has_signal;            /* a signal was recorded: @signal */
+	struct btrace_report_signal signal;
+	const char *exit_status;   /* no signal: the recorded exit status */
+	struct {
+		uint32_t kind;     /* enum btrace_cause_kind */
+		const char *name;  /* "stack_overflow", NULL: none */
+		const char *text;  /* one line, NULL: none */
+	} cause;
+	const char *native_exec;   /* QEMU: a program exec'd natively (not
+				    * traced): the trace ends at its execve();
+				    * NULL: none */
+	uint32_t end;              /* enum btrace_report_end */
+	const char *end_words;     /* "the fault", "the exit", "the request" */
+	const char *final_signal;  /* QEMU: what ended the process after the
+				    * fault ("SIGABRT", "exit 3"), NULL: the
+				    * recorded signal did */
+	struct btrace_report_death death;
+	struct btrace_report_limit *limits;
+	size_t nlimits;
+	/* The signal was sent from outside the process and no fault led to
+	 * it: where every thread was is the answer (show them all). */
+	int sent_from_outside;
+
+	const struct btrace_report_thread *crashed;  /* NULL: none */
+	struct btrace_report_thread *threads;  /* as in decode->threads */
+	size_t nthreads;
+	size_t :0;
+};
+
+/**
+ * @brief Compute the crash analysis of @res, decoded from @snap.
+ * @return 0 and *@out (free it with btrace_report_free()), or a negative
+ * error code with @err filled.
+ */
+BTRACE_API int btrace_report_build(const struct btrace_snapshot *snap,
+				   const struct btrace_decode_result *res,
+				   struct btrace_report **out,
+				   struct btrace_error *err);
+
+/** @brief Free a report; NULL is allowed. */
+BTRACE_API void btrace_report_free(struct btrace_report *rep);
+
+/** @brief "SEGV_MAPERR" for (11, 1), "SI_USER" for (any, 0); NULL when
+ * unknown. */
+BTRACE_API const char *btrace_signal_code_name(int signo, int code);
+
+/**
+ * @brief The name the report gives the function of @s: the function the
+ * address is in (DWARF name, else the symbol without its version; the
+ * outer one in inlined code), or with BTRACE_CALL_INLINE in @flags (an
+ * inline frame) the inlined function.  NULL when not known.
+ */
+BTRACE_API const char *btrace_symbol_name(const struct btrace_symbol *s,
+					  uint32_t flags);
+
+/** @brief The PLT stub (or resolver) call entry @cl of @t went through:
+ * its function name; NULL if none. */
+BTRACE_API const char *btrace_call_via(const struct btrace_thread *t,
+				       const struct btrace_call *cl);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BTRACE_REPORT_H */
