@@ -117,27 +117,12 @@ static uint64_t straight_end(struct bt_ctx *c, uint64_t ip)
  * interrupted block; the return goes to the instruction in it.  When the
  * interruption came after a block's last branch, QEMU's records do not say
  * which way it went: the signal frame holds the branch, and the return goes
- * to one of its successors (either way of a Jcc, a direct jump's target;
- * any address after a return or an indirect branch, when @innermost is 2:
- * the innermost signal frame, left by an rt_sigreturn). */
-/* Is the system call at @ip an rt_sigreturn: `mov $15, %rax` (or %eax)
- * right before it, as every restorer has it (the C library's __restore_rt,
- * Go's runtime.sigreturn)? */
-static int is_sigreturn(const struct bt_ctx *c, uint64_t ip)
-{
-	static const uint8_t mov_rax[] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0 };
-	static const uint8_t mov_eax[] = { 0xb8, 0x0f, 0, 0, 0 };
-	const struct bt_region *r = bt_image_region(c, ip);
-
-	if (!r || !r->data || ip < r->start + sizeof(mov_rax) || ip > r->end)
-		return 0;
-	const uint8_t *p = r->data + (ip - r->start);
-	return !memcmp(p - sizeof(mov_rax), mov_rax, sizeof(mov_rax)) ||
-	       !memcmp(p - sizeof(mov_eax), mov_eax, sizeof(mov_eax));
-}
-
-static int sigret_to(struct bt_ctx *c, const struct bt_frame *f, uint64_t ip,
-		     int innermost)
+ * to one of its successors (either way of a Jcc, a direct jump's or call's
+ * target).  After a return or an indirect branch the successor is not
+ * known: any address would do, and a handler that changed the context
+ * (Go's asynchronous preemption goes back into runtime.asyncPreempt) would
+ * be taken for a return, so those stay unmatched. */
+static int sigret_to(struct bt_ctx *c, const struct bt_frame *f, uint64_t ip)
 {
 	const struct bt_insn_info *ii;
 
@@ -154,10 +139,6 @@ static int sigret_to(struct bt_ctx *c, const struct bt_frame *f, uint64_t ip,
 	case BTRACE_INSN_JMP:
 	case BTRACE_INSN_CALL:
 		return ip == ii->target;
-	case BTRACE_INSN_RET:
-	case BTRACE_INSN_JMP_IND:
-	case BTRACE_INSN_CALL_IND:
-		return innermost == 2;
 	default:
 		return 0;
 	}
@@ -552,12 +533,10 @@ int bt_walk_item(struct bt_ctx *c, struct bt_thread_build *bb,
 		if (!b->end_ip || b->end_ip == b->ip + ii->size)
 			break;
 		/* sigreturn: back to an interrupted instruction */
-		/* 2: the innermost signal frame, left by rt_sigreturn */
-		int innermost = is_sigreturn(c, b->ip) ? 2 : 1;
 		for (size_t k = w->nfr; k-- > 0;) {
 			if (!(w->fr[k].flags & BTRACE_CALL_SIGNAL))
 				continue;
-			if (sigret_to(c, &w->fr[k], b->end_ip, innermost) && k > 0) {
+			if (sigret_to(c, &w->fr[k], b->end_ip) && k > 0) {
 				pop_to(w, k - 1);
 				w->pending = 1;
 				if (!in_signal(w) && w->handler_item >= 0 &&
@@ -568,7 +547,6 @@ int bt_walk_item(struct bt_ctx *c, struct bt_thread_build *bb,
 				}
 				return 0;
 			}
-			innermost = 0;
 		}
 		/* a signal delivered on the way back from the kernel */
 		w->depth++;
