@@ -14,6 +14,7 @@
 
 #include "decode-internal.h"
 #include "pt.h"
+#include "signame.h"
 #include "util.h"
 
 /* How a thread was decoded, to stream it again (btrace_decode_thread) */
@@ -530,20 +531,5 @@ const char *btrace_gap_kind_name(uint32_t kind)
 
 const char *btrace_signal_name(int signo)
 {
-	static const char *const names[] = {
-		[1] = "SIGHUP", [2] = "SIGINT", [3] = "SIGQUIT", [4] = "SIGILL",
-		[5] = "SIGTRAP", [6] = "SIGABRT", [7] = "SIGBUS", [8] = "SIGFPE",
-		[9] = "SIGKILL", [10] = "SIGUSR1", [11] = "SIGSEGV",
-		[12] = "SIGUSR2", [13] = "SIGPIPE", [14] = "SIGALRM",
-		[15] = "SIGTERM", [16] = "SIGSTKFLT", [17] = "SIGCHLD",
-		[18] = "SIGCONT", [19] = "SIGSTOP", [20] = "SIGTSTP",
-		[21] = "SIGTTIN", [22] = "SIGTTOU", [23] = "SIGURG",
-		[24] = "SIGXCPU", [25] = "SIGXFSZ", [26] = "SIGVTALRM",
-		[27] = "SIGPROF", [28] = "SIGWINCH", [29] = "SIGIO",
-		[30] = "SIGPWR", [31] = "SIGSYS",
-	};
-
-	if (signo <= 0 || (size_t)signo >= BT_ARRAY_SIZE(names))
-		return NULL;
-	return names[signo];
+	return bt_signame(signo, BT_SIG_IO);
 }

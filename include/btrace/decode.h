@@ -397,7 +397,11 @@ BTRACE_API int btrace_decode_symbolize(struct btrace_decode_result *res,
 /** @brief Name of a gap kind ("overflow", ...). */
 BTRACE_API const char *btrace_gap_kind_name(uint32_t kind);
 
-/** @brief "SIGSEGV" for 11; NULL when unknown. */
+/**
+ * @brief "SIGSEGV" for 11; "SIGIO" for 29 (btrace_signal_str() of libbtrace
+ * says "SIGPOLL", the C library's name; the table is shared); NULL for 0,
+ * negative numbers and real-time signals.
+ */
 BTRACE_API const char *btrace_signal_name(int signo);
 
 #ifdef __cplusplus
