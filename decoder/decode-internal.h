@@ -67,6 +67,7 @@ struct bt_insn_info {
 struct bt_ctx {
 	const struct btrace_snapshot *snap;
 	struct btrace_decode_opts opts;
+	struct btrace_decode_sink sink;   /* the copy opts.sink points to */
 	struct btrace_error *err;
 
 	struct pt_image *image;
