@@ -532,5 +532,5 @@ const char *btrace_gap_kind_name(uint32_t kind)
 
 const char *btrace_signal_name(int signo)
 {
-	return bt_signame(signo, BT_SIG_IO);
+	return bt_sig_name(signo, BT_SIG_IO);
 }

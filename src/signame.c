@@ -17,7 +17,7 @@ static const char *const names[] = {
 	[30] = "SIGPWR", [31] = "SIGSYS",
 };
 
-const char *bt_signame(int signo, enum bt_sig_style style)
+const char *bt_sig_name(int signo, enum bt_sig_style style)
 {
 	if (signo <= 0 || (size_t)signo >= BT_ARRAY_SIZE(names))
 		return NULL;

@@ -21,7 +21,7 @@ enum bt_sig_style {
 };
 
 /* "SIGSEGV" for 11 (a static string), NULL for 0, negative numbers and
- * real-time signals.  Without the "SIG": bt_signame(...) + 3. */
-const char *bt_signame(int signo, enum bt_sig_style style);
+ * real-time signals.  Without the "SIG": bt_sig_name(...) + 3. */
+const char *bt_sig_name(int signo, enum bt_sig_style style);
 
 #endif /* BT_SIGNAME_H */

@@ -38,7 +38,7 @@ static void on_term(int sig)
  * for a signal without a name. */
 static const char *abbrev(int sig, const char *none)
 {
-	const char *n = bt_signame(sig, BT_SIG_POLL);
+	const char *n = bt_sig_name(sig, BT_SIG_POLL);
 
 	return n ? n + 3 : none;
 }
