@@ -67,6 +67,7 @@ struct bt_insn_info {
 struct bt_ctx {
 	const struct btrace_snapshot *snap;
 	struct btrace_decode_opts opts;
+	struct btrace_decode_sink sink;   /* the copy opts.sink points to */
 	struct btrace_error *err;
 
 	struct pt_image *image;
@@ -166,6 +167,9 @@ const char *bt_image_why_missing(struct bt_ctx *c, uint64_t ip);
 void bt_image_mark_entered(struct bt_ctx *c, uint64_t ip, int block);
 /* Add the notes of the holes (entered ones, or all with ALL_NOTES). */
 int bt_image_notes(struct bt_ctx *c);
+/* The GNU build ID of the ELF file at @path: bt_elf_build_id() (src/
+ * elf-buildid.c, shared with libbtrace); 0, or -ENOENT when it has none or
+ * is not ELF, or -errno. */
 int bt_image_file_build_id(const char *path, uint8_t *id, uint32_t *size);
 
 /* insn.c */

@@ -14,6 +14,7 @@
 
 #include "decode-internal.h"
 #include "pt.h"
+#include "signame.h"
 #include "util.h"
 
 /* How a thread was decoded, to stream it again (btrace_decode_thread) */
@@ -325,9 +326,6 @@ int btrace_decode(const struct btrace_snapshot *snap,
 	if (!snap || !out)
 		return bt_error(err, -EINVAL, "decode: invalid argument: NULL snapshot or result");
 	*out = NULL;
-	if (opts && opts->sz && opts->sz < offsetof(struct btrace_decode_opts, debug_dir))
-		return bt_error(err, -EINVAL, "decode: invalid options: size %zu too small",
-				opts->sz);
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return bt_error(err, -ENOMEM, "decode: out of memory");
@@ -335,16 +333,19 @@ int btrace_decode(const struct btrace_snapshot *snap,
 	c->snap = snap;
 	c->err = err;
 	c->memfd = -1;
-	if (opts) {
-		size_t n = opts->sz && opts->sz < sizeof(c->opts) ? opts->sz : sizeof(c->opts);
-		memcpy(&c->opts, opts, n);
-	}
+	/* the size policy of btrace.h, for the options and their sink (the
+	 * decode uses copies: the fields an older caller lacks read zero) */
 	c->opts.sz = sizeof(c->opts);
-	if (c->opts.sink && c->opts.sink->sz < sizeof(*c->opts.sink)) {
-		size_t sz = c->opts.sink->sz;
+	ret = opts ? bt_opts_copy(&c->opts, sizeof(c->opts), opts,
+				  "decode options", err) : 0;
+	if (!ret && c->opts.sink) {
+		ret = bt_opts_copy(&c->sink, sizeof(c->sink), c->opts.sink,
+				   "decode sink", err);
+		c->opts.sink = &c->sink;
+	}
+	if (ret < 0) {
 		free(r);
-		return bt_error(err, -EINVAL, "decode: invalid options: sink size %zu too small",
-				sz);
+		return ret;
 	}
 
 	ret = bt_image_build(c);
@@ -423,6 +424,7 @@ int btrace_decode_thread(struct btrace_decode_result *res, size_t i,
 	const struct bt_src *src;
 	struct btrace_thread t = { 0 };
 	struct bt_thread_build b = { 0 };
+	struct btrace_decode_sink sk;
 	int ret;
 
 	bt_error_clear(err);
@@ -430,9 +432,9 @@ int btrace_decode_thread(struct btrace_decode_result *res, size_t i,
 		return bt_error(err, -EINVAL, "decode: invalid argument: %s",
 				!res ? "NULL result" : !sink ? "NULL sink" :
 				"no such thread in the result");
-	if (sink->sz < sizeof(*sink))
-		return bt_error(err, -EINVAL, "decode: invalid argument: sink size %zu too small",
-				sink->sz);
+	ret = bt_opts_copy(&sk, sizeof(sk), sink, "decode sink", err);
+	if (ret < 0)
+		return ret;
 	r = RES(res);
 	c = &r->ctx;
 	saved = c->err;
@@ -450,7 +452,7 @@ int btrace_decode_thread(struct btrace_decode_result *res, size_t i,
 	{
 		/* the same decode as btrace_decode()'s last one, this sink */
 		const struct btrace_decode_sink *os = c->opts.sink;
-		c->opts.sink = sink;
+		c->opts.sink = &sk;
 		build_init(c, &b);
 		c->opts.sink = os;
 	}
@@ -530,20 +532,5 @@ const char *btrace_gap_kind_name(uint32_t kind)
 
 const char *btrace_signal_name(int signo)
 {
-	static const char *const names[] = {
-		[1] = "SIGHUP", [2] = "SIGINT", [3] = "SIGQUIT", [4] = "SIGILL",
-		[5] = "SIGTRAP", [6] = "SIGABRT", [7] = "SIGBUS", [8] = "SIGFPE",
-		[9] = "SIGKILL", [10] = "SIGUSR1", [11] = "SIGSEGV",
-		[12] = "SIGUSR2", [13] = "SIGPIPE", [14] = "SIGALRM",
-		[15] = "SIGTERM", [16] = "SIGSTKFLT", [17] = "SIGCHLD",
-		[18] = "SIGCONT", [19] = "SIGSTOP", [20] = "SIGTSTP",
-		[21] = "SIGTTIN", [22] = "SIGTTOU", [23] = "SIGURG",
-		[24] = "SIGXCPU", [25] = "SIGXFSZ", [26] = "SIGVTALRM",
-		[27] = "SIGPROF", [28] = "SIGWINCH", [29] = "SIGIO",
-		[30] = "SIGPWR", [31] = "SIGSYS",
-	};
-
-	if (signo <= 0 || (size_t)signo >= BT_ARRAY_SIZE(names))
-		return NULL;
-	return names[signo];
+	return bt_sig_name(signo, BT_SIG_IO);
 }

@@ -28,45 +28,24 @@
 #include <intel-pt.h>
 
 #include "decode-internal.h"
+#include "elf-buildid.h"
 #include "util.h"
 
 #define BT_PROT_EXEC 0x4u
 
 int bt_image_file_build_id(const char *path, uint8_t *id, uint32_t *size)
 {
-	int fd = bt_open_regular(path);
-	int ret = -ENOENT;
+	uint8_t buf[2 * BTRACE_BUILD_ID_MAX];
+	int n = bt_elf_build_id(path, buf, sizeof(buf));
 
-	if (fd < 0)
-		return -errno;
-	elf_version(EV_CURRENT);
-	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!e) {
-		close(fd);
-		return -BTRACE_ERR_FORMAT;
-	}
-	Elf_Scn *scn = NULL;
-	while (ret < 0 && (scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		Elf_Data *d = elf_getdata(scn, NULL);
-		size_t off = 0, noff, doff;
-		GElf_Nhdr nh;
-		while (d && (off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    !memcmp((char *)d->d_buf + noff, "GNU", 4) &&
-			    nh.n_descsz <= BTRACE_BUILD_ID_MAX) {
-				memcpy(id, (char *)d->d_buf + doff, nh.n_descsz);
-				*size = nh.n_descsz;
-				ret = 0;
-				break;
-			}
-		}
-	}
-	elf_end(e);
-	close(fd);
-	return ret;
+	/* not ELF, or an ID longer than a snapshot records: none */
+	if (n == -ENOEXEC || n > BTRACE_BUILD_ID_MAX)
+		return -ENOENT;
+	if (n < 0)
+		return n;
+	memcpy(id, buf, (size_t)n);
+	*size = (uint32_t)n;
+	return 0;
 }
 
 /* ELF type and the vaddr of the first PT_LOAD's page (for the load bias). */
@@ -78,6 +57,7 @@ static int elf_load_info(const char *path, int *type, uint64_t *first_vaddr,
 
 	if (fd < 0)
 		return -errno;
+	elf_version(EV_CURRENT);
 	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	GElf_Ehdr eh;
 	size_t n;
@@ -268,6 +248,7 @@ static int elf_has_code(const char *path)
 
 	if (fd < 0)
 		return 0;
+	elf_version(EV_CURRENT);
 	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (e && !elf_getshdrstrndx(e, &shstrndx)) {
 		Elf_Scn *scn = NULL;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The little ELF reading libbtrace needs outside the decoder: build IDs. */
+/* Build IDs of ELF files: the one reader for libbtrace and the decoder. */
 #ifndef BT_ELF_BUILDID_H
 #define BT_ELF_BUILDID_H
 
@@ -15,9 +15,12 @@ int bt_elf_note_build_id(const uint8_t *notes, size_t len, uint8_t *out,
 			 size_t max);
 
 /*
- * Read the build ID of the ELF64 file at @path from its PT_NOTE segments.
- * Returns its size (> 0), -ENOENT when the file has none, -ENOEXEC when it
- * is not an ELF64 file, or -errno when it cannot be read.
+ * Read the build ID of the ELF file at @path (ELF64 or ELF32, little
+ * endian) from its PT_NOTE segments, or when they have none from its
+ * SHT_NOTE sections (a separate debug file).  The one reader for both
+ * libraries: the decoder's bt_image_file_build_id() wraps it.  Returns
+ * its size (> 0, at most @max), -ENOENT when the file has none, -ENOEXEC
+ * when it is not such an ELF file, or -errno when it cannot be read.
  */
 int bt_elf_build_id(const char *path, uint8_t *out, size_t max);
 

@@ -86,7 +86,13 @@ typedef void (*btrace_log_fn)(int level, const char *msg, void *ctx);
  * is accepted and the fields it lacks read as zero (a result struct: only
  * its first @sz bytes are written); a larger @sz (a newer caller) is accepted when the bytes the
  * library does not know are all zero, else the call fails with -EINVAL
- * ("unknown options set").  An @sz below sizeof(size_t) is -EINVAL.
+ * ("unknown options set").  An @sz below sizeof(size_t) (0 included) is
+ * -EINVAL.  Both libraries apply it with one helper (bt_opts_copy() and
+ * bt_result_size() of src/util.c): btrace_record_opts/_result,
+ * btrace_export_opts/_result, btrace_decode_opts and btrace_decode_sink;
+ * the message names the struct ("decode options: check failed: ...").
+ * Structs the library allocates (btrace_report, btrace_decode_result)
+ * have their sz set by the library.
  */
 
 #ifdef __cplusplus

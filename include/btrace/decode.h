@@ -49,7 +49,8 @@ enum btrace_unit {
 struct btrace_decode_sink;
 
 struct btrace_decode_opts {
-	size_t sz;                 /* sizeof(struct btrace_decode_opts) */
+	size_t sz;                 /* sizeof(struct btrace_decode_opts): the
+				    * size policy of btrace.h */
 	uint64_t last;             /* history wanted, in @unit; 0: everything
 				    * (same as BTRACE_DECODE_FULL) */
 	uint32_t unit;             /* enum btrace_unit */
@@ -336,7 +337,9 @@ BTRACE_API int btrace_decode(const struct btrace_snapshot *snap,
 #define BTRACE_SINK_NO_SYMS 0x1u   /* leave sym NULL (faster) */
 
 struct btrace_decode_sink {
-	size_t sz;                 /* sizeof(struct btrace_decode_sink) */
+	size_t sz;                 /* sizeof(struct btrace_decode_sink): the
+				    * size policy of btrace.h (the decode
+				    * keeps a copy) */
 	uint32_t flags;            /* BTRACE_SINK_* */
 	uint32_t reserved;
 	void *arg;
@@ -397,7 +400,11 @@ BTRACE_API int btrace_decode_symbolize(struct btrace_decode_result *res,
 /** @brief Name of a gap kind ("overflow", ...). */
 BTRACE_API const char *btrace_gap_kind_name(uint32_t kind);
 
-/** @brief "SIGSEGV" for 11; NULL when unknown. */
+/**
+ * @brief "SIGSEGV" for 11; "SIGIO" for 29 (btrace_signal_str() of libbtrace
+ * says "SIGPOLL", the C library's name; the table is shared); NULL for 0,
+ * negative numbers and real-time signals.
+ */
 BTRACE_API const char *btrace_signal_name(int signo);
 
 #ifdef __cplusplus

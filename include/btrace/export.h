@@ -51,6 +51,9 @@ struct btrace_export_opts {
 #define BTRACE_EXPORT_MAX_NOTES 16
 
 struct btrace_export_result {
+	size_t sz;                 /* sizeof(struct btrace_export_result): the
+				    * size policy of btrace.h, only this many
+				    * bytes are written */
 	char buildid_dir[4096];    /* the cache written ("" with NO_CACHE) */
 	char symfs_dir[4096];      /* its parent when the cache is named
 				    * ".debug" (for perf --symfs), else "" */

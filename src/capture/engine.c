@@ -22,6 +22,7 @@
 
 #include "capture-internal.h"
 #include "engine-internal.h"
+#include "signame.h"
 #include "snapbuild.h"
 #include "util.h"
 
@@ -31,6 +32,15 @@ static void on_term(int sig)
 {
 	(void)sig;
 	stop_requested = 1;
+}
+
+/* "SEGV" for 11 (the C library's abbreviation, "POLL" for 29), @none
+ * for a signal without a name. */
+static const char *abbrev(int sig, const char *none)
+{
+	const char *n = bt_sig_name(sig, BT_SIG_POLL);
+
+	return n ? n + 3 : none;
 }
 
 static void say(const struct bt_engine *e, const char *fmt, ...)
@@ -409,7 +419,7 @@ static void precise_snapshot(struct bt_engine *e, pid_t tid, int sig,
 	}
 	e->snapshotted = true;
 	snprintf(how, sizeof(how), "precise: %s in thread %d at 0x%" PRIx64,
-		 sigabbrev_np(sig) ? sigabbrev_np(sig) : "signal", (int)tid,
+		 abbrev(sig, "signal"), (int)tid,
 		 s.fault_ip);
 	finish_snapshot(e, how);
 }
@@ -535,7 +545,7 @@ static void passive_snapshot(struct bt_engine *e, int status)
 	else if (s.signo)
 		snprintf(how, sizeof(how),
 			 "passive: taken after the process died of %s%s%s",
-			 sigabbrev_np(s.signo) ? sigabbrev_np(s.signo) : "a signal",
+			 abbrev(s.signo, "a signal"),
 			 e->mode_why[0] ? "; " : "", e->mode_why);
 	else
 		snprintf(how, sizeof(how),

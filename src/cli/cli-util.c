@@ -265,3 +265,29 @@ int cli_check_output(const char *cmd, const char *out)
 				 strerror(errno));
 	return 0;
 }
+
+uint64_t cli_progress_bytes(const struct btrace_snapshot *snap)
+{
+	uint64_t bytes = 0;
+
+	for (size_t i = 0; i < snap->nbuffers; i++)
+		bytes += snap->buffers[i].size;
+	return bytes;
+}
+
+bool cli_progress_wanted(uint64_t bytes, bool whole)
+{
+	return isatty(STDERR_FILENO) && bytes >= (whole ? 1u << 20 : 8u << 20);
+}
+
+bool cli_progress_debuginfod(void)
+{
+	const char *u = getenv("DEBUGINFOD_URLS");
+
+	return u && *u;
+}
+
+void cli_progress_erase(void)
+{
+	fprintf(stderr, "\r\033[K");
+}

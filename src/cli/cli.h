@@ -100,6 +100,19 @@ int cli_parse_u64(const char *s, uint64_t *out);
  * snapshot text through this.
  */
 const char *cli_esc(const char *s);
+/*
+ * The progress line of btrace decode and btrace report (each draws its
+ * own text): on stderr, only when it is a terminal and the trace (the
+ * bytes of all of @snap's buffers) is large, 1 MiB and more when the whole
+ * history is decoded (@whole), else 8 MiB; the line mentions it when debug
+ * info may be downloaded (DEBUGINFOD_URLS set); erased when done.
+ */
+struct btrace_snapshot;
+uint64_t cli_progress_bytes(const struct btrace_snapshot *snap);
+bool cli_progress_wanted(uint64_t bytes, bool whole);
+bool cli_progress_debuginfod(void);
+void cli_progress_erase(void);
+
 /* Length of the valid UTF-8 sequence at @p, 0 when invalid (json.c). */
 size_t cli_utf8_len(const unsigned char *p);
 

@@ -31,7 +31,7 @@ enum mode { M_CALLS, M_BLOCKS, M_INSN };
 
 /*
  * A progress line on stderr while a large trace is decoded, when stderr is
- * a terminal (like btrace report's): "decoding" during the first pass,
+ * a terminal (the rule of btrace report's, cli_progress_wanted()): "decoding" during the first pass,
  * "listing" during the second, where it is shown only when stdout is not
  * a terminal (it would cut into the listing); the bytes of trace behind
  * the position so far, of all buffers.  Redrawn at most 5 times a second,
@@ -58,10 +58,8 @@ static int64_t pg_now_ms(void)
 static void pg_start(const struct btrace_snapshot *snap, uint64_t last)
 {
 	memset(&pg, 0, sizeof(pg));
-	for (size_t i = 0; i < snap->nbuffers; i++)
-		pg.total += snap->buffers[i].size;
-	pg.on = isatty(STDERR_FILENO) &&
-		pg.total >= (last ? 8u << 20 : 1u << 20);
+	pg.total = cli_progress_bytes(snap);
+	pg.on = cli_progress_wanted(pg.total, !last);
 	pg.listing = pg.on && !isatty(STDOUT_FILENO);
 	pg.what = "decoding";
 }
@@ -76,8 +74,7 @@ static void pg_draw(uint64_t pos)
 		"(%d%%)%s\033[K", pg.what, (double)at / (1 << 20),
 		(double)pg.total / (1 << 20),
 		pg.total ? (int)(at * 100 / pg.total) : 100,
-		getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS") ?
-		", debug info may be downloaded" : "");
+		cli_progress_debuginfod() ? ", debug info may be downloaded" : "");
 	pg.shown = 1;
 	pg.last_ms = pg_now_ms();
 }
@@ -105,7 +102,7 @@ static void pg_tick(const struct btrace_block *b)
 static void pg_next(const char *what)
 {
 	if (pg.shown)
-		fprintf(stderr, "\r\033[K");
+		cli_progress_erase();
 	pg.shown = 0;
 	pg.on = what && pg.listing;
 	pg.what = what;

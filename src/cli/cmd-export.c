@@ -123,6 +123,7 @@ int cmd_export(int argc, char **argv)
 		btrace_snapshot_free(snap);
 		return cli_failf("export", NULL, "out of memory");
 	}
+	res->sz = sizeof(*res);
 	rc = btrace_export_perf_data(snap, out, &opts, res, &err);
 	btrace_snapshot_free(snap);
 	if (rc < 0) {

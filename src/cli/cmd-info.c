@@ -46,18 +46,6 @@ static const char *crash_mode_name(uint32_t m)
 	return NULL;
 }
 
-/* "SIGSEGV" (real-time signals too: "SIGRTMIN+2"), in @buf; NULL when
- * the number names no signal.  The same names as btrace report. */
-static const char *signal_name(int signo, char *buf, size_t len)
-{
-	const char *ab = signo > 0 && signo < 65 ? sigabbrev_np(signo) : NULL;
-
-	if (!ab)
-		return NULL;
-	snprintf(buf, len, "SIG%s", ab);
-	return buf;
-}
-
 static const char *fault_source_name(uint32_t s)
 {
 	switch (s) {
@@ -179,7 +167,7 @@ static void print_text(const char *path, const struct btrace_snapshot *s)
 	if (s->signal) {
 		const struct btrace_signal *g = s->signal;
 		char sname[32];
-		const char *name = signal_name(g->signo, sname, sizeof(sname));
+		const char *name = btrace_signal_str(g->signo, sname, sizeof(sname));
 
 		printf("signal:     %s (%d) code %d addr 0x%llx in thread %d",
 		       name ? name : "SIG?", g->signo, g->code,
@@ -302,7 +290,7 @@ static void print_json(const char *path, const struct btrace_snapshot *s)
 		json_int(&j, "tid", g->tid);
 		json_int(&j, "number", g->signo);
 		char sname[32];
-		json_str(&j, "name", signal_name(g->signo, sname, sizeof(sname)));
+		json_str(&j, "name", btrace_signal_str(g->signo, sname, sizeof(sname)));
 		json_int(&j, "code", g->code);
 		json_hex(&j, "address", g->addr);
 		json_str(&j, "fault_source", fault_source_name(g->fault_source));

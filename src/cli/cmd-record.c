@@ -71,9 +71,10 @@ static int parse_on(const char *list, uint64_t *out)
 				name += 3;
 			sig = -1;
 			for (int s = 1; s < 32; s++) {
-				const char *a = sigabbrev_np(s);
+				char a[16];
 
-				if (a && !strcasecmp(a, name)) {
+				if (btrace_signal_str(s, a, sizeof(a)) &&
+				    !strcasecmp(a + 3, name)) {
 					sig = s;
 					break;
 				}

@@ -1050,21 +1050,18 @@ static int decode(const struct btrace_snapshot *snap,
 		  const struct btrace_decode_opts *d,
 		  struct btrace_decode_result **r, struct btrace_error *err)
 {
-	uint64_t bytes = 0;
+	uint64_t bytes = cli_progress_bytes(snap);
+	bool progress = cli_progress_wanted(bytes,
+					    d->flags & BTRACE_DECODE_FULL);
 	int rc;
 
-	for (size_t i = 0; i < snap->nbuffers; i++)
-		bytes += snap->buffers[i].size;
-	int progress = isatty(STDERR_FILENO) &&
-		       bytes >= ((d->flags & BTRACE_DECODE_FULL) ? 1u << 20 : 8u << 20);
 	if (progress)
 		fprintf(stderr, "btrace report: decoding %.1f MiB of trace%s...",
-			(double)bytes / (1 << 20),
-			getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS") ?
+			(double)bytes / (1 << 20), cli_progress_debuginfod() ?
 			" (debug info may be downloaded)" : "");
 	rc = btrace_decode(snap, d, r, err);
 	if (progress)
-		fprintf(stderr, "\r\033[K");
+		cli_progress_erase();
 	return rc;
 }
 

@@ -911,14 +911,13 @@ static void put_header(struct pw *w, uint64_t data_off, uint64_t data_size,
 	w->f = NULL;
 }
 
-int btrace_export_perf_data(const struct btrace_snapshot *snap,
+static int export_perf_data(const struct btrace_snapshot *snap,
 			    const char *out,
 			    const struct btrace_export_opts *opts_in,
-			    struct btrace_export_result *res_in,
+			    struct btrace_export_result *res,
 			    struct btrace_error *err)
 {
 	struct btrace_export_opts opts = { .sz = sizeof(opts) };
-	struct btrace_export_result resv, *res = res_in ? res_in : &resv;
 	struct pw w = { 0 };
 	struct bt_cache *cache = NULL;
 	struct mmap_plan *plan = NULL;
@@ -1009,5 +1008,28 @@ out_free:
 		bt_cache_abort(cache);
 	else
 		bt_cache_close(cache);
+	return rc;
+}
+
+int btrace_export_perf_data(const struct btrace_snapshot *snap,
+			    const char *out,
+			    const struct btrace_export_opts *opts,
+			    struct btrace_export_result *res,
+			    struct btrace_error *err)
+{
+	struct btrace_export_result r;
+	size_t n = 0;
+	int rc;
+
+	/* the size policy of btrace.h: only the caller's sz bytes are
+	 * written */
+	if (res && (rc = bt_result_size(res, sizeof(r), "export result", &n,
+					err)) < 0)
+		return rc;
+	rc = export_perf_data(snap, out, opts, &r, err);
+	if (res) {
+		r.sz = res->sz;
+		memcpy(res, &r, n);
+	}
 	return rc;
 }

@@ -370,7 +370,7 @@ static void bts_case(struct bt_test *t, uint64_t ring, uint64_t first,
 		struct btrace_snapshot *snap = NULL;
 		struct btrace_export_opts eo = { .sz = sizeof(eo),
 						 .flags = BTRACE_EXPORT_NO_CACHE };
-		struct btrace_export_result res;
+		struct btrace_export_result res = { .sz = sizeof(res) };
 		struct btrace_error err;
 		char *file = NULL;
 		size_t flen = 0;

@@ -722,7 +722,7 @@ static void run_case(struct bt_test *t, const struct kase *k)
 	/* perf.data: every trace byte exported (BTS: whole records) */
 	{
 		struct btrace_export_opts eo = { .sz = sizeof(eo) };
-		struct btrace_export_result er;
+		struct btrace_export_result er = { .sz = sizeof(er) };
 		uint64_t bytes = 0;
 		const char *out = case_path(k, ".perf.data");
 
@@ -752,7 +752,6 @@ static void run_case(struct bt_test *t, const struct kase *k)
 			if (p)
 				bytes += b->size - (uint64_t)(p - b->data);
 		}
-		memset(&er, 0, sizeof(er));
 		BT_REQUIRE(t, btrace_export_perf_data(snap, out, &eo, &er, &err) == 0);
 		BT_EQ_U64(t, bytes, er.trace_bytes);
 		BT_EQ_U64(t, nbuf, er.nbuffers);

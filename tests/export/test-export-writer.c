@@ -187,7 +187,7 @@ static void test_structure(struct bt_test *t)
 {
 	struct fixture f;
 	struct btrace_export_opts o = { .sz = sizeof(o), .max_chunk = 200 };
-	struct btrace_export_result r;
+	struct btrace_export_result r = { .sz = sizeof(r) };
 	struct btrace_error err;
 	uint8_t *b;
 	size_t n, pos, end;
@@ -312,7 +312,7 @@ static void test_errors(struct bt_test *t)
 {
 	struct fixture f;
 	struct btrace_export_opts o = { .sz = sizeof(o) };
-	struct btrace_export_result r;
+	struct btrace_export_result r = { .sz = sizeof(r) };
 	struct btrace_error err;
 	static const uint8_t junk[64] = { 1, 2, 3 };
 
@@ -354,7 +354,7 @@ static void test_chunk_offsets(struct bt_test *t)
 			.sz = sizeof(o), .max_chunk = chunks[c],
 			.flags = BTRACE_EXPORT_NO_CACHE,
 		};
-		struct btrace_export_result r;
+		struct btrace_export_result r = { .sz = sizeof(r) };
 		struct btrace_error err;
 		uint64_t expect_off = 0, naux = 0, bad_off = 0, bad_pkt = 0;
 		size_t n, pos, end;

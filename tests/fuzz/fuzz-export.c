@@ -126,6 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	res = calloc(1, sizeof(*res));
 	if (!res)
 		abort();
+	res->sz = sizeof(*res);
 	snprintf(out, sizeof(out), "%s/out.data", dir);
 	rc = btrace_export_perf_data(s, out, &o, res, &err);
 	biggest = entries = 0;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "procmaps.h"
+#include "signame.h"
 #include "snapbuild.h"
 #include "util.h"
 #include "bt-test.h"
@@ -158,6 +159,28 @@ static void test_signal_name(struct bt_test *t)
 	BT_CHECK(t, btrace_signal_str(0, buf, sizeof(buf)) == NULL);
 	BT_CHECK(t, btrace_signal_str(-3, buf, sizeof(buf)) == NULL);
 	BT_CHECK(t, btrace_signal_str(200, buf, sizeof(buf)) == NULL);
+
+	/* The one table (src/signame.c): 29 is SIGIO for the decoder's
+	 * outputs and SIGPOLL for libbtrace's, which is the C library's
+	 * name, so btrace_signal_str() and bt_sig_name(BT_SIG_POLL) agree
+	 * on every number; real-time signals have no name. */
+	BT_EQ_STR(t, "SIGIO", bt_sig_name(29, BT_SIG_IO));
+	BT_EQ_STR(t, "SIGPOLL", bt_sig_name(29, BT_SIG_POLL));
+	BT_EQ_STR(t, "SIGSTKFLT", bt_sig_name(16, BT_SIG_IO));
+	BT_EQ_STR(t, "SIGSYS", bt_sig_name(31, BT_SIG_POLL));
+	BT_CHECK(t, bt_sig_name(32, BT_SIG_IO) == NULL);
+	BT_CHECK(t, bt_sig_name(34, BT_SIG_POLL) == NULL);
+	BT_CHECK(t, bt_sig_name(0, BT_SIG_IO) == NULL);
+	for (int i = -1; i < 70; i++) {
+		const char *a = btrace_signal_str(i, buf, sizeof(buf));
+		const char *b = bt_sig_name(i, BT_SIG_POLL);
+
+		BT_CHECK(t, (a == NULL) == (b == NULL));
+		if (a && b)
+			BT_EQ_STR(t, a, b);
+		if (i != 29 && b)
+			BT_EQ_STR(t, b, bt_sig_name(i, BT_SIG_IO));
+	}
 }
 
 /*

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Internal helpers of libbtrace. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "elf-buildid.h"
 #include "util.h"
 #include "bt-test.h"
 
@@ -50,4 +55,44 @@ static void test_strerror(struct bt_test *t)
 	BT_EQ_STR(t, "No such file or directory", btrace_strerror(-ENOENT));
 }
 
-BT_TESTS(test_grow_to_any_index, test_error_record, test_strerror)
+/*
+ * The one build-ID reader (src/elf-buildid.c, the decoder's too): this
+ * test's own executable by its PT_NOTE segment; the same file with its
+ * program headers removed (e_phnum = 0, like a file read only by
+ * sections) by its SHT_NOTE section, with the same ID; a non-ELF file is
+ * -ENOEXEC.
+ */
+static void test_build_id(struct bt_test *t)
+{
+	uint8_t id[64], id2[64];
+	char path[] = "/tmp/bt-test-buildid.XXXXXX";
+	char *data = NULL;
+	size_t len = 0;
+	int n, n2, fd;
+
+	n = bt_elf_build_id("/proc/self/exe", id, sizeof(id));
+	if (n == -ENOENT)
+		BT_SKIP(t, "this test was linked without a build ID");
+	BT_REQUIRE(t, n > 0);
+	BT_REQUIRE(t, bt_read_file("/proc/self/exe", &data, &len,
+				    256u << 20) == 0 && len > 64);
+	data[56] = data[57] = 0;   /* e_phnum of an ELF64 header */
+	fd = mkstemp(path);
+	BT_REQUIRE(t, fd >= 0);
+	BT_CHECK(t, write(fd, data, len) == (ssize_t)len);
+	close(fd);
+	n2 = bt_elf_build_id(path, id2, sizeof(id2));
+	BT_EQ_INT(t, n, n2);
+	if (n2 == n)
+		BT_EQ_MEM(t, id, id2, (size_t)n);
+	BT_EQ_INT(t, 4, bt_elf_build_id(path, id2, 4));   /* at most max */
+	fd = open(path, O_WRONLY | O_TRUNC);
+	BT_CHECK(t, fd >= 0 && write(fd, "not ELF, just text....", 22) == 22);
+	close(fd);
+	BT_EQ_INT(t, -ENOEXEC, bt_elf_build_id(path, id2, sizeof(id2)));
+	unlink(path);
+	free(data);
+}
+
+BT_TESTS(test_grow_to_any_index, test_error_record, test_strerror,
+	 test_build_id)
