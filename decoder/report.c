@@ -13,6 +13,7 @@
 
 #include <btrace/report.h>
 
+#include "signame.h"
 #include "util.h"
 
 /* The report and what it owns. */
@@ -90,11 +91,14 @@ static void signal_of(const struct btrace_signal *s,
 }
 
 /* A signal name ("SIGABRT") to its number, 0 if unknown. */
+/* The number of a signal recorded by name, in either style (qemu-record
+ * writes the C library's, SIGPOLL for 29; the report says SIGIO). */
 static int signo_of(const char *name)
 {
 	for (int i = 1; name && i < 65; i++) {
-		const char *n = btrace_signal_name(i);
-		if (n && !strcmp(n, name))
+		const char *io = bt_sig_name(i, BT_SIG_IO);
+		const char *poll = bt_sig_name(i, BT_SIG_POLL);
+		if ((io && !strcmp(io, name)) || (poll && !strcmp(poll, name)))
 			return i;
 	}
 	return 0;
