@@ -773,7 +773,7 @@ int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 		    const struct btrace_signal *sig, bool alive,
 		    struct btrace_error *err)
 {
-	struct bt_snapbuild sb;
+	struct bt_snapbuild *sb = &e->snap;   /* kept for the summary */
 	struct btrace_config cfg = e->o->cfg;
 	int r;
 
@@ -782,24 +782,24 @@ int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 	cfg.crash_mode = mode;
 	cfg.requested_size = e->plan.ring.history;
 	cfg.pad = e->plan.ring.pad;
-	r = bt_snapbuild_begin(&sb, path, e->comm, e->pid, &cfg, err);
+	r = bt_snapbuild_begin(sb, path, e->comm, e->pid, &cfg, err);
 	if (r < 0)
 		return r;
-	if ((r = write_threads(e, &sb, sig, err)) < 0)
+	if ((r = write_threads(e, sb, sig, err)) < 0)
 		goto fail;
-	if ((r = bt_snapbuild_add_mappings(&sb, e->sb.maps, e->sb.nmaps,
+	if ((r = bt_snapbuild_add_mappings(sb, e->sb.maps, e->sb.nmaps,
 					   !(e->rec->flags & BTRACE_RECORD_NO_CODE),
 					   alive)) < 0)
 		goto fail;
-	if (sig && (r = bt_snapbuild_set_signal(&sb, sig)) < 0)
+	if (sig && (r = bt_snapbuild_set_signal(sb, sig)) < 0)
 		goto fail;
 	/* host, kernel, version, time, command: as every backend's */
-	if ((r = bt_snapbuild_std_meta(&sb, e->rec->argv, alive ? e->pid : 0)) < 0)
+	if ((r = bt_snapbuild_std_meta(sb, e->rec->argv, alive ? e->pid : 0)) < 0)
 		goto fail;
-	if ((r = write_capture_meta(e, &sb, mode, sig, alive, err)) < 0)
+	if ((r = write_capture_meta(e, sb, mode, sig, alive, err)) < 0)
 		goto fail;
-	return bt_snapbuild_finish(&sb);
+	return bt_snapbuild_finish(sb);
 fail:
-	bt_snapbuild_abort(&sb);
+	bt_snapbuild_abort(sb);
 	return r;
 }
