@@ -32,7 +32,8 @@ done
 /usr/bin/python3 - "$work/log" "$work/sizes" "$size" <<'PY'
 import re, statistics, sys
 wall, cpu = [], []
-for line in open(sys.argv[1]):
+# btrace's messages are wrapped at 80 columns, continuation lines indented
+for line in open(sys.argv[1]).read().replace("\n  ", " ").splitlines():
     m = re.search(r"written ([0-9.]+) ms after its death \(([0-9.]+) ms of CPU\)", line)
     if m:
         wall.append(float(m.group(1)))

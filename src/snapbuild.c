@@ -254,3 +254,134 @@ const char *btrace_signal_str(int signo, char *buf, size_t len)
 	snprintf(buf, len, "SIG%s", ab);
 	return buf;
 }
+
+/* --- the builder object (snapbuild.h) --- */
+
+int bt_snapbuild_begin(struct bt_snapbuild *b, const char *path,
+		       const char *comm, pid_t pid,
+		       const struct btrace_config *cfg,
+		       struct btrace_error *err)
+{
+	int r;
+
+	memset(b, 0, sizeof(*b));
+	b->err = err;
+	b->pid = pid;
+	if (path && *path)
+		snprintf(b->path, sizeof(b->path), "%s", path);
+	else
+		bt_snap_default_name(b->path, sizeof(b->path), comm, pid);
+	r = btrace_writer_open(b->path, 0, &b->w, err);
+	if (r < 0) {
+		b->w = NULL;
+		return r;
+	}
+	if (cfg && (r = btrace_writer_set_config(b->w, cfg, err)) < 0)
+		bt_snapbuild_abort(b);
+	return r;
+}
+
+int bt_snapbuild_add_buffer(struct bt_snapbuild *b,
+			    const struct btrace_buffer *buf)
+{
+	b->bytes += buf->size;
+	b->nbuffers++;
+	return btrace_writer_add_buffer(b->w, buf, b->err);
+}
+
+int bt_snapbuild_add_ring(struct bt_snapbuild *b,
+			  const struct btrace_buffer *buf, const void *ring,
+			  uint64_t size)
+{
+	b->bytes += size;
+	b->nbuffers++;
+	return btrace_writer_add_ring(b->w, buf, ring, b->err);
+}
+
+int bt_snapbuild_add_task(struct bt_snapbuild *b, const struct btrace_task *t)
+{
+	b->ntasks++;
+	return btrace_writer_add_task(b->w, t, b->err);
+}
+
+int bt_snapbuild_add_mapping(struct bt_snapbuild *b,
+			     const struct btrace_mapping *m)
+{
+	b->nmaps++;
+	return btrace_writer_add_mapping(b->w, m, b->err);
+}
+
+int bt_snapbuild_add_mappings(struct bt_snapbuild *b,
+			      const struct btrace_mapping *maps, size_t nmaps,
+			      bool code, bool alive)
+{
+	int r;
+
+	for (size_t i = 0; i < nmaps; i++)
+		if ((r = bt_snapbuild_add_mapping(b, &maps[i])) < 0)
+			return r;
+	return code ? bt_snap_add_code(b->w, b->pid, maps, nmaps, alive,
+				       b->err) : 0;
+}
+
+int bt_snapbuild_add_code(struct bt_snapbuild *b, const struct btrace_code *c)
+{
+	b->ncode++;
+	return btrace_writer_add_code(b->w, c, b->err);
+}
+
+int bt_snapbuild_set_signal(struct bt_snapbuild *b,
+			    const struct btrace_signal *sig)
+{
+	return btrace_writer_set_signal(b->w, sig, b->err);
+}
+
+int bt_snapbuild_std_meta(struct bt_snapbuild *b, char *const *argv,
+			  pid_t pid)
+{
+	return bt_snap_std_meta(b->w, argv, pid, b->err);
+}
+
+int bt_snapbuild_meta(struct bt_snapbuild *b, const char *key,
+		      const char *value)
+{
+	return btrace_writer_add_meta(b->w, key, value, b->err);
+}
+
+int bt_snapbuild_finish(struct bt_snapbuild *b)
+{
+	int r = btrace_writer_commit(b->w, b->err);   /* frees it */
+
+	b->w = NULL;
+	return r;
+}
+
+void bt_snapbuild_abort(struct bt_snapbuild *b)
+{
+	btrace_writer_free(b->w);
+	b->w = NULL;
+}
+
+void bt_snapbuild_summary(const struct bt_snapbuild *b,
+			  const struct bt_snap_summary *s, char *buf,
+			  size_t len)
+{
+	char kbuf[32], sbuf[32], nbuf[32];
+	const struct btrace_signal *sig = s->sig;
+
+	if (s->style == BT_SNAP_SUMMARY_HW) {
+		snprintf(buf, len, "snapshot written to %s (%s)", b->path,
+			 s->how ? s->how : "");
+		return;
+	}
+	if (sig->signo && !btrace_signal_str(sig->signo, nbuf, sizeof(nbuf)))
+		snprintf(nbuf, sizeof(nbuf), "signal %d", sig->signo);
+	snprintf(buf, len, "btrace record: wrote %s: %s in thread %d at %#llx%s, "
+		 "%s of trace kept of %s asked (%llu thread%s, qemu)",
+		 b->path, sig->signo ? nbuf : "exit", s->tid,
+		 (unsigned long long)sig->fault_ip,
+		 sig->fault_source == BTRACE_FAULT_BLOCK ? " (block)" : "",
+		 bt_fmt_size(kbuf, sizeof(kbuf), s->kept),
+		 bt_fmt_size(sbuf, sizeof(sbuf), s->asked),
+		 (unsigned long long)b->nbuffers, b->nbuffers == 1 ? "" : "s");
+}

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The snapshot builder: what every backend's snapshot file shares.  A
- * backend opens a btrace_writer, adds its buffers, threads, mappings and
- * signal, and takes from here the parts that must not differ between
- * backends: the code copied from the process and its files, the default
- * file name, the standard metadata (host, kernel, btrace version, time,
- * command) and the names of signals (btrace_signal_str(), public).  The
+ * backend begins a struct bt_snapbuild, feeds it its buffers, threads,
+ * mappings and signal, and finishes it; the builder owns the parts that
+ * must not differ between backends: the code copied from the process and
+ * its files, the default file name, the standard metadata (host, kernel,
+ * btrace version, time, command), writing the file, the summary line and
+ * the names of signals (btrace_signal_str(), public).  The
  * lines of /proc/PID/maps are parsed by procmaps.h, build IDs read by
  * elf-buildid.h.
  */
@@ -13,6 +14,7 @@
 #define BT_SNAPBUILD_H
 
 #include <stdbool.h>
+#include <limits.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -45,5 +47,85 @@ int bt_snap_add_code(struct btrace_writer *w, pid_t pid,
  */
 int bt_snap_std_meta(struct btrace_writer *w, char *const *argv, pid_t pid,
 		     struct btrace_error *err);
+
+/*
+ * The builder object every backend feeds.  bt_snapbuild_begin() opens the
+ * file (@path, or without one the default name of @comm and @pid) and
+ * writes @cfg; the backend then adds, in the order it wants them in the
+ * file, its buffers, tasks, mappings, code, signal and metadata through the
+ * bt_snapbuild_* calls below (each counts what the summary tells), and
+ * bt_snapbuild_finish() makes the file appear under its name (fsync,
+ * rename: btrace_writer_commit()).  After a failure, bt_snapbuild_abort()
+ * removes the temporary file; after either, the builder holds nothing.
+ * Every call reports its failure in the @err given to begin.
+ */
+struct bt_snapbuild {
+	struct btrace_writer *w;
+	struct btrace_error *err;
+	char path[PATH_MAX];        /* where the file appears */
+	pid_t pid;
+	/* the summary's facts, counted as the backend feeds */
+	uint64_t bytes;             /* trace bytes of every buffer */
+	uint64_t nbuffers, ntasks, nmaps, ncode;
+};
+
+int bt_snapbuild_begin(struct bt_snapbuild *b, const char *path,
+		       const char *comm, pid_t pid,
+		       const struct btrace_config *cfg,
+		       struct btrace_error *err);
+/* A buffer whose bytes are in @buf (btrace_writer_add_buffer()). */
+int bt_snapbuild_add_buffer(struct bt_snapbuild *b,
+			    const struct btrace_buffer *buf);
+/* A buffer read from ring @ring (btrace_writer_add_ring()); @size is the
+ * number of trace bytes it holds, for the summary. */
+int bt_snapbuild_add_ring(struct bt_snapbuild *b,
+			  const struct btrace_buffer *buf, const void *ring,
+			  uint64_t size);
+int bt_snapbuild_add_task(struct bt_snapbuild *b, const struct btrace_task *t);
+int bt_snapbuild_add_mapping(struct bt_snapbuild *b,
+			     const struct btrace_mapping *m);
+/* Mappings @maps, then with @code their code (bt_snap_add_code()). */
+int bt_snapbuild_add_mappings(struct bt_snapbuild *b,
+			      const struct btrace_mapping *maps, size_t nmaps,
+			      bool code, bool alive);
+int bt_snapbuild_add_code(struct bt_snapbuild *b, const struct btrace_code *c);
+/* The signal and registers of the death (btrace_writer_set_signal()). */
+int bt_snapbuild_set_signal(struct bt_snapbuild *b,
+			    const struct btrace_signal *sig);
+/* The standard metadata (bt_snap_std_meta()), where the backend puts it. */
+int bt_snapbuild_std_meta(struct bt_snapbuild *b, char *const *argv,
+			  pid_t pid);
+/* One metadata line of the backend's own (capture.*, qemu.*, limit.*). */
+int bt_snapbuild_meta(struct bt_snapbuild *b, const char *key,
+		      const char *value);
+int bt_snapbuild_finish(struct bt_snapbuild *b);
+void bt_snapbuild_abort(struct bt_snapbuild *b);
+
+/*
+ * The line said after a snapshot is written, in @buf.  The two backends'
+ * lines differ and are kept as they are:
+ * BT_SNAP_SUMMARY_HW: "snapshot written to PATH (HOW)", HOW said by the
+ * caller (how and when it was taken);
+ * BT_SNAP_SUMMARY_QEMU: "btrace record: wrote PATH: SIG in thread TID at
+ * IP[ (block)], KEPT of trace kept of ASKED asked (N thread(s), qemu)",
+ * from @sig (no signal: "exit"), @tid, @kept (the trace of the thread that
+ * died), @asked and the buffers counted.
+ */
+enum bt_snap_summary_style {
+	BT_SNAP_SUMMARY_HW,
+	BT_SNAP_SUMMARY_QEMU,
+};
+
+struct bt_snap_summary {
+	enum bt_snap_summary_style style;
+	const char *how;                    /* HW */
+	const struct btrace_signal *sig;    /* QEMU */
+	int tid;
+	uint64_t kept, asked;
+};
+
+void bt_snapbuild_summary(const struct bt_snapbuild *b,
+			  const struct bt_snap_summary *s, char *buf,
+			  size_t len);
 
 #endif /* BT_SNAPBUILD_H */

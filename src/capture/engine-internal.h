@@ -18,6 +18,7 @@
 #include "registry.h"
 #include "sbrings.h"
 #include "sideband.h"
+#include "snapbuild.h"
 
 /* The last PERF_RECORD_AUX records of a buffer that flagged something
  * (truncated, partial, collision), with their place in the AUX stream. */
@@ -103,6 +104,8 @@ struct bt_engine {
 	struct btrace_signal fault; /* the last synchronous fault seen */
 	int ondemand;
 	char output[4096];
+	struct bt_snapbuild snap;       /* the last snapshot built: its path
+					 * and counts, for the summary */
 	char gap[512];              /* handover note for the trace */
 	uint64_t t0;
 	bool done;

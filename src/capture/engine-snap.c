@@ -162,12 +162,12 @@ void bt_engine_enable_all(struct bt_engine *e)
 	each_fd(e, bt_perf_enable, 0, 0);
 }
 
-static int add_buffer(struct bt_engine *e, struct btrace_writer *w,
+static int add_buffer(struct bt_engine *e, struct bt_snapbuild *w,
 		      struct bt_perf_ring *r, pid_t tid, int cpu,
-		      uint32_t flags, uint64_t lost, uint64_t *bytes,
-		      struct btrace_error *err)
+		      uint32_t flags, uint64_t lost, struct btrace_error *err)
 {
 	struct btrace_buffer b;
+	uint64_t size;
 
 	if (!r->aux && e->o->bts_samples && r->base) {
 		struct bt_bts_samples st;
@@ -184,8 +184,7 @@ static int add_buffer(struct bt_engine *e, struct btrace_writer *w,
 		b.cpu = cpu;
 		b.requested_size = e->o->history;
 		b.lost = lost;
-		*bytes += b.size;
-		ret = btrace_writer_add_buffer(w, &b, err);
+		ret = bt_snapbuild_add_buffer(w, &b);
 		free(data);
 		return ret;
 	}
@@ -193,19 +192,19 @@ static int add_buffer(struct bt_engine *e, struct btrace_writer *w,
 		return 0;
 	memset(&b, 0, sizeof(b));
 	b.flags = flags;
-	*bytes += bt_aux_buffer(e->o->cfg.trace_kind, r->aux, r->aux_size,
-				bt_perf_aux_head(r), &b);
+	size = bt_aux_buffer(e->o->cfg.trace_kind, r->aux, r->aux_size,
+			     bt_perf_aux_head(r), &b);
 	b.tid = tid;
 	b.cpu = cpu;
 	b.requested_size = e->plan.ring.history;
 	b.pad = e->plan.ring.pad;
 	b.lost = lost;
-	return btrace_writer_add_ring(w, &b, r->aux, err);
+	return bt_snapbuild_add_ring(w, &b, r->aux, size);
 }
 
 /* --- splitting a catch-all CPU ring by thread --- */
 
-static int meta(struct btrace_writer *w, const char *k, const char *v,
+static int meta(struct bt_snapbuild *w, const char *k, const char *v,
 		struct btrace_error *err);
 
 struct piece {
@@ -292,8 +291,8 @@ static int by_recency(const void *a, const void *b)
 	return x->c - y->c;
 }
 
-static int write_cpu_rings(struct bt_engine *e, struct btrace_writer *w,
-			   uint64_t *bytes, struct btrace_error *err)
+static int write_cpu_rings(struct bt_engine *e, struct bt_snapbuild *w,
+			   struct btrace_error *err)
 {
 	struct piece *pc = NULL;
 	size_t npc = 0, cpc = 0;
@@ -401,8 +400,7 @@ static int write_cpu_rings(struct bt_engine *e, struct btrace_writer *w,
 		b.head = span.head;
 		b.data = pc[i].data;
 		b.size = pc[i].size;
-		*bytes += b.size;
-		r = btrace_writer_add_buffer(w, &b, err);
+		r = bt_snapbuild_add_buffer(w, &b);
 	}
 	for (size_t i = 0; i < npc; i++)
 		free(pc[i].data);
@@ -420,10 +418,12 @@ static int write_cpu_rings(struct bt_engine *e, struct btrace_writer *w,
 	return r;
 }
 
-static int meta(struct btrace_writer *w, const char *k, const char *v,
+/* @err is the builder's: its failures are reported there */
+static int meta(struct bt_snapbuild *w, const char *k, const char *v,
 		struct btrace_error *err)
 {
-	return btrace_writer_add_meta(w, k, v, err);
+	(void)err;
+	return bt_snapbuild_meta(w, k, v);
 }
 
 static void aux_sizes(const struct bt_perf_ring *r, uint64_t *req,
@@ -443,7 +443,7 @@ static void aux_sizes(const struct bt_perf_ring *r, uint64_t *req,
 
 /* The AUX ring size asked for and obtained (halved on ENOMEM by
  * bt_perf_map_aux()): capture.aux_ring, and a limit when smaller. */
-static int aux_size_meta(struct bt_engine *e, struct btrace_writer *w,
+static int aux_size_meta(struct bt_engine *e, struct bt_snapbuild *w,
 			 struct btrace_error *err)
 {
 	uint64_t req = 0, lo = 0, hi = 0;
@@ -479,7 +479,7 @@ static int aux_size_meta(struct bt_engine *e, struct btrace_writer *w,
 	return meta(w, "limit.aux-ring", buf, err);
 }
 
-static int put_marks(struct btrace_writer *w, const char *key,
+static int put_marks(struct bt_snapbuild *w, const char *key,
 		     const struct bt_aux_marks *mk, struct btrace_error *err)
 {
 	uint64_t n = mk->seen < BT_AUX_MARKS ? mk->seen : BT_AUX_MARKS;
@@ -507,7 +507,7 @@ static int put_marks(struct btrace_writer *w, const char *key,
  * trace (cap_user_time_zero of the user page, read under its seqcount):
  * perf time = time_zero + (tsc >> shift) * mult + (((tsc & mask) * mult) >> shift).
  */
-static int write_time_conv(struct bt_engine *e, struct btrace_writer *w,
+static int write_time_conv(struct bt_engine *e, struct bt_snapbuild *w,
 			   struct btrace_error *err)
 {
 	const volatile struct perf_event_mmap_page *pc;
@@ -539,7 +539,7 @@ static int write_time_conv(struct bt_engine *e, struct btrace_writer *w,
 
 /* Executable ranges mapped over while recording: a trace older than the
  * replacement ran code the snapshot no longer has (mappings carry no time). */
-static int write_replaced(struct bt_engine *e, struct btrace_writer *w,
+static int write_replaced(struct bt_engine *e, struct bt_snapbuild *w,
 			  struct btrace_error *err)
 {
 	char v[2048];
@@ -564,7 +564,7 @@ static int write_replaced(struct bt_engine *e, struct btrace_writer *w,
 
 /* Where the AUX streams were flagged, and data-ring records that were lost
  * (the marks they carried may be missing; they are no gap in the trace). */
-static int write_aux_notes(struct bt_engine *e, struct btrace_writer *w,
+static int write_aux_notes(struct bt_engine *e, struct bt_snapbuild *w,
 			   struct btrace_error *err)
 {
 	char key[64], v[1024];
@@ -617,7 +617,7 @@ static int write_aux_notes(struct bt_engine *e, struct btrace_writer *w,
  * Threads without a trace buffer: capture.untraced = "COUNT: TID TID ..."
  * and the limit line with the first reasons (the report's limits array).
  */
-static int write_untraced(struct bt_engine *e, struct btrace_writer *w,
+static int write_untraced(struct bt_engine *e, struct bt_snapbuild *w,
 			  const struct btrace_signal *sig,
 			  struct btrace_error *err)
 {
@@ -648,11 +648,10 @@ static int write_untraced(struct bt_engine *e, struct btrace_writer *w,
 
 /* The trace buffers (per task, then the per-CPU rings split by thread)
  * and a task per thread the sideband knows. */
-static int write_threads(struct bt_engine *e, struct btrace_writer *w,
+static int write_threads(struct bt_engine *e, struct bt_snapbuild *w,
 			 const struct btrace_signal *sig,
 			 struct btrace_error *err)
 {
-	uint64_t bytes = 0;
 	int r;
 
 	for (size_t i = 0; i < e->ntev; i++) {
@@ -660,10 +659,10 @@ static int write_threads(struct bt_engine *e, struct btrace_writer *w,
 
 		if (t->per_task &&
 		    (r = add_buffer(e, w, &t->ring, t->tid, -1, t->flags,
-				    t->lost, &bytes, err)) < 0)
+				    t->lost, err)) < 0)
 			return r;
 	}
-	if (e->cpu_rings_open && (r = write_cpu_rings(e, w, &bytes, err)) < 0)
+	if (e->cpu_rings_open && (r = write_cpu_rings(e, w, err)) < 0)
 		return r;
 	for (size_t i = 0; i < e->sb.ntasks; i++) {
 		const struct bt_sb_task *st = &e->sb.tasks[i];
@@ -679,7 +678,7 @@ static int write_threads(struct bt_engine *e, struct btrace_writer *w,
 		for (size_t j = 0; j < e->nuntraced; j++)
 			if (e->untraced[j].tid == st->tid)
 				tk.flags |= BTRACE_TASK_UNTRACED;
-		if ((r = btrace_writer_add_task(w, &tk, err)) < 0)
+		if ((r = bt_snapbuild_add_task(w, &tk)) < 0)
 			return r;
 	}
 	return 0;
@@ -687,7 +686,7 @@ static int write_threads(struct bt_engine *e, struct btrace_writer *w,
 
 /* capture.events: the tids of the per-task events, then of the
  * catch-all ones. */
-static int write_events(struct bt_engine *e, struct btrace_writer *w,
+static int write_events(struct bt_engine *e, struct bt_snapbuild *w,
 			struct btrace_error *err)
 {
 	char ev[2048];
@@ -706,7 +705,7 @@ static int write_events(struct bt_engine *e, struct btrace_writer *w,
 
 /* The hardware backend's own metadata: how it captured (capture.*,
  * sideband.*) and its limits (limit.*). */
-static int write_capture_meta(struct bt_engine *e, struct btrace_writer *w,
+static int write_capture_meta(struct bt_engine *e, struct bt_snapbuild *w,
 			      uint32_t mode, const struct btrace_signal *sig,
 			      bool alive, struct btrace_error *err)
 {
@@ -766,46 +765,41 @@ static int write_capture_meta(struct bt_engine *e, struct btrace_writer *w,
 }
 
 /*
- * The engine's snapshot: what the snapshot builder asks of every backend
- * (buffers, tasks, mappings, code, signal, the standard metadata of
- * snapbuild.h), then the hardware backend's own metadata.
+ * The engine's snapshot, fed to the snapshot builder (snapbuild.h):
+ * buffers, tasks, mappings, code, signal, the standard metadata, then the
+ * hardware backend's own metadata.
  */
 int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 		    const struct btrace_signal *sig, bool alive,
 		    struct btrace_error *err)
 {
-	struct btrace_writer *w = NULL;
+	struct bt_snapbuild *sb = &e->snap;   /* kept for the summary */
 	struct btrace_config cfg = e->o->cfg;
 	int r;
 
 	bt_engine_drain_trace(e);
 	bt_sb_rings_drain(&e->sbr, &e->sb);
-	r = btrace_writer_open(path, 0, &w, err);
-	if (r < 0)
-		return r;
 	cfg.crash_mode = mode;
 	cfg.requested_size = e->plan.ring.history;
 	cfg.pad = e->plan.ring.pad;
-	if ((r = btrace_writer_set_config(w, &cfg, err)) < 0)
+	r = bt_snapbuild_begin(sb, path, e->comm, e->pid, &cfg, err);
+	if (r < 0)
+		return r;
+	if ((r = write_threads(e, sb, sig, err)) < 0)
 		goto fail;
-	if ((r = write_threads(e, w, sig, err)) < 0)
+	if ((r = bt_snapbuild_add_mappings(sb, e->sb.maps, e->sb.nmaps,
+					   !(e->rec->flags & BTRACE_RECORD_NO_CODE),
+					   alive)) < 0)
 		goto fail;
-	for (size_t i = 0; i < e->sb.nmaps; i++)
-		if ((r = btrace_writer_add_mapping(w, &e->sb.maps[i], err)) < 0)
-			goto fail;
-	if (!(e->rec->flags & BTRACE_RECORD_NO_CODE) &&
-	    (r = bt_snap_add_code(w, e->pid, e->sb.maps, e->sb.nmaps, alive,
-				  err)) < 0)
-		goto fail;
-	if (sig && (r = btrace_writer_set_signal(w, sig, err)) < 0)
+	if (sig && (r = bt_snapbuild_set_signal(sb, sig)) < 0)
 		goto fail;
 	/* host, kernel, version, time, command: as every backend's */
-	if ((r = bt_snap_std_meta(w, e->rec->argv, alive ? e->pid : 0, err)) < 0)
+	if ((r = bt_snapbuild_std_meta(sb, e->rec->argv, alive ? e->pid : 0)) < 0)
 		goto fail;
-	if ((r = write_capture_meta(e, w, mode, sig, alive, err)) < 0)
+	if ((r = write_capture_meta(e, sb, mode, sig, alive, err)) < 0)
 		goto fail;
-	return btrace_writer_commit(w, err);
+	return bt_snapbuild_finish(sb);
 fail:
-	btrace_writer_free(w);
+	bt_snapbuild_abort(sb);
 	return r;
 }

@@ -368,12 +368,16 @@ static void regs_to_signal(const struct user_regs_struct *r,
 
 static void finish_snapshot(struct bt_engine *e, const char *how)
 {
+	struct bt_snap_summary sum = { .style = BT_SNAP_SUMMARY_HW, .how = how };
+	char line[2048];
 	int fd;
 
 	e->res->snapshots++;
 	snprintf(e->res->snapshot_path, sizeof(e->res->snapshot_path), "%s",
 		 e->output);
-	say(e, "snapshot written to %s (%s)", e->output, how);
+	/* the builder's summary line (snapbuild.h), as the QEMU backend's */
+	bt_snapbuild_summary(&e->snap, &sum, line, sizeof(line));
+	say(e, "%s", line);
 	fd = open(e->output, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
 		int n = bt_registry_publish(e->reg, fd, how);

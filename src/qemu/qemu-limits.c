@@ -12,8 +12,9 @@
  *    LD_PRELOAD loads one.
  *  - What the plugin notes while the program runs (plugin-limits.c):
  *    unmasked FP exceptions, a refused seccomp filter, EFAULT from a call
- *    the vDSO would have served.  Each becomes a warning on stderr at
- *    record time and snapshot metadata "limit.<name>" (one sentence), which
+ *    the vDSO would have served.  Each becomes a warning at record time
+ *    (bt_msg(): the library's log callback, the command line's stderr)
+ *    and snapshot metadata "limit.<name>" (one sentence), which
  *    the report prints as a "limits" line.
  */
 #include <elf.h>

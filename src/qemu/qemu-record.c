@@ -994,7 +994,7 @@ struct bt_job {
 	uint32_t kind;
 	uint64_t on;
 	struct timespec died;           /* when the death was seen */
-	struct btrace_writer *w;
+	struct bt_snapbuild *sb;        /* the snapshot being built */
 	struct btrace_error *err;
 	struct bt_qowner *owner;        /* registry owner (qemu-owner.h) */
 	const char *ondemand_out;       /* an on-demand snapshot's path:
@@ -1240,7 +1240,7 @@ static int bt_write_logged_code(struct bt_job *j, const struct bt_qemu_ring *r,
 		c.data = iv[i].buf;
 		c.size = iv[i].e - iv[i].s;
 		*nbytes += c.size;
-		rc = btrace_writer_add_code(j->w, &c, j->err);
+		rc = bt_snapbuild_add_code(j->sb, &c);
 	}
 	for (size_t i = 0; i < next; i++)
 		free(iv[i].buf);
@@ -1277,7 +1277,7 @@ static int bt_add_anon(struct bt_job *j, int fd, uint64_t s, uint64_t e)
 		code.vaddr = a;
 		code.data = buf;
 		code.size = b - a;
-		rc = btrace_writer_add_code(j->w, &code, j->err);
+		rc = bt_snapbuild_add_code(j->sb, &code);
 		free(buf);
 	}
 	return rc;
@@ -1398,7 +1398,7 @@ static int bt_write_mapping(struct bt_job *j, const struct bt_qemu_ring *r,
 		m.build_id_size = fi->elf.build_id_size;
 		memcpy(m.build_id, fi->elf.build_id, sizeof(m.build_id));
 	}
-	return btrace_writer_add_mapping(j->w, &m, j->err);
+	return bt_snapbuild_add_mapping(j->sb, &m);
 }
 
 /* Code: every executable segment of mapped ELF file @fi, read from the
@@ -1451,7 +1451,7 @@ static int bt_write_file_code(struct bt_job *j, const struct bt_qemu_ring *r,
 		c.data = map;
 		c.size = sg->filesz;
 		c.path = fi->path;
-		rc = btrace_writer_add_code(j->w, &c, j->err);
+		rc = bt_snapbuild_add_code(j->sb, &c);
 		free(map);
 		if (!rc && !bt_grow((void **)&good, &capgood, ngood,
 				    sizeof(*good))) {
@@ -1509,14 +1509,12 @@ static int bt_write_maps(struct bt_job *j, const struct bt_qemu_ring *r)
 		snprintf(v, sizeof(v), "%llu blocks ran with bytes that were "
 			 "rewritten later; the snapshot holds the newest",
 			 (unsigned long long)rewritten);
-		rc = btrace_writer_add_meta(j->w, "qemu.code_rewritten", v,
-					    j->err);
+		rc = bt_snapbuild_meta(j->sb, "qemu.code_rewritten", v);
 	}
 	if (!rc && r->hdr->flags & BT_RING_F_CODE_FULL)
-		rc = btrace_writer_add_meta(j->w, "qemu.code_log",
-					    "full: later blocks' bytes are "
-					    "from the files or the guest core",
-					    j->err);
+		rc = bt_snapbuild_meta(j->sb, "qemu.code_log",
+				       "full: later blocks' bytes are "
+				       "from the files or the guest core");
 	free(good);
 	for (size_t i = 0; i < files.n; i++)
 		free(files.v[i].path);
@@ -1528,15 +1526,13 @@ static int bt_write_maps(struct bt_job *j, const struct bt_qemu_ring *r)
 /* The standard metadata (snapbuild.h), then the backend's own. */
 static int bt_write_meta(struct bt_job *j)
 {
-	int rc = bt_snap_std_meta(j->w, j->opts->argv, j->pid, j->err);
+	int rc = bt_snapbuild_std_meta(j->sb, j->opts->argv, j->pid);
 
 	if (!rc)
-		rc = btrace_writer_add_meta(j->w, "backend",
-					    "qemu-x86_64 TCG plugin (software)",
-					    j->err);
+		rc = bt_snapbuild_meta(j->sb, "backend",
+				       "qemu-x86_64 TCG plugin (software)");
 	if (!rc)
-		rc = btrace_writer_add_meta(j->w, "guest_cpu",
-					    "qemu -cpu max (TCG)", j->err);
+		rc = bt_snapbuild_meta(j->sb, "guest_cpu", "qemu -cpu max (TCG)");
 	return rc;
 }
 
@@ -1672,7 +1668,7 @@ static int bt_write_untraced(struct bt_job *j, const struct bt_qemu_ring *r,
 					(int)h->untraced_tids[i]);
 	if (h->untraced > n && len < sizeof(v))
 		snprintf(v + len, sizeof(v) - len, " ...");
-	rc = btrace_writer_add_meta(j->w, "qemu.threads_untraced", v, j->err);
+	rc = bt_snapbuild_meta(j->sb, "qemu.threads_untraced", v);
 	if (rc)
 		return rc;
 	snprintf(t, sizeof(t), "%u thread%s had no history (more threads alive "
@@ -1684,7 +1680,7 @@ static int bt_write_untraced(struct bt_job *j, const struct bt_qemu_ring *r,
 		 !crashed_tid && !j->ondemand_out ?
 		 ", so the thread that died is not known" : "",
 		 strchr(v, ':') ? strchr(v, ':') + 2 : v);
-	return btrace_writer_add_meta(j->w, "limit.untraced-threads", t, j->err);
+	return bt_snapbuild_meta(j->sb, "limit.untraced-threads", t);
 }
 
 /* Whether @tid may be one of the threads that had no slot. */
@@ -1710,7 +1706,7 @@ struct bt_death {
 	int crashed_tid, reraise, noted, untraced_died, guard_hit;
 	const struct bt_ring_slot *lost_fault;
 	const struct bt_ring_slot *crashed;
-	uint64_t kept, nthreads;
+	uint64_t kept;                /* trace bytes of the thread that died */
 };
 
 /* The guest core: kept next to the snapshot (--keep-core), else removed. */
@@ -1751,8 +1747,7 @@ static int bt_death_lost_fault(struct bt_job *j, const struct bt_ring_slot *s)
 		 (int)s->tid, bt_signame(s->first_fault_signo),
 		 (int)s->first_fault_code,
 		 (unsigned long long)s->first_fault_addr);
-	rc = btrace_writer_add_meta(j->w, "limit.fault-left-history", txt,
-				    j->err);
+	rc = bt_snapbuild_meta(j->sb, "limit.fault-left-history", txt);
 	if (!rc && !(j->opts->flags & BTRACE_RECORD_QUIET))
 		bt_msg("btrace record: %s", txt);
 	return rc;
@@ -1773,7 +1768,7 @@ static int bt_death_stack_layout(struct bt_job *j)
 		"the program may have died otherwise than natively; "
 		"record with a hardware backend (pt or bts) to see the "
 		"native behaviour.";
-	int rc = btrace_writer_add_meta(j->w, "limit.stack-layout", txt, j->err);
+	int rc = bt_snapbuild_meta(j->sb, "limit.stack-layout", txt);
 
 	if (!rc && !(j->opts->flags & BTRACE_RECORD_QUIET))
 		bt_msg("btrace record: %s", txt);
@@ -1875,8 +1870,10 @@ static void bt_death_thread(struct bt_job *j, struct bt_death *d)
 }
 
 /* The output path: the one asked for (a forked child's gets its pid
- * inserted), else the default name (snapbuild.h). */
-static void bt_death_output(const struct bt_job *j, struct bt_death *d)
+ * inserted), else "" and in @comm the name the builder makes the default
+ * file name of (snapbuild.h). */
+static void bt_death_output(const struct bt_job *j, struct bt_death *d,
+			    char *comm, size_t commlen)
 {
 	const struct btrace_record_opts *o = j->opts;
 
@@ -1893,14 +1890,13 @@ static void bt_death_output(const struct bt_job *j, struct bt_death *d)
 	} else if (o->output && *o->output) {
 		snprintf(d->out, sizeof(d->out), "%s", o->output);
 	} else {
-		char comm[16];
-
-		snprintf(comm, sizeof(comm), "%.15s", bt_basename(d->exe));
-		bt_snap_default_name(d->out, sizeof(d->out), comm, j->pid);
+		d->out[0] = '\0';
+		snprintf(comm, commlen, "%.15s", bt_basename(d->exe));
 	}
 }
 
-static int bt_death_config(struct bt_job *j, const struct bt_death *d)
+static void bt_death_config(const struct bt_job *j, const struct bt_death *d,
+			    struct btrace_config *c)
 {
 	struct btrace_config cfg;
 
@@ -1918,7 +1914,7 @@ static int bt_death_config(struct bt_job *j, const struct bt_death *d)
 	cfg.crash_mode = d->ondemand ? BTRACE_CRASH_ONDEMAND :
 			 d->signo || (d->crashed && d->crashed->nfaults) ?
 			 BTRACE_CRASH_PASSIVE : BTRACE_CRASH_EXIT;
-	return btrace_writer_set_config(j->w, &cfg, j->err);
+	*c = cfg;
 }
 
 /*
@@ -2050,10 +2046,9 @@ static int bt_death_slot(struct bt_job *j, struct bt_death *d,
 	b.pad = j->pad;
 	b.ring_size = j->size + j->pad;
 	b.head = b.size;
-	rc = btrace_writer_add_buffer(j->w, &b, j->err);
+	rc = bt_snapbuild_add_buffer(j->sb, &b);
 	if (s == d->crashed)
 		d->kept = b.size;
-	d->nthreads++;
 	bt_pt_enc_free(ec.pt);
 	bt_bts_enc_free(ec.bts);
 
@@ -2066,7 +2061,7 @@ static int bt_death_slot(struct bt_job *j, struct bt_death *d,
 	t.comm = (char *)bt_basename(d->exe);
 	t.exe = d->exe;
 	if (!rc)
-		rc = btrace_writer_add_task(j->w, &t, j->err);
+		rc = bt_snapbuild_add_task(j->sb, &t);
 	return rc;
 }
 
@@ -2093,7 +2088,7 @@ static int bt_death_threads(struct bt_job *j, struct bt_death *d)
 		t.flags = BTRACE_TASK_CRASHED;
 		t.comm = (char *)bt_basename(d->exe);
 		t.exe = d->exe;
-		rc = btrace_writer_add_task(j->w, &t, j->err);
+		rc = bt_snapbuild_add_task(j->sb, &t);
 	}
 	return rc;
 }
@@ -2111,7 +2106,7 @@ static int bt_death_end_meta(struct bt_job *j, const struct bt_death *d)
 		else
 			snprintf(v, sizeof(v), "killed by %s",
 				 bt_signame(WTERMSIG(j->status)));
-		rc = btrace_writer_add_meta(j->w, "exit_status", v, j->err);
+		rc = bt_snapbuild_meta(j->sb, "exit_status", v);
 		if (rc)
 			return rc;
 	}
@@ -2122,14 +2117,14 @@ static int bt_death_end_meta(struct bt_job *j, const struct bt_death *d)
 		snprintf(v, sizeof(v), "%s", bt_signame(d->signo));
 	else
 		snprintf(v, sizeof(v), "exit %d", WEXITSTATUS(j->status));
-	rc = btrace_writer_add_meta(j->w, "qemu.final_signal", v, j->err);
+	rc = bt_snapbuild_meta(j->sb, "qemu.final_signal", v);
 	snprintf(v, sizeof(v), "%u", d->crashed->nfaults);
 	if (!rc)
-		rc = btrace_writer_add_meta(j->w, "qemu.faults", v, j->err);
+		rc = bt_snapbuild_meta(j->sb, "qemu.faults", v);
 	if (!rc && d->core.found) {
 		snprintf(v, sizeof(v), "0x%llx",
 			 (unsigned long long)d->core.regs[BTRACE_REG_RIP]);
-		rc = btrace_writer_add_meta(j->w, "qemu.reraise_ip", v, j->err);
+		rc = bt_snapbuild_meta(j->sb, "qemu.reraise_ip", v);
 	}
 	return rc;
 }
@@ -2150,16 +2145,14 @@ static int bt_death_limits(struct bt_job *j, const struct bt_death *d)
 
 		bt_untraced_children_text(h->untraced_children, text,
 					  sizeof(text));
-		rc = btrace_writer_add_meta(j->w, "limit.untraced-children",
-					    text, j->err);
+		rc = bt_snapbuild_meta(j->sb, "limit.untraced-children", text);
 	}
 	if (!rc && (h->flags & BT_RING_F_EXEC))
-		rc = btrace_writer_add_meta(j->w, "qemu.exec", h->exec_path,
-					    j->err);
+		rc = bt_snapbuild_meta(j->sb, "qemu.exec", h->exec_path);
 	nlim = rc ? 0 : bt_qemu_limits_get(h, lim);
 	for (size_t i = 0; i < nlim && !rc; i++) {
 		snprintf(key, sizeof(key), "limit.%s", lim[i].name);
-		rc = btrace_writer_add_meta(j->w, key, lim[i].text, j->err);
+		rc = bt_snapbuild_meta(j->sb, key, lim[i].text);
 	}
 	if (!rc && d->lost_fault)
 		rc = bt_death_lost_fault(j, d->lost_fault);
@@ -2168,12 +2161,19 @@ static int bt_death_limits(struct bt_job *j, const struct bt_death *d)
 	return rc;
 }
 
+/*
+ * The snapshot of a death (or of a stopped process, on demand), fed to the
+ * snapshot builder (snapbuild.h): the threads' buffers and tasks, the
+ * untraced ones, the mappings and code, the signal, then the metadata.
+ */
 static int bt_write_snapshot(struct bt_job *j, const char *ring_path,
 		       struct btrace_record_result *res)
 {
 	const struct btrace_record_opts *o = j->opts;
 	struct bt_death *d = calloc(1, sizeof(*d));
-	char kbuf[32], sbuf[32];
+	struct bt_snapbuild sb;
+	struct btrace_config cfg;
+	char comm[16] = "", line[PATH_MAX + 256];
 	int rc;
 
 	if (!d)
@@ -2189,45 +2189,44 @@ static int bt_write_snapshot(struct bt_job *j, const char *ring_path,
 	}
 	bt_death_core(j, d);
 	bt_death_thread(j, d);
-	bt_death_output(j, d);
-	rc = btrace_writer_open(d->out, 0, &j->w, j->err);
+	bt_death_output(j, d, comm, sizeof(comm));
+	bt_death_config(j, d, &cfg);
+	rc = bt_snapbuild_begin(&sb, d->out, comm, j->pid, &cfg, j->err);
+	snprintf(d->out, sizeof(d->out), "%s", sb.path);
 	if (rc)
 		goto done;
-	rc = bt_death_config(j, d);
+	j->sb = &sb;
 	bt_death_signal(j, d);
-	if (!rc)
-		rc = bt_death_threads(j, d);
+	rc = bt_death_threads(j, d);
 	if (!rc && d->r.hdr->untraced)
 		rc = bt_write_untraced(j, &d->r, d->crashed_tid, d->untraced_died);
 	if (!rc)
 		rc = bt_write_maps(j, &d->r);
 	if (!rc && d->sig.signo)
-		rc = btrace_writer_set_signal(j->w, &d->sig, j->err);
+		rc = bt_snapbuild_set_signal(&sb, &d->sig);
 	if (!rc)
 		rc = bt_death_end_meta(j, d);
 	if (!rc)
 		rc = bt_death_limits(j, d);
-	if (!rc) {
-		rc = btrace_writer_commit(j->w, j->err);
-		j->w = NULL;
-	}
+	if (!rc)
+		rc = bt_snapbuild_finish(&sb);
+	else
+		bt_snapbuild_abort(&sb);
+	j->sb = NULL;
 	if (rc || d->ondemand)
 		goto done;
 	res->snapshots++;
 	snprintf(res->snapshot_path, sizeof(res->snapshot_path), "%s", d->out);
-	if (!(o->flags & BTRACE_RECORD_QUIET))
-		bt_msg("btrace record: wrote %s: %s in thread %d at %#llx%s, "
-			"%s of trace kept of %s asked (%llu thread%s, qemu)",
-			d->out, d->sig.signo ? bt_signame(d->sig.signo) : "exit",
-			d->crashed_tid,
-			(unsigned long long)d->sig.fault_ip,
-			d->sig.fault_source == BTRACE_FAULT_BLOCK ? " (block)" : "",
-			bt_fmt_size(kbuf, sizeof(kbuf), d->kept),
-			bt_fmt_size(sbuf, sizeof(sbuf), j->size),
-			(unsigned long long)d->nthreads, d->nthreads == 1 ? "" : "s");
+	if (!(o->flags & BTRACE_RECORD_QUIET)) {
+		struct bt_snap_summary sum = {
+			.style = BT_SNAP_SUMMARY_QEMU, .sig = &d->sig,
+			.tid = d->crashed_tid, .kept = d->kept, .asked = j->size,
+		};
+
+		bt_snapbuild_summary(&sb, &sum, line, sizeof(line));
+		bt_msg("%s", line);
+	}
 done:
-	btrace_writer_free(j->w);
-	j->w = NULL;
 	bt_death_keep_core(j, d, rc);
 	bt_qemu_core_free(&d->core);
 	j->core = NULL;
@@ -2330,10 +2329,11 @@ static int bt_write_snapshot_timed(struct bt_job *j, const char *ring_path,
 	if (!rc)
 		bt_qowner_publish(j->owner, j->pid, res->snapshot_path);
 	if (!rc && getenv("BTRACE_QEMU_TIMING"))
-		/* one line, for bench scripts: not wrapped */
-		fprintf(stderr, "btrace: snapshot of pid %d written %.1f ms "
-			"after its death (%.1f ms of CPU)\n", j->pid,
-			bt_ms_since(&j->died), bt_cpu_ms() - cpu);
+		/* for bench scripts; through the log callback, as every
+		 * message of the library */
+		bt_msg("btrace: snapshot of pid %d written %.1f ms "
+		       "after its death (%.1f ms of CPU)", j->pid,
+		       bt_ms_since(&j->died), bt_cpu_ms() - cpu);
 	return rc;
 }
 
@@ -2353,7 +2353,7 @@ static int bt_snapshot_ondemand(void *ctx, pid_t pid, const char *path,
 	cj.pid = pid;
 	cj.child = pid != root->pid;
 	cj.status = -1;
-	cj.w = NULL;
+	cj.sb = NULL;
 	cj.core = NULL;
 	cj.err = err;
 	cj.ondemand_out = path;
@@ -2412,8 +2412,8 @@ static uint32_t bt_untraced_children(const char *ring_path)
 	return n;
 }
 
-/* Says on stderr, once per process, that some of its children went
- * untraced. */
+/* Says through the log callback (bt_msg()), once per process, that some
+ * of its children went untraced. */
 static void bt_untraced_children_warn(const char *ring_path, int pid)
 {
 	uint32_t n = bt_untraced_children(ring_path);
@@ -2479,7 +2479,7 @@ static void bt_child_died_1(struct bt_tree *t, struct bt_proc *p)
 	cj.pid = p->pid;
 	cj.status = st;
 	cj.child = 1;
-	cj.w = NULL;
+	cj.sb = NULL;
 	memset(&e, 0, sizeof(e));
 	cj.err = &e;
 	bt_qemu_limits_warn(ring_path, p->pid);

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The snapshot builder's shared parts: /proc/PID/maps lines, the default
- * file name, signal names. */
+ * file name, signal names, the builder object and its summary lines. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -251,6 +255,100 @@ static void test_add_code_self(struct bt_test *t)
 	free(text);
 }
 
+static size_t dir_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	size_t n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+/*
+ * The builder object: what a backend feeds it reads back from the file,
+ * under the default name when no path is given; it counts what the summary
+ * says, and both backends' summary lines come out as they were; an aborted
+ * build leaves no file behind.
+ */
+static void test_builder(struct bt_test *t)
+{
+	char dir[] = "/tmp/bt-snapbuild-XXXXXX", line[PATH_MAX + 256];
+	char abs[PATH_MAX + 64], want[PATH_MAX + 256];
+	static uint8_t trace[3] = { 1, 2, 3 };
+	struct btrace_config cfg = { .trace_kind = BTRACE_TRACE_PT };
+	struct btrace_buffer buf = { .kind = BTRACE_TRACE_PT, .tid = 7,
+				     .cpu = -1, .data = trace, .size = 3,
+				     .head = 3 };
+	struct btrace_task task = { .pid = 42, .tid = 7, .comm = "crash" };
+	struct btrace_signal sig = { .tid = 7, .signo = SIGSEGV,
+				     .fault_ip = 0x1234,
+				     .fault_source = BTRACE_FAULT_BLOCK,
+				     .exit_status = -1 };
+	struct btrace_snapshot *s = NULL;
+	struct btrace_error err = { 0 };
+	struct bt_snapbuild b;
+	struct bt_snap_summary qs = { .style = BT_SNAP_SUMMARY_QEMU,
+				      .sig = &sig, .tid = 7, .kept = 3,
+				      .asked = 4 << 20 };
+	struct bt_snap_summary hs = { .style = BT_SNAP_SUMMARY_HW,
+				      .how = "precise" };
+	int cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	BT_REQUIRE(t, cwd >= 0 && mkdtemp(dir) && chdir(dir) == 0);
+	BT_EQ_INT(t, 0, bt_snapbuild_begin(&b, NULL, "a b", 42, &cfg, &err));
+	BT_EQ_STR(t, "btrace-a_b-42.btrace", b.path);
+	BT_EQ_INT(t, 0, bt_snapbuild_add_buffer(&b, &buf));
+	BT_EQ_INT(t, 0, bt_snapbuild_add_task(&b, &task));
+	BT_EQ_INT(t, 0, bt_snapbuild_set_signal(&b, &sig));
+	BT_EQ_INT(t, 0, bt_snapbuild_meta(&b, "capture.test", "fed"));
+	BT_EQ_U64(t, 3, b.bytes);
+	BT_EQ_U64(t, 1, b.nbuffers);
+	BT_EQ_U64(t, 1, b.ntasks);
+	BT_EQ_INT(t, 0, bt_snapbuild_finish(&b));
+	BT_CHECK(t, b.w == NULL);
+	snprintf(abs, sizeof(abs), "%s/%s", dir, b.path);
+	BT_REQUIRE(t, btrace_snapshot_read(abs, 0, &s, &err) == 0);
+	BT_EQ_U64(t, 1, s->nbuffers);
+	BT_EQ_MEM(t, trace, s->buffers[0].data, 3);
+	BT_EQ_U64(t, 1, s->ntasks);
+	BT_REQUIRE(t, s->signal != NULL);
+	BT_EQ_INT(t, SIGSEGV, s->signal->signo);
+	BT_EQ_STR(t, "fed", btrace_snapshot_meta(s, "capture.test"));
+	btrace_snapshot_free(s);
+
+	bt_snapbuild_summary(&b, &qs, line, sizeof(line));
+	BT_EQ_STR(t, "btrace record: wrote btrace-a_b-42.btrace: SIGSEGV in "
+		  "thread 7 at 0x1234 (block), 3 B of trace kept of 4.0 MiB "
+		  "asked (1 thread, qemu)", line);
+	sig.signo = 0;
+	sig.fault_source = BTRACE_FAULT_CORE;
+	bt_snapbuild_summary(&b, &qs, line, sizeof(line));
+	BT_CONTAINS(t, line, ": exit in thread 7 at 0x1234, 3 B");
+	bt_snapbuild_summary(&b, &hs, line, sizeof(line));
+	snprintf(want, sizeof(want), "snapshot written to %s (precise)", b.path);
+	BT_EQ_STR(t, want, line);
+
+	/* aborted: neither the file nor its temporary one stays */
+	BT_EQ_INT(t, 0, bt_snapbuild_begin(&b, "gone.btrace", NULL, 1, &cfg,
+					   &err));
+	BT_EQ_INT(t, 0, bt_snapbuild_add_buffer(&b, &buf));
+	bt_snapbuild_abort(&b);
+	BT_CHECK(t, b.w == NULL);
+	BT_EQ_U64(t, 1, dir_entries("."));
+	BT_CHECK(t, access("gone.btrace", F_OK) != 0);
+
+	unlink(abs);
+	BT_CHECK(t, fchdir(cwd) == 0);
+	close(cwd);
+	rmdir(dir);
+}
+
 BT_TESTS(test_maps_full_line, test_maps_names, test_maps_long_path,
 	 test_maps_missing_fields, test_maps_next, test_default_name,
-	 test_signal_name, test_add_code_self)
+	 test_signal_name, test_add_code_self, test_builder)
