@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "procmaps.h"
+#include "signame.h"
 #include "snapbuild.h"
 #include "util.h"
 
@@ -247,11 +248,11 @@ int bt_snap_std_meta(struct btrace_writer *w, char *const *argv, pid_t pid,
 
 const char *btrace_signal_str(int signo, char *buf, size_t len)
 {
-	const char *ab = signo > 0 && signo < 65 ? sigabbrev_np(signo) : NULL;
+	const char *n = bt_sig_name(signo, BT_SIG_POLL);
 
-	if (!ab)
+	if (!n)
 		return NULL;
-	snprintf(buf, len, "SIG%s", ab);
+	snprintf(buf, len, "%s", n);
 	return buf;
 }
 
