@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "backend.h"
-#include "capture/capture.h"
+#include "capture/perf-backend.h"
 #include "qemu/qemu-owner.h"
 #include "qemu/qemu-record.h"
 #include "util.h"

@@ -20,7 +20,7 @@
 
 #include "backend.h"
 #include "capture/budget.h"
-#include "capture/capture.h"
+#include "capture/perf-backend.h"
 #include "capture/capture-internal.h"
 #include "capture/pmu.h"
 #include "capture/registry.h"

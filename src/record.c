@@ -12,7 +12,7 @@
 #include <btrace/record.h>
 
 #include "backend.h"
-#include "capture/capture.h"
+#include "capture/perf-backend.h"
 #include "util.h"
 
 static int probe(const struct bt_backend *b,

@@ -22,7 +22,7 @@
 #include <btrace/capture.h>
 #include <btrace/snapshot.h>
 
-#include "capture.h"
+#include "perf-backend.h"
 #include "perf.h"
 #include "pmu.h"
 #include "util.h"

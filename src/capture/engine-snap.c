@@ -11,7 +11,7 @@
 #include "capture-internal.h"
 #include "engine-internal.h"
 #include "snapbuild.h"
-#include "ring.h"
+#include "aux-ring.h"
 #include "util.h"
 
 struct flag_ctx {

@@ -18,7 +18,7 @@
 #include "budget.h"
 #include "capture-internal.h"
 #include "pmu.h"
-#include "ring.h"
+#include "aux-ring.h"
 #include "util.h"
 
 static long page_size(void)

@@ -9,7 +9,7 @@
 
 #include "budget.h"
 #include "capture-internal.h"
-#include "capture.h"
+#include "perf-backend.h"
 #include "engine.h"
 #include "perf.h"
 #include "pmu.h"

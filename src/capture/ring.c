@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "ring.h"
+#include "aux-ring.h"
 
 #include <errno.h>
 #include <string.h>

@@ -15,7 +15,7 @@
 
 #include <btrace/snapshot.h>
 
-#include "ring.h"
+#include "aux-ring.h"
 
 /* A parsed sideband record. */
 struct bt_sb_event {

@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #include "qemu-plugin-abi.h"
-#include "ring.h"
+#include "ring-file.h"
 
 /*
  * Where QEMU 7.2 does not behave as the kernel and the CPU would, the

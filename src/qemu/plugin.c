@@ -5,7 +5,7 @@
  * Records the index of every executed translation block into a per-thread
  * ring inside a MAP_SHARED file that outlives the emulator, so btrace can
  * read the history after any death, SIGKILL included.  The layout is in
- * ring.h; docs/qemu-backend.md explains the whole backend.
+ * ring-file.h; docs/qemu-backend.md explains the whole backend.
  *
  * Arguments (comma-separated after the plugin path):
  *   dir=PATH      btrace's private directory (required): its socket
@@ -60,7 +60,7 @@
 #include "procmaps.h"
 #include "util.h"   /* its inline helpers only: no libbtrace here */
 #include "qemu-plugin-abi.h"
-#include "ring.h"
+#include "ring-file.h"
 
 #define BT_EXPORT __attribute__((visibility("default")))
 #define BT_MAX_VCPUS 4096

@@ -6,7 +6,7 @@
 
 #include <btrace/btrace.h>
 
-#include "ring.h"
+#include "ring-file.h"
 
 /*
  * What QEMU 7.2 does not do as the kernel does (qemu-limits.c): a program

@@ -9,7 +9,7 @@
  * (SIGSTOP, every thread; see bt_qowner_pause()) while its rings are read
  * and the snapshot is written, then continued (SIGCONT) unless it was
  * already stopped.  A stopped thread is between two guest blocks or inside
- * a system call: the ring protocol (ring.h) leaves each record once, in the
+ * a system call: the ring protocol (ring-file.h) leaves each record once, in the
  * staging area or in the ring, at any such point, exactly as at a death.
  */
 #ifndef BT_QEMU_OWNER_H

@@ -11,7 +11,7 @@
 #include <btrace/snapshot.h>
 
 #include "encode/encode.h"
-#include "ring.h"
+#include "ring-file.h"
 
 /* Launch opts->argv under qemu-x86_64 with the btrace plugin, wait, and
  * write a snapshot on a selected death (see docs/qemu-backend.md). */
@@ -73,7 +73,7 @@ uint64_t bt_qemu_slot_entries(const struct bt_qemu_ring *r,
 int bt_qemu_ring_open(const char *path, struct bt_qemu_ring *r,
 		      struct btrace_error *err);
 void bt_qemu_ring_close(struct bt_qemu_ring *r);
-/* Slot @i < bt_qemu_nslots(): both classes (ring.h). */
+/* Slot @i < bt_qemu_nslots(): both classes (ring-file.h). */
 struct bt_ring_slot *bt_qemu_ring_slot(const struct bt_qemu_ring *r,
 				       uint32_t i);
 uint32_t bt_qemu_nslots(const struct bt_qemu_ring *r);

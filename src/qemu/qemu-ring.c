@@ -54,7 +54,7 @@ static int bt_ring_map(const char *path, uint8_t **base, size_t *size,
 }
 
 /*
- * Where a slot's records are (ring.h): the ring holds those before
+ * Where a slot's records are (ring-file.h): the ring holds those before
  * `committed`, the staging area those from `stage_base` up to its first
  * sentinel.  The plugin commits a full staging area before it resets it,
  * so a process that died at any moment leaves the two consistent:

@@ -28,7 +28,7 @@
 #include "../decode/gen.h"
 #include "aux-sim.h"
 #include "bt-test.h"
-#include "capture/ring.h"
+#include "capture/aux-ring.h"
 #include "util.h"
 
 #define PS 4096ull

@@ -18,7 +18,7 @@
 
 #include "aux-sim.h"
 #include "bt-test.h"
-#include "capture/ring.h"
+#include "capture/aux-ring.h"
 #include "capture/sideband.h"
 #include "util.h"
 

@@ -15,7 +15,7 @@
 #include <btrace/snapshot.h>
 
 #include "bt-test.h"
-#include "capture/capture.h"
+#include "capture/perf-backend.h"
 
 static char btrace[1024];
 

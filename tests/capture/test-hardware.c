@@ -47,7 +47,7 @@
 #include <btrace/snapshot.h>
 
 #include "bt-test.h"
-#include "capture/capture.h"
+#include "capture/perf-backend.h"
 #include "capture/engine.h"
 
 static char child_path[1024], tmpdir[256];

@@ -23,7 +23,7 @@
 #include <btrace/snapshot.h>
 
 #include "bt-test.h"
-#include "capture/capture.h"
+#include "capture/perf-backend.h"
 #include "capture/capture-internal.h"
 #include "capture/registry.h"
 #include "capture/engine.h"

@@ -11,7 +11,7 @@
 
 #include "aux-sim.h"
 #include "bt-test.h"
-#include "capture/ring.h"
+#include "capture/aux-ring.h"
 
 /* A monotonic aux_head (normal mode, or a kernel that publishes counts)
  * is reduced modulo the size: the same span as the offset. */

@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "ring.h"
+#include "aux-ring.h"
 #include "elf-buildid.h"
 #include "sideband.h"
 

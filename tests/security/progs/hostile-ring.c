@@ -27,7 +27,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "ring.h"
+#include "ring-file.h"
 
 #define FILE_SIZE (64ull << 20)
 

@@ -41,8 +41,8 @@
  * finds itself among the last BT_RING_LOOP records drops the records since
  * (a cycle of the path; see plugin.c).
  */
-#ifndef BT_QEMU_RING_H
-#define BT_QEMU_RING_H
+#ifndef BT_QEMU_RING_FILE_H
+#define BT_QEMU_RING_FILE_H
 
 #include <stdint.h>
 
@@ -327,4 +327,4 @@ static inline struct bt_ring_limits *bt_ring_limits_of(const void *hdr)
 					 BT_RING_LIMITS_OFFSET);
 }
 
-#endif /* BT_QEMU_RING_H */
+#endif /* BT_QEMU_RING_FILE_H */

@@ -6,8 +6,8 @@
  * Pure functions over memory, so the unit tests can drive them with a model
  * of the kernel's semantics.
  */
-#ifndef BT_CAPTURE_RING_H
-#define BT_CAPTURE_RING_H
+#ifndef BT_CAPTURE_AUX_RING_H
+#define BT_CAPTURE_AUX_RING_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -129,4 +129,4 @@ void bt_bts_samples_read(const uint8_t *data, uint64_t size,
 			 uint64_t data_head, uint8_t *out,
 			 struct bt_bts_samples *st);
 
-#endif /* BT_CAPTURE_RING_H */
+#endif /* BT_CAPTURE_AUX_RING_H */

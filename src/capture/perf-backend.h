@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The hardware backends as seen by the record dispatcher (src/record.c). */
-#ifndef BT_CAPTURE_CAPTURE_H
-#define BT_CAPTURE_CAPTURE_H
+#ifndef BT_CAPTURE_PERF_BACKEND_H
+#define BT_CAPTURE_PERF_BACKEND_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -50,4 +50,4 @@ int bt_calibrate(uint32_t backend, unsigned runs, const char *sysfs_root,
 /* The pad stored by btrace calibrate for @backend, 0 if none. */
 uint64_t bt_calibration_load(uint32_t backend);
 
-#endif /* BT_CAPTURE_CAPTURE_H */
+#endif /* BT_CAPTURE_PERF_BACKEND_H */
