@@ -33,35 +33,10 @@ void bt_snap_default_name(char *buf, size_t len, const char *comm, pid_t pid)
 		 (int)pid);
 }
 
-static int copy_mem(pid_t pid, uint64_t addr, uint64_t len, uint8_t **out)
-{
-	char path[64];
-	uint8_t *buf;
-	int fd;
-	ssize_t n;
-
-	if (len == 0 || len > CODE_MAX)
-		return -EFBIG;
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	buf = malloc(len);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	n = pread(fd, buf, len, (off_t)addr);
-	close(fd);
-	if (n != (ssize_t)len) {
-		free(buf);
-		return n < 0 ? -errno : -EIO;
-	}
-	*out = buf;
-	return 0;
-}
-
-static int copy_file(const char *path, uint64_t off, uint64_t len,
+/* @len bytes of @path at @off, into a new buffer (*@out): every one of
+ * them (@got NULL: a process's memory), or as many as there are, at least
+ * one (*@got: a file that may be shorter than its mapping). */
+static int pread_new(const char *path, uint64_t off, uint64_t len,
 		     uint8_t **out, uint64_t *got)
 {
 	uint8_t *buf;
@@ -80,13 +55,22 @@ static int copy_file(const char *path, uint64_t off, uint64_t len,
 	}
 	n = pread(fd, buf, len, (off_t)off);
 	close(fd);
-	if (n <= 0) {
+	if (got ? n <= 0 : n != (ssize_t)len) {
 		free(buf);
 		return n < 0 ? -errno : -EIO;
 	}
 	*out = buf;
-	*got = (uint64_t)n;
+	if (got)
+		*got = (uint64_t)n;
 	return 0;
+}
+
+static int copy_mem(pid_t pid, uint64_t addr, uint64_t len, uint8_t **out)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	return pread_new(path, addr, len, out, NULL);
 }
 
 /* Our own vDSO: the same kernel gives the same image. */
@@ -159,10 +143,10 @@ int bt_snap_add_code(struct btrace_writer *w, pid_t pid,
 
 				snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
 					 (int)pid, m->start, m->end);
-				r = copy_file(mf, m->pgoff, len, &data, &got);
+				r = pread_new(mf, m->pgoff, len, &data, &got);
 			}
 			if (r < 0)
-				r = copy_file(m->path, m->pgoff, len, &data, &got);
+				r = pread_new(m->path, m->pgoff, len, &data, &got);
 		}
 		if (r < 0)
 			continue;   /* recorded as missing by the decoder */

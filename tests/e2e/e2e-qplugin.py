@@ -113,18 +113,29 @@ def case_handled(t, btrace, progdir, work):
     t.ok(not cores, 'no guest core left behind (%s)' % cores)
 
 
-def case_jit(t, btrace, progdir, work):
-    prog = os.path.join(progdir, 'qp-jit')
-    info = os.path.join(work, 'jit.txt')
-    snap = os.path.join(work, 'jit.btrace')
+def record_with_info(t, btrace, progdir, work, name):
+    """Record qp-NAME, which writes what it did to an info file, until it
+    dies of SIGSEGV: (snapshot, info text), or None when it did not."""
+    prog = os.path.join(progdir, 'qp-' + name)
+    info = os.path.join(work, name + '.txt')
+    snap = os.path.join(work, name + '.btrace')
     rec = L.record(btrace, snap, [prog, info], cwd=work)
     t.ok(rec.returncode == 128 + 11, 'dies of SIGSEGV (status %d)' %
          rec.returncode)
     if not t.ok(os.path.exists(snap) and os.path.exists(info),
                 'snapshot written'):
         t.diag(rec.stderr)
+        return None
+    with open(info) as f:
+        return snap, f.read()
+
+
+def case_jit(t, btrace, progdir, work):
+    got = record_with_info(t, btrace, progdir, work, 'jit')
+    if not got:
         return
-    m = re.search(r'jit=0x([0-9a-f]+) fault=0x([0-9a-f]+)', open(info).read())
+    snap, text = got
+    m = re.search(r'jit=0x([0-9a-f]+) fault=0x([0-9a-f]+)', text)
     jit, crash_fn = int(m.group(1), 16), int(m.group(2), 16)
     rep = L.report_json(btrace, snap)
     sig, fault = rep['signal'], rep['fault']
@@ -158,18 +169,13 @@ def case_jit(t, btrace, progdir, work):
 
 
 def case_callsig(t, btrace, progdir, work):
+    got = record_with_info(t, btrace, progdir, work, 'callsig')
+    if not got:
+        return
+    snap, text = got
     prog = os.path.join(progdir, 'qp-callsig')
     info = os.path.join(work, 'callsig.txt')
-    snap = os.path.join(work, 'callsig.btrace')
-    rec = L.record(btrace, snap, [prog, info], cwd=work)
-    t.ok(rec.returncode == 128 + 11, 'dies of SIGSEGV (status %d)' %
-         rec.returncode)
-    if not t.ok(os.path.exists(snap) and os.path.exists(info),
-                'snapshot written'):
-        t.diag(rec.stderr)
-        return
-    pages = [int(m, 16) for m in
-             re.findall(r'jit=0x([0-9a-f]+)', open(info).read())]
+    pages = [int(m, 16) for m in re.findall(r'jit=0x([0-9a-f]+)', text)]
     rep = L.report_json(btrace, snap)
     gaps = [g for th in rep['threads'] for g in th['history']['gaps']
             if g['kind'] == 'decode-error']
