@@ -228,7 +228,8 @@ static int usable_of(const struct btrace_doctor_report *r, uint32_t id,
 static void pick_auto(struct btrace_doctor_report *r)
 {
 	const struct bt_backend *b, *last = NULL;
-	char failed[sizeof(r->auto_why)] = "", names[256] = "";
+	/* room left in auto_why for "; <brief> is" after what failed */
+	char failed[sizeof(r->auto_why) - 64] = "", names[256] = "";
 	size_t nfailed = 0, nprobed = 0;
 	const char *why;
 
