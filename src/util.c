@@ -213,18 +213,28 @@ void bt_msg(const char *fmt, ...)
 		   BTRACE_LOG_INFO, buf, cur_log.ctx);
 }
 
+/* The sz a caller's struct starts with (@kind: "result", "options"). */
+static int user_sz(const void *user, const char *what, const char *kind,
+		   size_t *sz, struct btrace_error *err)
+{
+	if (!user)
+		return bt_error(err, -EINVAL, "%s: check failed: no %s given",
+				what, kind);
+	memcpy(sz, user, sizeof(*sz));
+	if (*sz < sizeof(size_t))
+		return bt_error(err, -EINVAL, "%s: check failed: sz is %zu, "
+				"below sizeof(size_t)", what, *sz);
+	return 0;
+}
+
 int bt_result_size(const void *user, size_t known, const char *what,
 		   size_t *n, struct btrace_error *err)
 {
-	size_t sz;
+	size_t sz = 0;
+	int r = user_sz(user, what, "result", &sz, err);
 
-	if (!user)
-		return bt_error(err, -EINVAL, "%s: check failed: no result "
-				"given", what);
-	memcpy(&sz, user, sizeof(sz));
-	if (sz < sizeof(size_t))
-		return bt_error(err, -EINVAL, "%s: check failed: sz is %zu, "
-				"below sizeof(size_t)", what, sz);
+	if (r < 0)
+		return r;
 	*n = sz < known ? sz : known;
 	return 0;
 }
@@ -233,15 +243,11 @@ int bt_opts_copy(void *out, size_t known, const void *user, const char *what,
 		 struct btrace_error *err)
 {
 	const uint8_t *p = user;
-	size_t sz;
+	size_t sz = 0;
+	int r = user_sz(user, what, "options", &sz, err);
 
-	if (!user)
-		return bt_error(err, -EINVAL, "%s: check failed: no options "
-				"given", what);
-	memcpy(&sz, user, sizeof(sz));
-	if (sz < sizeof(size_t))
-		return bt_error(err, -EINVAL, "%s: check failed: sz is %zu, "
-				"below sizeof(size_t)", what, sz);
+	if (r < 0)
+		return r;
 	for (size_t i = known; i < sz; i++)
 		if (p[i]) {
 			bt_error(err, -EINVAL, "%s: check failed: unknown "
