@@ -151,7 +151,17 @@ struct btrace_block {
 	int32_t depth;             /* relative call depth (compare within a
 				    * thread; calls[].depth is normalised) */
 	const struct btrace_symbol *sym;  /* of @ip (never NULL for blocks) */
+	uint64_t time_ns;          /* when @ip ran, in nanoseconds of the
+				    * snapshot's clock (one clock for all
+				    * threads); 0: unknown */
+	uint32_t time_flags;       /* BTRACE_TIME_* */
+	uint32_t reserved2;
 };
+
+/* How a time_ns was obtained (0 with time_ns 0: unknown). */
+#define BTRACE_TIME_PACKET       0x1u /* a timing packet right before it */
+#define BTRACE_TIME_INTERPOLATED 0x2u /* between two timing packets, by
+				       * instruction count */
 
 /* Flags of call-history entries and stack frames. */
 #define BTRACE_CALL_PARTIAL   0x1u  /* entered before the history started */
@@ -180,6 +190,11 @@ struct btrace_call {
 	uint32_t gap;              /* BTRACE_CALL_GAP: index in gaps */
 	uint32_t reserved;
 	const struct btrace_symbol *sym;  /* of @ip; NULL for gaps */
+	uint64_t time_ns;          /* when the entry's first block ran
+				    * (btrace_block.time_ns), 0 unknown */
+	uint64_t end_time_ns;      /* when its last block ran, 0 unknown */
+	uint32_t time_flags;       /* BTRACE_TIME_* of time_ns */
+	uint32_t reserved2;
 };
 
 /* One frame of the call stack at the fault, innermost first. */
