@@ -144,6 +144,40 @@ static int sigret_to(struct bt_ctx *c, const struct bt_frame *f, uint64_t ip)
 	}
 }
 
+/* Is the system call at @ip rt_sigreturn?  Every trampoline that returns
+ * from a signal handler loads its number right before it: `mov $15, %eax`
+ * (b8 0f 00 00 00) or `mov $15, %rax` (48 c7 c0 0f 00 00 00). */
+static int is_rt_sigreturn(const struct bt_ctx *c, uint64_t ip)
+{
+	static const uint8_t mov32[] = { 0xb8, 0x0f, 0, 0, 0, 0x0f, 0x05 };
+	static const uint8_t mov64[] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0,
+					 0x0f, 0x05 };
+	const uint8_t *p;
+	size_t n;
+
+	p = ip >= 5 ? bt_image_bytes(c, ip - 5, &n) : NULL;
+	if (p && n >= sizeof(mov32) && !memcmp(p, mov32, sizeof(mov32)))
+		return 1;
+	p = ip >= 7 ? bt_image_bytes(c, ip - 7, &n) : NULL;
+	return p && n >= sizeof(mov64) && !memcmp(p, mov64, sizeof(mov64));
+}
+
+/* Can a signal delivered at @ip in @t be the fault that started the
+ * death?  Not when the capture says which block faulted (the QEMU backend
+ * saw the fault: btrace_signal.fault_source BLOCK) and @ip is not in it:
+ * then it is some other signal (Go preempts its threads with SIGURG all
+ * the time), not a candidate for the fault. */
+static int may_be_fault(struct bt_ctx *c, const struct btrace_thread *t,
+			uint64_t ip)
+{
+	const struct btrace_signal *sig = c->snap->signal;
+
+	if (!sig || sig->tid != t->tid ||
+	    sig->fault_source != BTRACE_FAULT_BLOCK || !sig->fault_ip)
+		return 1;
+	return ip >= sig->fault_ip && ip <= straight_end(c, sig->fault_ip);
+}
+
 /* Control went on at @ip in another context (another stack): the known
  * part of the stack ends here, nothing is grafted on the frames of the
  * context that was left.  A new outer frame, callers unknown. */
@@ -196,7 +230,9 @@ static int frame_of_cold_part(struct bt_ctx *c, struct bt_walk *w, uint64_t ip)
 static int on_return(struct bt_ctx *c, struct bt_walk *w, uint64_t ip)
 {
 	for (size_t k = w->nfr; k-- > 0;) {
-		if (w->fr[k].ret == ip && k > 0) {
+		if (k > 0 && (w->fr[k].ret == ip ||
+			      ((w->fr[k].flags & BT_FRAME_INJECTED) &&
+			       sigret_to(c, &w->fr[k], ip)))) {
 			pop_to(w, k - 1);
 			return 0;
 		}
@@ -457,6 +493,88 @@ static int on_block(struct bt_ctx *c, struct bt_thread_build *bb,
 	return end_of_block(c, w, b);
 }
 
+/*
+ * rt_sigreturn went to @ip, which is not where the signal frame @k
+ * interrupted (sigret_to()).  The handler is done: its frame goes.  Where
+ * the thread goes on:
+ * - a block-granular trace interrupted after the block's last return or
+ *   indirect branch, whose target its records do not give: the branch
+ *   completes (the next block follows it as after any return or jump);
+ * - the function it interrupted: the handler moved the instruction
+ *   pointer within it (past a faulting instruction);
+ * - another function's entry: the handler sent the context there as if
+ *   the interrupted instruction had called it (Go's asyncPreempt and
+ *   sigpanic), a frame that returns to the interrupted instruction;
+ * - anywhere else: another context, callers unknown.
+ * Returns 1 when the interrupted context went on (the episode is closed:
+ * the signal was handled), 0 when the handler changed it, < 0 on error.
+ */
+static int sigret_elsewhere(struct bt_ctx *c, struct bt_walk *w, size_t k,
+			    uint64_t ip)
+{
+	const struct bt_frame f = w->fr[k];
+	/* a branch the asynchronous event came after (QEMU's records give
+	 * the block's last branch then); a delivery at a system call's
+	 * return interrupted nothing */
+	uint64_t last = f.call_ip == f.ret ? f.ret : 0;
+	const struct bt_insn_info *ii = bt_insn_classify(c, last);
+	uint64_t func = bt_syms_func_start(c, ip, NULL);
+	struct bt_frame *t;
+
+	w->pending = 1;
+	if (k == 0) {
+		w->nfr = 0;
+		return new_context(c, w, ip) < 0 ? -ENOMEM : 0;
+	}
+	pop_to(w, k - 1);
+	t = top(w);
+	if (block_granular(c) && last) {
+		switch (ii->cls) {
+		case BTRACE_INSN_RET:
+			w->ret_pending = 1;
+			return 1;
+		case BTRACE_INSN_JMP_IND:
+			t->ip = last;
+			w->jump_pending = 1;
+			return 1;
+		case BTRACE_INSN_CALL_IND:
+			if (func != ip)
+				break;
+			w->depth++;
+			return push(w, (struct bt_frame){ last + ii->size, last,
+						       func, ip, 0, w->depth }) < 0 ?
+			       -ENOMEM : 1;
+		default:
+			break;
+		}
+	}
+	if (func && func == t->func) {
+		t->ip = ip;
+		return 1;
+	}
+	if (func && func == ip) {
+		w->depth++;
+		return push(w, (struct bt_frame){ f.ret, f.ret, func, ip,
+					       BT_FRAME_INJECTED, w->depth }) < 0 ?
+		       -ENOMEM : 0;
+	}
+	return new_context(c, w, ip) < 0 ? -ENOMEM : 0;
+}
+
+/* The signal frame @k was popped by an rt_sigreturn to @ip that went on
+ * with the interrupted context: when it was the episode's own, the
+ * episode is closed (its signal was handled). */
+static void close_episode(struct bt_thread_build *bb, size_t k, uint64_t ip)
+{
+	struct bt_walk *w = bb->w;
+
+	if (k != w->ep_frame || w->handler_item < 0 || w->ep_closed)
+		return;
+	w->ep_closed = 1;
+	w->ep_ninsn = bb->t->ninsn;
+	w->ep_ret_ip = ip;
+}
+
 /* bt_walk_item() for a BTRACE_ITEM_BLOCK (the hot path: no dispatch) */
 int bt_walk_block(struct bt_ctx *c, struct bt_thread_build *bb,
 		  struct btrace_block *b, uint64_t i)
@@ -504,7 +622,8 @@ int bt_walk_item(struct bt_ctx *c, struct bt_thread_build *bb,
 		if (w->async_pending && b->ip != w->async_ip) {
 			/* a signal handler entered: a fault candidate when it
 			 * came right after the interruption */
-			if (prev_async && !in_signal(w)) {
+			if (prev_async && !in_signal(w) &&
+			    may_be_fault(c, bb->t, w->async_ip)) {
 				/* the first delivery of an episode (nested
 				 * ones, in a handler, belong to it) */
 				struct bt_stack_copy tmp = w->at_handler;
@@ -513,6 +632,7 @@ int bt_walk_item(struct bt_ctx *c, struct bt_thread_build *bb,
 				w->handler_item = (int64_t)w->async_index;
 				w->handler_ip = w->async_ip;
 				w->ep_closed = 0;
+				w->ep_frame = w->nfr;
 			}
 			/* a signal frame */
 			w->depth++;
@@ -539,14 +659,24 @@ int bt_walk_item(struct bt_ctx *c, struct bt_thread_build *bb,
 			if (sigret_to(c, &w->fr[k], b->end_ip) && k > 0) {
 				pop_to(w, k - 1);
 				w->pending = 1;
-				if (!in_signal(w) && w->handler_item >= 0 &&
-				    !w->ep_closed) {
-					w->ep_closed = 1;
-					w->ep_ninsn = bb->t->ninsn;
-					w->ep_ret_ip = b->end_ip;
-				}
+				close_episode(bb, k, b->end_ip);
 				return 0;
 			}
+		}
+		if (is_rt_sigreturn(c, b->ip)) {
+			size_t k = w->nfr;
+			while (k-- > 0 && !(w->fr[k].flags & BTRACE_CALL_SIGNAL))
+				;
+			if (k >= w->nfr) {
+				/* from a handler entered before the history
+				 * (or a hole): back to a context not known */
+				w->pending = 1;
+				return new_context(c, w, b->end_ip);
+			}
+			ret = sigret_elsewhere(c, w, k, b->end_ip);
+			if (ret > 0)
+				close_episode(bb, k, b->end_ip);
+			return ret < 0 ? ret : 0;
 		}
 		/* a signal delivered on the way back from the kernel */
 		w->depth++;
@@ -827,7 +957,8 @@ static int build_stack(struct bt_ctx *c, struct btrace_thread *t,
 			sf->sym = chain[j];
 			/* how the frame was entered (tail call, signal,
 			 * partial) is the physical frame's, the last */
-			sf->flags = j + 1 < n ? BTRACE_CALL_INLINE : fr->flags;
+			sf->flags = j + 1 < n ? BTRACE_CALL_INLINE :
+				    fr->flags & ~BT_FRAME_INJECTED;
 		}
 	}
 	return 0;

@@ -225,6 +225,13 @@ int bt_syms_inline_chain(struct bt_ctx *c, uint64_t ip, int top,
 
 /* analyze.c: the walker's state (the block path of pt.c works on a copy
  * of it: struct bt_fast) */
+/* bt_frame.flags beside BTRACE_CALL_*, never in a result: entered when a
+ * signal handler sent the interrupted context to a function (rt_sigreturn
+ * to its entry: Go's asyncPreempt and sigpanic); it returns to the
+ * interrupted instruction (@ret; in block-granular traces, the block
+ * holding it). */
+#define BT_FRAME_INJECTED 0x80000000u
+
 struct bt_frame {
 	uint64_t ret;        /* where it returns to, 0 unknown (partial) */
 	uint64_t call_ip;    /* the call (or interrupted insn) in the frame below */
@@ -262,6 +269,7 @@ struct bt_walk {
 	 * closed when rt_sigreturn popped its frame, then ep_ninsn is the
 	 * instruction count at that point and ep_ret_ip where it went. */
 	int ep_closed;
+	size_t ep_frame;               /* index of its signal frame */
 	uint64_t ep_ninsn;
 	uint64_t ep_ret_ip;
 };

@@ -32,6 +32,17 @@ CASE is one of:
   call as done, as the decoder does: Go's SIGURG preemption did this at
   random), and every round's code ran once, each return going back to
   its caller; recorded as BTS, it decodes without a gap.
+- inject: handlers that send the interrupted context elsewhere, as Go's
+  runtime does (qp-inject.c): a SIGURG whose handler makes the thread call
+  a stub that returns to the interrupted instruction, 8 times; a return
+  into a page the SIGSEGV handler makes executable, 8 times (QEMU's
+  records do not say where that return went); then a NULL store whose
+  handler makes the thread call a function that is preempted 4 times more
+  (a timer's signal while it spins) and aborts.  The fault is the
+  store, the process dies of SIGABRT, and the stack at the fault is
+  crash_here <- outer <- (the page) <- main, without a signal
+  frame: no rt_sigreturn left a stale one, and neither the preemptions
+  nor the handled faults elsewhere are taken for the fault.
 - gone-exe, gone-lib, gone-memfd: code whose file is gone at the death (the
   executable deleted itself, a library deleted after dlopen, a library
   loaded from a memfd): the crash decodes (the stack's top frame is the
@@ -263,6 +274,40 @@ def case_jccsig(t, btrace, progdir, work):
          'stack at the fault: crash_after <- outer <- main (%s)' % st)
 
 
+def case_inject(t, btrace, progdir, work):
+    prog = os.path.join(progdir, 'qp-inject')
+    snap = os.path.join(work, 'inject.btrace')
+    rec = L.record(btrace, snap, [prog], cwd=work)
+    t.ok(rec.returncode == 128 + signal.SIGABRT, 'dies of SIGABRT, as '
+         'natively (status %d)' % rec.returncode)
+    if not t.ok(os.path.exists(snap), 'snapshot written'):
+        t.diag(rec.stderr)
+        return
+    rep = L.report_json(btrace, snap)
+    t.ok(rep['signal'].get('name') == 'SIGSEGV' and
+         (rep.get('death') or {}).get('signal', {}).get('name') == 'SIGABRT',
+         'fault SIGSEGV, death SIGABRT (%s, %s)' %
+         (rep['signal'].get('name'), rep.get('death')))
+    t.ok(rep['fault'].get('function') == 'crash_here',
+         'the fault is crash_here\'s store, not a preemption or a handled '
+         'fault (%s)' % rep['fault'].get('function'))
+    st = rep['threads'][0]['stack']
+    fns = [x.get('function') for x in st]
+    t.ok(fns[:4] == ['crash_here', 'outer', None, 'main'],
+         'stack at the fault: crash_here <- outer <- (page) <- main (%s)' %
+         fns[:6])
+    t.ok(not any(x.get('signal') for x in st),
+         'no signal frame in the stack at the fault (%s)' %
+         [x.get('function') for x in st if x.get('signal')])
+    r = subprocess.run([btrace, 'decode', '--calls', snap],
+                       capture_output=True, text=True, timeout=120)
+    stubs = len(re.findall(r'^\s*\d+\s+preempt_stub\b', r.stdout, re.M))
+    t.ok(r.returncode == 0 and stubs >= 12,
+         'the 12 (or more) injected calls of preempt_stub are in the '
+         'history (%d)' %
+         stubs)
+
+
 def case_threads(t, btrace, progdir, work):
     prog = os.path.join(progdir, 'qp-threads')
     tidf = os.path.join(work, 'tid.txt')
@@ -398,6 +443,8 @@ def main():
             case_callsig(t, btrace, progdir, work)
         elif case == 'jccsig':
             case_jccsig(t, btrace, progdir, work)
+        elif case == 'inject':
+            case_inject(t, btrace, progdir, work)
         elif case.startswith('spin-'):
             case_spin(t, btrace, progdir, work, case[5:])
         elif case.startswith('gone-'):
