@@ -306,6 +306,15 @@ def case_inject(t, btrace, progdir, work):
          'the 12 (or more) injected calls of preempt_stub are in the '
          'history (%d)' %
          stubs)
+    # each returns into the code it interrupted (the timer's, in spin: a
+    # block whose last Jcc QEMU's records hold), not into a context whose
+    # callers are unknown
+    lines = r.stdout.splitlines()
+    after = [lines[i + 1] for i, x in enumerate(lines[:-1])
+             if re.match(r'^\s*\d+\s+preempt_stub\b', x)]
+    bad = [x.strip() for x in after if '[partial]' in x]
+    t.ok(after and not bad, 'every injected call returns into the code it '
+         'interrupted (%s)' % (bad[:3] or after[-2:]))
 
 
 def case_threads(t, btrace, progdir, work):
