@@ -313,6 +313,35 @@ static int decode_threads(struct bt_result *r)
 	return 0;
 }
 
+/*
+ * The snapshot's time conversion (metadata time.tsc "zero=Z mult=M
+ * shift=S", written by the backend that put timing packets in a PT
+ * trace): without it, or with a value out of range, the trace has no
+ * time for the decoder.
+ */
+static void time_init(struct bt_ctx *c, struct btrace_decode_result *res)
+{
+	const char *v = btrace_snapshot_meta(c->snap, "time.tsc");
+	const char *clk = btrace_snapshot_meta(c->snap, "time.clock");
+	const char *steps = btrace_snapshot_meta(c->snap, "time.steps");
+	unsigned long long zero, mult;
+	unsigned int shift;
+	int n = 0;
+
+	if (!v || !clk || !c->snap->has_config ||
+	    c->snap->config.trace_kind != BTRACE_TRACE_PT)
+		return;
+	if (sscanf(v, "zero=%llu mult=%llu shift=%u%n", &zero, &mult, &shift,
+		   &n) != 3 || v[n] || !mult || mult > UINT32_MAX || shift > 63)
+		return;
+	c->tconv.zero = zero;
+	c->tconv.mult = (uint32_t)mult;
+	c->tconv.shift = (uint16_t)shift;
+	c->timed = 1;
+	res->clock = bt_ctx_strdup(c, clk);
+	res->time_steps = steps ? bt_ctx_strdup(c, steps) : NULL;
+}
+
 int btrace_decode(const struct btrace_snapshot *snap,
 		  const struct btrace_decode_opts *opts,
 		  struct btrace_decode_result **out,
@@ -360,6 +389,7 @@ int btrace_decode(const struct btrace_snapshot *snap,
 
 	struct btrace_decode_result *res = &r->pub;
 	result_process(snap, res);
+	time_init(c, res);
 	res->threads = calloc(snap->nbuffers + 1, sizeof(*res->threads));
 	r->src = calloc(snap->nbuffers + 1, sizeof(*r->src));
 	if (!res->threads || !r->src) {

@@ -281,11 +281,27 @@ static int64_t hold_item(struct pt_state *st, uint32_t kind, uint64_t ip)
 	return bt_thread_hold(st->c, st->b, &it);
 }
 
+/*
+ * The time after a block: the timing packets libipt read to find where
+ * the block ends (its branch's TNT or TIP, or an event) are behind it, so
+ * a new time belongs to this block (docs/format.md, "Time").
+ */
+static void block_time(struct pt_state *st)
+{
+	uint64_t tsc = 0;
+	uint32_t lost_mtc, lost_cyc;
+
+	if (pt_blk_time(st->dec, &tsc, &lost_mtc, &lost_cyc) >= 0 && tsc)
+		bt_thread_tsc(st->b, tsc);
+}
+
 static int handle_event(struct pt_state *st, const struct pt_event *ev)
 {
 	struct bt_thread_build *b = st->b;
 	int64_t ret = 0;
 
+	if (st->c->timed && ev->has_tsc && ev->tsc)
+		bt_thread_tsc(b, ev->tsc);
 	switch (ev->type) {
 	case ptev_enabled: {
 		int kind = bt_thread_complete(st->c, b, ev->variant.enabled.ip);
@@ -431,8 +447,12 @@ int bt_pt_decode_from(struct bt_ctx *c, const struct btrace_buffer *buf,
 					break;
 				uint64_t off = block_offset(&st);
 
-				if (bt_block_fast(c, &h, &blk, off))
+				if (c->timed)
+					block_time(&st);
+				if (bt_block_fast(c, &h, &blk, off)) {
+					bt_thread_stamp(b, h.rec - 1);
 					continue;
+				}
 				fast_store(&st, &h);
 				ret = bt_thread_add_insns(c, b, blk.ip, blk.end_ip,
 							  blk.ninsn, off);

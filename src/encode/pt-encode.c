@@ -16,7 +16,10 @@
  *  - far transfers: TIP.PGD(suppressed) MODE.Exec TIP.PGE(to);
  *  - asynchronous transfers: FUP(from) TIP.PGD(suppressed) MODE.Exec
  *    TIP.PGE(to);
- *  - end: FUP(ip) TIP.PGD(suppressed).
+ *  - end: FUP(ip) TIP.PGD(suppressed);
+ *  - time: TSC(value) where the caller says, after the TNT bits of the
+ *    branches before it (flushed), so a decoder sees the time change
+ *    between the two branches.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -388,6 +391,22 @@ int bt_pt_enc_branch(struct bt_pt_enc *enc, const struct bt_branch *br)
 	if (!rc && bt_pt_psb_due(enc))
 		rc = bt_pt_psb(enc, br->to);
 	return rc;
+}
+
+int bt_pt_enc_tsc(struct bt_pt_enc *enc, uint64_t tsc)
+{
+	struct pt_packet pkt;
+	int rc;
+
+	if (!enc->started)
+		return 0;
+	rc = bt_pt_flush_tnt(enc);
+	if (rc)
+		return rc;
+	memset(&pkt, 0, sizeof(pkt));
+	pkt.type = ppt_tsc;
+	pkt.payload.tsc.tsc = tsc & ((1ull << 56) - 1);
+	return bt_pt_put(enc, &pkt);
 }
 
 int bt_pt_enc_overflow(struct bt_pt_enc *enc, uint64_t ip)
