@@ -117,7 +117,7 @@ bench pyload \
 sn=${SIZE_N:-200000}
 echo
 echo "size (branchy $sn iterations, --on exit):"
-for t in 64 0; do
+for t in 256 64 0; do
 	rm -f "$work/size.btrace"
 	kept=$(BTRACE_QEMU_TIME=$t "$build/src/cli/btrace" record -b qemu \
 		--on exit -o "$work/size.btrace" -- "$work/branchy" "$sn" 2>&1 >/dev/null |

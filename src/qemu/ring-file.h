@@ -319,7 +319,7 @@ static inline struct bt_ring_time *bt_ring_times(struct bt_ring_slot *s,
 #define BT_RING_DEF_XENTRIES 65536u
 #define BT_RING_DEF_TBMAX (4u << 20)
 /* Records between two clock samples (plugin argument time=). */
-#define BT_RING_DEF_TIME 64u
+#define BT_RING_DEF_TIME 256u
 #define BT_RING_MAPS_CAP (1u << 20)
 #define BT_RING_CODE_CAP (256ull << 20)
 
