@@ -337,6 +337,7 @@ struct bt_thread_build {
 	size_t tfix;                 /* blocks[tfix, nblocks) not turned yet */
 	uint64_t tcum;               /* instructions before blocks[tfix] */
 	int tprev;                   /* a packet before blocks[tfix] ... */
+	int tfar;                    /* ... and an ITEM_FAR after it */
 	uint64_t tprev_tsc;          /* ... its TSC */
 	uint64_t tprev_cum;          /* ... instructions before its item */
 };

@@ -283,8 +283,11 @@ static int64_t hold_item(struct pt_state *st, uint32_t kind, uint64_t ip)
 
 /*
  * The time after a block: the timing packets libipt read to find where
- * the block ends (its branch's TNT or TIP, or an event) are behind it, so
- * a new time belongs to this block (docs/format.md, "Time").
+ * the block ends (its branch's TNT or TIP) are behind it, so a new time
+ * belongs to this block (docs/format.md, "Time").  Not after a block that
+ * ends at an event: to report the event, libipt reads on past it (a far
+ * transfer's TIP.PGD, the TIP.PGE and the timing packet after it), so the
+ * time would be the return's; the events carry their own (pt_event.tsc).
  */
 static void block_time(struct pt_state *st)
 {
@@ -447,7 +450,7 @@ int bt_pt_decode_from(struct bt_ctx *c, const struct btrace_buffer *buf,
 					break;
 				uint64_t off = block_offset(&st);
 
-				if (c->timed)
+				if (c->timed && !(status & pts_event_pending))
 					block_time(&st);
 				if (bt_block_fast(c, &h, &blk, off)) {
 					bt_thread_stamp(b, h.rec - 1);

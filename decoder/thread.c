@@ -24,7 +24,9 @@
  * nblocks) into nanoseconds of the snapshot's clock: an item with a new
  * packet gets its time (BTRACE_TIME_PACKET); the items between two such
  * get a time interpolated by the instructions before them
- * (BTRACE_TIME_INTERPOLATED); those before the first packet, or after a
+ * (BTRACE_TIME_INTERPOLATED), unless a system call (ITEM_FAR) lies
+ * between the two: the time jumps there (a blocking call), so they get the
+ * first packet's time as a lower bound (BTRACE_TIME_AFTER); those before the first packet, or after a
  * gap and before the next packet, have none (0).  The items after the
  * last packet wait for the next one; with @final (the end of the trace,
  * or before they leave the window) they get the last packet's time as a
@@ -79,15 +81,23 @@ static void time_pass(struct bt_ctx *c, struct bt_thread_build *b, int final)
 			bl[i].time_ns = 0;
 			bl[i].time_flags = 0;
 			b->tprev = 0;
+			b->tfar = 0;
 			pend = i + 1;
 			pend_cum = cum;
 			continue;
 		}
+		if (it->kind == BTRACE_ITEM_FAR)
+			b->tfar = 1;
 		if (it->time_flags & BT_TIME_NEW) {
 			uint64_t tsc = it->time_ns;
 
 			for (size_t k = pend; k < i; k++) {
-				if (b->tprev) {
+				if (b->tprev && b->tfar) {
+					/* a system call in between: the time
+					 * jumps there, not evenly */
+					time_set(c, b, &bl[k], 0, 0, 0,
+						 BTRACE_TIME_AFTER);
+				} else if (b->tprev) {
 					time_set(c, b, &bl[k], pend_cum, tsc, cum,
 						 BTRACE_TIME_INTERPOLATED);
 				} else {
@@ -100,6 +110,7 @@ static void time_pass(struct bt_ctx *c, struct bt_thread_build *b, int final)
 			if (b->tprev && tsc < b->tprev_tsc)
 				tsc = b->tprev_tsc;   /* never back in time */
 			b->tprev = 1;
+			b->tfar = 0;
 			b->tprev_tsc = tsc;
 			b->tprev_cum = cum;
 			time_set(c, b, it, 0, 0, 0, BTRACE_TIME_PACKET);
@@ -866,6 +877,7 @@ void bt_thread_reset(struct bt_thread_build *b)
 	b->tfix = 0;
 	b->tcum = 0;
 	b->tprev = 0;
+	b->tfar = 0;
 	b->tprev_tsc = b->tprev_cum = 0;
 }
 

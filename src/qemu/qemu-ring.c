@@ -620,8 +620,11 @@ int bt_qemu_rebuild(const struct bt_qemu_ring *r,
 	if (!prev)
 		return 0;
 	out->last_tb_start = prev->start;
-	/* After the last record: a system call it entered, its fault. */
+	/* After the last record: a system call it entered, its fault.  The
+	 * first such sample bounds the last block's end (a system call's
+	 * return may come much later, and nothing of it is in the trace). */
 	nt = bt_times_at(&tm, v->pos, &ta, &tz);
+	tz = ta;
 	/* The end: exact when the fault address is known and reachable. */
 	if (end && end->have_ip) {
 		uint64_t ip = end->ip;

@@ -3,10 +3,10 @@
  * Time from PT timing packets (docs/format.md, "Time"): a hand-made stream
  * (libipt's encoder) over a synthetic image of three blocks ending in
  * not-taken conditional branches, with a TSC packet before the first
- * block's branch and one before the third's.  The first and third blocks
- * get the packets' times (BTRACE_TIME_PACKET), the second one interpolated
- * by instruction count, what follows the last packet a lower bound
- * (BTRACE_TIME_AFTER); the TSC becomes ns by the snapshot's time.tsc
+ * block's branch and one before the third's, then an asynchronous
+ * disable.  The first block and the disable get the packets' times
+ * (BTRACE_TIME_PACKET), the blocks between them times interpolated by
+ * instruction count; the TSC becomes ns by the snapshot's time.tsc
  * (perf's rule, quot/rem without overflow); without time.tsc, or for BTS,
  * every time is 0 and the result has no clock.
  */
@@ -192,23 +192,24 @@ static void test_packets_and_interpolation(struct bt_test *t)
 	/* A: the first packet */
 	BT_EQ_U64(t, 500 + 1000 * 3 / 2, b[0]->time_ns);
 	BT_EQ_INT(t, BTRACE_TIME_PACKET, b[0]->time_flags);
-	/* B: 4 of the 12 instructions from A to C: 1000 + 2000 * 4 / 12 */
-	BT_EQ_U64(t, 500 + (1666 >> 1) * 3 + (((1666 & 1) * 3) >> 1),
-		  b[1]->time_ns);
+	/* C ends at an event (the asynchronous disable): libipt read the
+	 * second packet to report it, so the event's item has it, and B and
+	 * C are interpolated over the 16 instructions from A to it:
+	 * B = 1000 + 2000 * 4 / 16, C = 1000 + 2000 * 12 / 16 */
+	BT_EQ_U64(t, 500 + 1500 * 3 / 2, b[1]->time_ns);
 	BT_EQ_INT(t, BTRACE_TIME_INTERPOLATED, b[1]->time_flags);
-	/* C: the second packet */
-	BT_EQ_U64(t, 500 + 3000 * 3 / 2, b[2]->time_ns);
-	BT_EQ_INT(t, BTRACE_TIME_PACKET, b[2]->time_flags);
+	BT_EQ_U64(t, 500 + 2500 * 3 / 2, b[2]->time_ns);
+	BT_EQ_INT(t, BTRACE_TIME_INTERPOLATED, b[2]->time_flags);
 	/* the call entry: its first block's time, its last block's */
 	BT_REQUIRE(t, r->threads[0].ncalls >= 1);
 	BT_EQ_U64(t, b[0]->time_ns, r->threads[0].calls[0].time_ns);
 	BT_EQ_INT(t, BTRACE_TIME_PACKET, r->threads[0].calls[0].time_flags);
 	BT_CHECK(t, r->threads[0].calls[0].end_time_ns >= b[2]->time_ns);
-	/* the fault's item after the last packet: a lower bound */
+	/* the item of the disable: the second packet */
 	const struct btrace_thread *th = &r->threads[0];
 	BT_REQUIRE(t, th->nblocks > 0);
-	BT_EQ_U64(t, b[2]->time_ns, th->blocks[th->nblocks - 1].time_ns);
-	BT_EQ_INT(t, BTRACE_TIME_AFTER, th->blocks[th->nblocks - 1].time_flags);
+	BT_EQ_U64(t, 500 + 3000 * 3 / 2, th->blocks[th->nblocks - 1].time_ns);
+	BT_EQ_INT(t, BTRACE_TIME_PACKET, th->blocks[th->nblocks - 1].time_flags);
 	btrace_decode_result_free(r);
 }
 
@@ -223,8 +224,8 @@ static void test_conversion_large(struct bt_test *t)
 	r = decode(t, BTRACE_TRACE_PT, "zero=7 mult=2147483648 shift=31", t0, t1);
 	BT_REQUIRE(t, r && blocks(r, b, 8) >= 3);
 	BT_EQ_U64(t, 7 + t0, b[0]->time_ns);
-	BT_EQ_U64(t, 7 + t0 + 4096 * 4 / 12, b[1]->time_ns);
-	BT_EQ_U64(t, 7 + t1, b[2]->time_ns);
+	BT_EQ_U64(t, 7 + t0 + 4096 * 4 / 16, b[1]->time_ns);
+	BT_EQ_U64(t, 7 + t0 + 4096 * 12 / 16, b[2]->time_ns);
 	btrace_decode_result_free(r);
 	/* a typical kernel's: 2.5 GHz TSC, shift 10, mult 410 (0.4 ns) */
 	r = decode(t, BTRACE_TRACE_PT, "zero=100 mult=410 shift=10", t0, t1);

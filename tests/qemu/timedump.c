@@ -6,6 +6,7 @@
  *   clock=NAME | clock=none
  *   steps=TEXT
  *   B TID INDEX IP NINSN TIME_NS FLAGS
+ *   I TID INDEX KIND IP TIME_NS FLAGS    (other items: far, async, ...)
  *   C TID INDEX DEPTH TIME_NS END_TIME_NS FLAGS SYMBOL
  * FLAGS is a hex number of BTRACE_TIME_*.
  */
@@ -42,8 +43,13 @@ int main(int argc, char **argv)
 		for (size_t k = 0; k < t->nblocks; k++) {
 			const struct btrace_block *b = &t->blocks[k];
 
-			if (b->kind != BTRACE_ITEM_BLOCK)
+			if (b->kind != BTRACE_ITEM_BLOCK) {
+				printf("I %d %zu %u 0x%llx %llu %x\n", t->tid,
+				       k, b->kind, (unsigned long long)b->ip,
+				       (unsigned long long)b->time_ns,
+				       b->time_flags);
 				continue;
+			}
 			printf("B %d %zu 0x%llx %u %llu %x\n", t->tid, k,
 			       (unsigned long long)b->ip, b->ninsn,
 			       (unsigned long long)b->time_ns, b->time_flags);
