@@ -1915,7 +1915,7 @@ static void bt_death_config(const struct bt_job *j, const struct bt_death *d,
 	 * plugin's clock samples */
 	if (j->kind == BTRACE_TRACE_PT && d->r.hdr->time_every) {
 		cfg.tsc_bit = 1ull << 10;
-		cfg.pt_config |= cfg.tsc_bit;
+		cfg.pt_config = 0x2001 | cfg.tsc_bit;   /* pt, branch_en, tsc */
 	}
 	cfg.requested_size = j->size;
 	cfg.pad = j->pad;
