@@ -872,13 +872,10 @@ void bt_thread_reset(struct bt_thread_build *b)
 	t->omitted_min_depth = 0;
 	b->sent_items = b->sent_calls = 0;
 	b->first_index = UINT64_MAX;
-	b->tsc = 0;
-	b->tnew = 0;
+	/* time: nothing seen yet */
+	b->tsc = b->tcum = b->tprev_tsc = b->tprev_cum = 0;
+	b->tnew = b->tprev = b->tfar = 0;
 	b->tfix = 0;
-	b->tcum = 0;
-	b->tprev = 0;
-	b->tfar = 0;
-	b->tprev_tsc = b->tprev_cum = 0;
 }
 
 uint64_t bt_thread_units(const struct bt_thread_build *b)

@@ -32,76 +32,61 @@ static const uint8_t code[] = {
 };
 #define UD2 (BASE + sizeof(code) - 2)
 
-static int put(struct pt_encoder *e, struct pt_packet *p)
-{
-	return pt_enc_next(e, p) < 0 ? -1 : 0;
-}
-
-static int tsc(struct pt_encoder *e, uint64_t v)
+/* One packet: @type with the payload @v (an IP, a TSC or TNT bits: not
+ * taken, one bit). */
+static int pkt(struct pt_encoder *e, enum pt_packet_type type, uint64_t v)
 {
 	struct pt_packet p;
 
 	memset(&p, 0, sizeof(p));
-	p.type = ppt_tsc;
-	p.payload.tsc.tsc = v;
-	return put(e, &p);
-}
-
-static int not_taken(struct pt_encoder *e)
-{
-	struct pt_packet p;
-
-	memset(&p, 0, sizeof(p));
-	p.type = ppt_tnt_8;
-	p.payload.tnt.bit_size = 1;
-	p.payload.tnt.payload = 0;
-	return put(e, &p);
+	p.type = type;
+	switch (type) {
+	case ppt_mode:
+		p.payload.mode.leaf = pt_mol_exec;
+		p.payload.mode.bits.exec = pt_set_exec_mode(ptem_64bit);
+		break;
+	case ppt_tip_pge:
+	case ppt_fup:
+		p.payload.ip.ipc = pt_ipc_sext_48;
+		p.payload.ip.ip = v;
+		break;
+	case ppt_tip_pgd:
+		p.payload.ip.ipc = pt_ipc_suppressed;
+		break;
+	case ppt_tsc:
+		p.payload.tsc.tsc = v;
+		break;
+	case ppt_tnt_8:
+		p.payload.tnt.bit_size = 1;
+		break;
+	default:
+		break;
+	}
+	return pt_enc_next(e, &p) < 0 ? -1 : 0;
 }
 
 /* PSB PSBEND MODE TIP.PGE(A) TSC(t0) TNT(A) TNT(B) TSC(t1) TNT(C)
  * FUP(ud2) TIP.PGD: returns the size. */
 static int make_trace(uint8_t *buf, size_t len, uint64_t t0, uint64_t t1)
 {
-	struct pt_config cfg;
-	struct pt_packet p;
-	struct pt_encoder *e;
+	const struct {
+		enum pt_packet_type type;
+		uint64_t v;
+	} seq[] = {
+		{ ppt_psb, 0 }, { ppt_psbend, 0 }, { ppt_mode, 0 },
+		{ ppt_tip_pge, BASE }, { ppt_tsc, t0 }, { ppt_tnt_8, 0 },
+		{ ppt_tnt_8, 0 }, { ppt_tsc, t1 }, { ppt_tnt_8, 0 },
+		{ ppt_fup, UD2 }, { ppt_tip_pgd, 0 },
+	};
+	/* what pt_config_init() sets, and the buffer */
+	struct pt_config cfg = { .size = sizeof(cfg), .begin = buf,
+				 .end = buf + len };
+	struct pt_encoder *e = pt_alloc_encoder(&cfg);
 	uint64_t off = 0;
-	int bad = 0;
+	int bad = !e;
 
-	pt_config_init(&cfg);
-	cfg.begin = buf;
-	cfg.end = buf + len;
-	e = pt_alloc_encoder(&cfg);
-	if (!e)
-		return -1;
-	memset(&p, 0, sizeof(p));
-	p.type = ppt_psb;
-	bad |= put(e, &p);
-	p.type = ppt_psbend;
-	bad |= put(e, &p);
-	p.type = ppt_mode;
-	p.payload.mode.leaf = pt_mol_exec;
-	p.payload.mode.bits.exec = pt_set_exec_mode(ptem_64bit);
-	bad |= put(e, &p);
-	memset(&p, 0, sizeof(p));
-	p.type = ppt_tip_pge;
-	p.payload.ip.ipc = pt_ipc_sext_48;
-	p.payload.ip.ip = BASE;
-	bad |= put(e, &p);
-	bad |= tsc(e, t0);
-	bad |= not_taken(e);
-	bad |= not_taken(e);
-	bad |= tsc(e, t1);
-	bad |= not_taken(e);
-	memset(&p, 0, sizeof(p));
-	p.type = ppt_fup;
-	p.payload.ip.ipc = pt_ipc_sext_48;
-	p.payload.ip.ip = UD2;
-	bad |= put(e, &p);
-	memset(&p, 0, sizeof(p));
-	p.type = ppt_tip_pgd;
-	p.payload.ip.ipc = pt_ipc_suppressed;
-	bad |= put(e, &p);
+	for (size_t i = 0; e && i < sizeof(seq) / sizeof(seq[0]); i++)
+		bad |= pkt(e, seq[i].type, seq[i].v);
 	if (!bad && pt_enc_get_offset(e, &off) < 0)
 		bad = 1;
 	pt_free_encoder(e);
@@ -125,37 +110,21 @@ static struct btrace_decode_result *decode(struct bt_test *t, uint32_t kind,
 
 	if (n <= 0)
 		return NULL;
-	memset(&s, 0, sizeof(s));
-	memset(&map, 0, sizeof(map));
-	memset(&cd, 0, sizeof(cd));
-	memset(&buf, 0, sizeof(buf));
-	map.prot = 5;
-	map.start = BASE;
-	map.end = BASE + 0x1000;
-	map.path = (char *)"//anon";
-	cd.kind = BTRACE_CODE_ANON;
-	cd.vaddr = BASE;
-	cd.data = code;
-	cd.size = sizeof(code);
-	buf.kind = kind;
-	buf.tid = 1;
-	buf.cpu = -1;
-	buf.data = trace;
-	buf.size = (uint64_t)n;
-	meta[0].key = (char *)"time.clock";
-	meta[0].value = (char *)"CLOCK_MONOTONIC";
-	meta[1].key = (char *)"time.tsc";
-	meta[1].value = (char *)conv;
-	s.has_config = 1;
+	map = (struct btrace_mapping){ .prot = 5, .start = BASE,
+				       .end = BASE + 0x1000,
+				       .path = (char *)"//anon" };
+	cd = (struct btrace_code){ .kind = BTRACE_CODE_ANON, .vaddr = BASE,
+				   .data = code, .size = sizeof(code) };
+	buf = (struct btrace_buffer){ .kind = kind, .tid = 1, .cpu = -1,
+				      .data = trace, .size = (uint64_t)n };
+	meta[0] = (struct btrace_meta){ (char *)"time.clock",
+					(char *)"CLOCK_MONOTONIC" };
+	meta[1] = (struct btrace_meta){ (char *)"time.tsc", (char *)conv };
+	s = (struct btrace_snapshot){ .has_config = 1, .mappings = &map,
+				      .nmappings = 1, .code = &cd, .ncode = 1,
+				      .buffers = &buf, .nbuffers = 1,
+				      .meta = meta, .nmeta = conv ? 2 : 1 };
 	s.config.trace_kind = kind;
-	s.mappings = &map;
-	s.nmappings = 1;
-	s.code = &cd;
-	s.ncode = 1;
-	s.buffers = &buf;
-	s.nbuffers = 1;
-	s.meta = meta;
-	s.nmeta = conv ? 2 : 1;
 	if (btrace_decode(&s, NULL, &r, &err)) {
 		bt_test_fail(t, __FILE__, __LINE__, "btrace_decode: %s", err.msg);
 		return NULL;
