@@ -324,19 +324,12 @@ static void time_init(struct bt_ctx *c, struct btrace_decode_result *res)
 	const char *v = btrace_snapshot_meta(c->snap, "time.tsc");
 	const char *clk = btrace_snapshot_meta(c->snap, "time.clock");
 	const char *steps = btrace_snapshot_meta(c->snap, "time.steps");
-	unsigned long long zero, mult;
-	unsigned int shift;
-	int n = 0;
 
-	if (!v || !clk || !c->snap->has_config ||
-	    c->snap->config.trace_kind != BTRACE_TRACE_PT)
+	if (!clk || !c->snap->has_config ||
+	    c->snap->config.trace_kind != BTRACE_TRACE_PT ||
+	    bt_time_tsc_parse(v, &c->tconv.zero, &c->tconv.mult,
+			      &c->tconv.shift))
 		return;
-	if (sscanf(v, "zero=%llu mult=%llu shift=%u%n", &zero, &mult, &shift,
-		   &n) != 3 || v[n] || !mult || mult > UINT32_MAX || shift > 63)
-		return;
-	c->tconv.zero = zero;
-	c->tconv.mult = (uint32_t)mult;
-	c->tconv.shift = (uint16_t)shift;
 	c->timed = 1;
 	res->clock = bt_ctx_strdup(c, clk);
 	res->time_steps = steps ? bt_ctx_strdup(c, steps) : NULL;

@@ -563,8 +563,12 @@ int bt_qemu_rebuild(const struct bt_qemu_ring *r,
 				out->first_ip = t->start;
 			bt_set(&b, prev ? BT_QEMU_MARK_GAP : BT_QEMU_MARK_BEGIN,
 			       0, 0, t->start, 0);
-			rc = cb(ctx, &b);
-			if (!rc && nt)
+			/* the start's time goes into its PSB+ (the encoder
+			 * holds a time given before the first PSB) */
+			rc = !prev && nt ? bt_time_mark(cb, ctx, tz, out) : 0;
+			if (!rc)
+				rc = cb(ctx, &b);
+			if (!rc && prev && nt)
 				rc = bt_time_mark(cb, ctx, tz, out);
 			if (rc)
 				return rc;

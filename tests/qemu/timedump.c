@@ -5,7 +5,7 @@
  * call entry of every thread:
  *   clock=NAME | clock=none
  *   steps=TEXT
- *   B TID INDEX IP NINSN TIME_NS FLAGS
+ *   B TID INDEX IP NINSN TIME_NS FLAGS END_IP
  *   I TID INDEX KIND IP TIME_NS FLAGS    (other items: far, async, ...)
  *   C TID INDEX DEPTH TIME_NS END_TIME_NS FLAGS SYMBOL
  * FLAGS is a hex number of BTRACE_TIME_*.
@@ -50,9 +50,10 @@ int main(int argc, char **argv)
 				       b->time_flags);
 				continue;
 			}
-			printf("B %d %zu 0x%llx %u %llu %x\n", t->tid, k,
-			       (unsigned long long)b->ip, b->ninsn,
-			       (unsigned long long)b->time_ns, b->time_flags);
+			printf("B %d %zu 0x%llx %u %llu %x 0x%llx\n", t->tid,
+			       k, (unsigned long long)b->ip, b->ninsn,
+			       (unsigned long long)b->time_ns, b->time_flags,
+			       (unsigned long long)b->end_ip);
 		}
 		for (size_t k = 0; k < t->ncalls; k++) {
 			const struct btrace_call *c = &t->calls[k];
