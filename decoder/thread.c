@@ -130,28 +130,26 @@ static void time_pass(struct bt_ctx *c, struct bt_thread_build *b, int final)
 
 /* The time of a call entry from its first and last item (@first: their
  * position in blocks[], or SIZE_MAX; @f: the first item, when it left the
- * window). */
-static void call_time(const struct btrace_thread *t, struct btrace_call *x,
+ * window): only items that have their time (before blocks[b->tfix]). */
+static void call_time(const struct bt_thread_build *b, struct btrace_call *x,
 		      size_t first, const struct btrace_block *f)
 {
+	const struct btrace_thread *t = b->t;
+	size_t n = b->tfix < t->nblocks ? b->tfix : t->nblocks;
+
 	x->time_ns = 0;
 	x->end_time_ns = 0;
 	x->time_flags = 0;
 	if (first < t->nblocks)
-		f = &t->blocks[first];
-	if (f && !(f->time_flags & BT_TIME_NEW)) {
+		f = first < n ? &t->blocks[first] : NULL;
+	if (f) {
 		x->time_ns = f->time_ns;
 		x->time_flags = f->time_flags;
 	}
-	if (first < t->nblocks && x->nblocks &&
-	    x->nblocks - 1 < t->nblocks - first &&
+	if (first < n && x->nblocks && x->nblocks - 1 < n - first &&
 	    !(t->omitted_blocks && first < t->omit_block_at &&
-	      first + x->nblocks > t->omit_block_at)) {
-		const struct btrace_block *l = &t->blocks[first + x->nblocks - 1];
-
-		if (!(l->time_flags & BT_TIME_NEW))
-			x->end_time_ns = l->time_ns;
-	}
+	      first + x->nblocks > t->omit_block_at))
+		x->end_time_ns = t->blocks[first + x->nblocks - 1].time_ns;
 }
 
 /* Streaming (btrace_decode_opts.sink): an item to the sink, its symbol
@@ -216,7 +214,7 @@ static int stream_calls(struct bt_ctx *c, struct bt_thread_build *b, size_t n)
 					bt_syms_lookup(c, f.ip) : NULL;
 				fp = &f;
 			}
-			call_time(t, &x, x.first_block >= t->dropped_blocks ?
+			call_time(b, &x, x.first_block >= t->dropped_blocks ?
 				  (size_t)(x.first_block - t->dropped_blocks) :
 				  SIZE_MAX, fp);
 		}
@@ -545,7 +543,7 @@ static int analyze_thread(struct bt_ctx *c, struct bt_thread_build *b)
 
 		t->calls[i].first_block = bt_thread_position(b, x);
 		/* its first item kept, or the copy of it that left */
-		call_time(t, &t->calls[i], x >= t->dropped_blocks ?
+		call_time(b, &t->calls[i], x >= t->dropped_blocks ?
 			  (size_t)t->calls[i].first_block : SIZE_MAX,
 			  x == b->first_index ? &b->first : NULL);
 	}
