@@ -139,9 +139,12 @@ def main():
             t or fl for bl in r[1].values() for t, fl in bl),
            "BTRACE_QEMU_TIME=0: no clock and every time 0")
         info = subprocess.run([btrace, "info", snap], capture_output=True,
-                              text=True)
-        ok("CLOCK_MONOTONIC" in info.stdout,
-           "btrace info names the clock")
+                              text=True).stdout
+        info0 = subprocess.run([btrace, "info", snap0], capture_output=True,
+                               text=True).stdout
+        ok("\ntime:       CLOCK_MONOTONIC; a TSC packet" in info and
+           "\ntime:       none" in info0,
+           "btrace info says the clock and where the packets are, or none")
 
 
 main()
