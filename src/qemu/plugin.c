@@ -35,7 +35,7 @@
  *                 QEMU itself (default 1: leave it alone)
  *   time=N        a CLOCK_MONOTONIC sample every N records (and at every
  *                 system call, thread start and exit, host fault); 0: no
- *                 clock samples at all (default 64, at most 1024)
+ *                 clock samples at all (default 256, at most 1024)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -704,7 +704,7 @@ static uint64_t bt_record_count(void)
 /*
  * A clock sample (ring-file.h, struct bt_ring_time) at the calling
  * thread's current record count.  CLOCK_MONOTONIC through the vDSO: one
- * clock for every thread and process, in nanoseconds, about 20 ns a read
+ * clock for every thread and process, in nanoseconds, 20-90 ns a read
  * (docs/performance.md).  A sample whose position went back (a loop fold
  * since the last one) replaces the last one.
  */
