@@ -495,6 +495,7 @@ struct bt_times {
 	const struct bt_qemu_view *v;
 	uint64_t i;           /* next sample */
 	uint64_t last_ns;     /* the last one passed on */
+	uint64_t before_ns;   /* the last one skipped (before the history) */
 };
 
 /* The samples at record position @pos (those before it are skipped):
@@ -511,6 +512,8 @@ static unsigned int bt_times_at(struct bt_times *t, uint64_t pos,
 
 		if (p > pos)
 			break;
+		if (p < pos && ns >= t->before_ns)
+			t->before_ns = ns;
 		if (p < pos || ns < t->last_ns || !ns)
 			continue;
 		if (!n++)
@@ -539,7 +542,7 @@ int bt_qemu_rebuild(const struct bt_qemu_ring *r,
 	const struct bt_tb_info *prev = NULL;
 	const struct bt_qemu_view *v = bt_view(r, s);
 	uint64_t pos, first = bt_first_pos(r, v);
-	struct bt_times tm = { v, v->tfirst, 0 };
+	struct bt_times tm = { v, v->tfirst, 0, 0 };
 	uint64_t ta = 0, tz = 0;
 	unsigned int nt;
 	struct bt_branch b;
@@ -564,7 +567,14 @@ int bt_qemu_rebuild(const struct bt_qemu_ring *r,
 			bt_set(&b, prev ? BT_QEMU_MARK_GAP : BT_QEMU_MARK_BEGIN,
 			       0, 0, t->start, 0);
 			/* the start's time goes into its PSB+ (the encoder
-			 * holds a time given before the first PSB) */
+			 * holds a time given before the first PSB); when the
+			 * ring wrapped, the last sample before the history
+			 * (a lower bound: perf needs a time in the first
+			 * PSB+, docs/export.md) */
+			if (!prev && !nt && tm.before_ns) {
+				nt = 1;
+				tz = tm.before_ns;
+			}
 			rc = !prev && nt ? bt_time_mark(cb, ctx, tz, out) : 0;
 			if (!rc)
 				rc = cb(ctx, &b);
