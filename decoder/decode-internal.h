@@ -344,6 +344,11 @@ struct bt_thread_build {
 
 /* Internal mark of an item's time_flags while time_ns is a raw TSC (never
  * seen outside the decoder). */
+_Static_assert(offsetof(struct btrace_block, reserved2) ==
+	       offsetof(struct btrace_block, time_ns) + 12 &&
+	       offsetof(struct btrace_block, time_flags) ==
+	       offsetof(struct btrace_block, time_ns) + 8,
+	       "time_ns, time_flags, reserved2: 16 bytes (pt.c zeroes them)");
 #define BT_TIME_NEW 0x80000000u
 
 /* thread.c: pt.c saw the time stamp counter at @tsc (a timing packet). */

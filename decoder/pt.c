@@ -211,6 +211,9 @@ static inline int bt_block_fast(struct bt_ctx *c, struct bt_fast *h,
 	r->ninsn = blk->ninsn;
 	memcpy(&r->iclass, e->tail, sizeof(e->tail));
 	r->depth = depth;
+	/* time_ns, time_flags, reserved2: 0 (a trace with time stamps the
+	 * block after this) */
+	memset(&r->time_ns, 0, 16);
 	h->rec = r + 1;
 	h->i = i + 1;
 	h->tot += blk->ninsn;
@@ -289,13 +292,23 @@ static int64_t hold_item(struct pt_state *st, uint32_t kind, uint64_t ip)
  * transfer's TIP.PGD, the TIP.PGE and the timing packet after it), so the
  * time would be the return's; the events carry their own (pt_event.tsc).
  */
-static void block_time(struct pt_state *st)
+static void block_time(struct pt_state *st, int status)
 {
 	uint64_t tsc = 0;
 	uint32_t lost_mtc, lost_cyc;
 
-	if (pt_blk_time(st->dec, &tsc, &lost_mtc, &lost_cyc) >= 0 && tsc)
+	if (!(status & pts_event_pending) &&
+	    pt_blk_time(st->dec, &tsc, &lost_mtc, &lost_cyc) >= 0 && tsc)
 		bt_thread_tsc(st->b, tsc);
+}
+
+/* A block the block path took (bt_block_fast(): its time is 0): its time. */
+static __attribute__((noinline)) void block_stamp(struct pt_state *st,
+						  int status,
+						  struct btrace_block *r)
+{
+	block_time(st, status);
+	bt_thread_stamp(st->b, r);
 }
 
 static int handle_event(struct pt_state *st, const struct pt_event *ev)
@@ -396,6 +409,7 @@ int bt_pt_decode_from(struct bt_ctx *c, const struct btrace_buffer *buf,
 	struct bt_fast h;
 	int status, ret = 0;
 	uint64_t sync_off = start;
+	const int timed = c->timed;
 
 	pt_config_init(&cfg);
 	cfg.begin = (uint8_t *)buf->data;
@@ -450,13 +464,14 @@ int bt_pt_decode_from(struct bt_ctx *c, const struct btrace_buffer *buf,
 					break;
 				uint64_t off = block_offset(&st);
 
-				if (c->timed && !(status & pts_event_pending))
-					block_time(&st);
 				if (bt_block_fast(c, &h, &blk, off)) {
-					bt_thread_stamp(b, h.rec - 1);
+					if (__builtin_expect(timed, 0))
+						block_stamp(&st, status, h.rec - 1);
 					continue;
 				}
 				fast_store(&st, &h);
+				if (timed)
+					block_time(&st, status);
 				ret = bt_thread_add_insns(c, b, blk.ip, blk.end_ip,
 							  blk.ninsn, off);
 				if (ret < 0)
