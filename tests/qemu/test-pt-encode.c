@@ -458,6 +458,29 @@ static int is_suffix(const uint64_t *s, size_t ns, const uint64_t *t,
 	return ns <= nt && !memcmp(s, t + (nt - ns), ns * sizeof(*s));
 }
 
+/* The offsets of every PSB in @data (libipt's packet decoder): *@out, a
+ * malloc'd array; returns how many, -1 on failure. */
+static int psb_offsets(const uint8_t *data, uint64_t size, uint64_t **out)
+{
+	struct pt_config cfg;
+	struct pt_packet_decoder *pkt;
+	size_t n = 0, cap = 0;
+	uint64_t off;
+
+	*out = NULL;
+	pt_config_init(&cfg);
+	cfg.begin = (uint8_t *)data;
+	cfg.end = (uint8_t *)data + size;
+	pkt = pt_pkt_alloc_decoder(&cfg);
+	if (!pkt)
+		return -1;
+	while (pt_pkt_sync_forward(pkt) >= 0 &&
+	       pt_pkt_get_sync_offset(pkt, &off) >= 0)
+		push_u64(out, &n, &cap, off);
+	pt_pkt_free_decoder(pkt);
+	return (int)n;
+}
+
 /* ---- tests ---- */
 
 static void roundtrip(struct bt_test *t, int retcomp, int tnt64,
@@ -536,41 +559,31 @@ static void test_many_seeds(struct bt_test *t)
 static void test_sync_at_every_psb(struct bt_test *t)
 {
 	struct bt_pt_enc_opts o = { .retcomp = 1, .psb_period = 200 };
-	struct pt_packet_decoder *pkt;
-	struct pt_config cfg;
 	struct bt_pt_enc *e;
 	struct walk w;
 	const uint8_t *data;
-	uint64_t size;
-	int npsb = 0, good = 0;
+	uint64_t size, *psb;
+	int npsb, good = 0;
 
 	walk_run(&w, 8000, 77);
 	BT_REQUIRE(t, encode_walk(&w, &o, SIZE_MAX, SIZE_MAX, 0, &e) == 0);
 	data = bt_pt_enc_data(e, &size, NULL);
-	pt_config_init(&cfg);
-	cfg.begin = (uint8_t *)data;
-	cfg.end = (uint8_t *)data + size;
-	pkt = pt_pkt_alloc_decoder(&cfg);
-	BT_REQUIRE(t, pkt != NULL);
-	while (pt_pkt_sync_forward(pkt) >= 0) {
-		uint64_t off;
+	npsb = psb_offsets(data, size, &psb);
+	for (int i = 0; i < npsb; i++) {
 		struct decoded d;
 
-		if (pt_pkt_get_sync_offset(pkt, &off) < 0)
-			break;
-		npsb++;
-		decode(data, size, (long)off, &d);
+		decode(data, size, (long)psb[i], &d);
 		if (!d.error && d.n > 0 && is_suffix(d.ip, d.n, w.truth,
 						     w.ntruth))
 			good++;
 		else
 			bt_test_diag("PSB at %" PRIu64 ": error %d, %zu insns",
-				     off, d.error, d.n);
+				     psb[i], d.error, d.n);
 		decoded_free(&d);
 	}
 	BT_CHECK(t, npsb > 20);
 	BT_EQ_INT(t, npsb, good);
-	pt_pkt_free_decoder(pkt);
+	free(psb);
 	bt_pt_enc_free(e);
 	walk_free(&w);
 }
@@ -583,15 +596,13 @@ static void test_sync_at_every_psb(struct bt_test *t)
 static void test_time_packets(struct bt_test *t)
 {
 	struct bt_pt_enc_opts o = { .retcomp = 1, .psb_period = 300 };
-	struct pt_packet_decoder *pkt;
-	struct pt_config cfg;
 	struct bt_pt_enc *e;
 	struct decoded d;
 	struct walk w;
 	const uint8_t *data;
-	uint64_t size, last = 0, given;
+	uint64_t size, last = 0, given, *psb;
 	size_t distinct = 0, back = 0;
-	int npsb = 0, timed = 0;
+	int npsb, timed = 0;
 
 	walk_run(&w, 6000, 31);
 	BT_REQUIRE(t, encode_walk(&w, &o, SIZE_MAX, SIZE_MAX, 7, &e) == 0);
@@ -614,25 +625,16 @@ static void test_time_packets(struct bt_test *t)
 	BT_EQ_U64(t, TSC_BASE + given - 1, last);
 	decoded_free(&d);
 	/* every PSB: a time before the first block's branch is read */
-	pt_config_init(&cfg);
-	cfg.begin = (uint8_t *)data;
-	cfg.end = (uint8_t *)data + size;
-	pkt = pt_pkt_alloc_decoder(&cfg);
-	BT_REQUIRE(t, pkt != NULL);
-	while (pt_pkt_sync_forward(pkt) >= 0) {
-		uint64_t off;
-
-		if (pt_pkt_get_sync_offset(pkt, &off) < 0)
-			break;
-		npsb++;
-		decode(data, size, (long)off, &d);
+	npsb = psb_offsets(data, size, &psb);
+	for (int i = 0; i < npsb; i++) {
+		decode(data, size, (long)psb[i], &d);
 		if (!d.error && d.ntsc && d.tsc[0] >= TSC_BASE)
 			timed++;
 		decoded_free(&d);
 	}
 	BT_CHECK(t, npsb > 20);
 	BT_EQ_INT(t, npsb, timed);
-	pt_pkt_free_decoder(pkt);
+	free(psb);
 	bt_pt_enc_free(e);
 	walk_free(&w);
 }
