@@ -20,6 +20,10 @@
 #        QEMU (qemu-x86_64), BEFORE (another build directory: its btrace
 #        runs as one more command of the same rounds, for before/after
 #        figures from one run).
+# Time: the third command of each bench is btrace without clock samples
+# (BTRACE_QEMU_TIME=0), so the cost of time is the second row's ratio over
+# the third's, from the same rounds; at the end, the trace and snapshot
+# sizes of one branchy run recorded with --on exit, with and without time.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$top/build}" && pwd)
@@ -37,6 +41,7 @@ ninja -C "$build" src/cli/btrace src/qemu/libbtrace-qemu.so >/dev/null ||
 	echo "warning: build failed; using the binaries in $build" >&2
 cc -O2 -g -o "$work/branchy" "$top/bench/branchy.c"
 btrace="$build/src/cli/btrace record -b qemu -q -o $work/snap.btrace --"
+btrace_notime="env BTRACE_QEMU_TIME=0 $build/src/cli/btrace record -b qemu -q -o $work/snapnt.btrace --"
 btrace_before=
 if [ -n "$before" ]; then
 	before=$(cd "$before" && pwd)
@@ -95,6 +100,7 @@ EOF
 bench branchy \
 	"$qemu $work/branchy $n" \
 	"$btrace $work/branchy $n" \
+	"$btrace_notime $work/branchy $n" \
 	"${btrace_before:+$btrace_before $work/branchy $n}" \
 	"$qemu -cpu max $work/branchy $n" \
 	"$work/branchy $n"
@@ -102,10 +108,23 @@ bench branchy \
 bench pyload \
 	"$qemu $py $top/bench/pyload.py $scale" \
 	"$btrace $py $top/bench/pyload.py $scale" \
+	"$btrace_notime $py $top/bench/pyload.py $scale" \
 	"${btrace_before:+$btrace_before $py $top/bench/pyload.py $scale}" \
 	"$qemu -cpu max $py $top/bench/pyload.py $scale" \
 	"$py $top/bench/pyload.py $scale"
+# Size: one run of branchy (SIZE_N iterations, default 200000: the 4 MiB
+# ring does not wrap) kept whole with --on exit, with and without time.
+sn=${SIZE_N:-200000}
+echo
+echo "size (branchy $sn iterations, --on exit):"
+for t in 256 64 0; do
+	rm -f "$work/size.btrace"
+	kept=$(BTRACE_QEMU_TIME=$t "$build/src/cli/btrace" record -b qemu \
+		--on exit -o "$work/size.btrace" -- "$work/branchy" "$sn" 2>&1 >/dev/null |
+		sed -n 's/.* \([0-9.]* [KMG]*i*B\) of trace kept.*/\1/p')
+	echo "  BTRACE_QEMU_TIME=$t: trace kept $kept, snapshot $(stat -c %s "$work/size.btrace") bytes"
+done
 echo
 echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (end)"
-echo "(first row: baseline; then btrace record -b qemu${before:+ (this build, then $before)};"
+echo "(first row: baseline; then btrace record -b qemu, the same without time${before:+, then $before};"
 echo " the same qemu with -cpu max; native.  x = ratio to the baseline.)"

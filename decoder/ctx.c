@@ -143,3 +143,12 @@ void bt_map_free(struct bt_map *m)
 	free(m->vals);
 	memset(m, 0, sizeof(*m));
 }
+
+uint64_t bt_time_ns(const struct bt_time_conv *cv, uint64_t tsc)
+{
+	/* perf_event_mmap_page's rule, without overflow: quot and rem */
+	uint64_t quot = tsc >> cv->shift;
+	uint64_t rem = tsc & (((uint64_t)1 << cv->shift) - 1);
+
+	return cv->zero + quot * cv->mult + ((rem * cv->mult) >> cv->shift);
+}

@@ -135,7 +135,21 @@ struct bt_ctx {
 	/* string arena */
 	char **strs;
 	size_t nstrs, cstrs;
+
+	/* time (PT timing packets): the snapshot's conversion of a TSC value
+	 * to nanoseconds of its clock, perf's formula (docs/format.md,
+	 * "Time"); timed 0: the trace has no time */
+	int timed;
+	struct bt_time_conv {
+		uint64_t zero;
+		uint32_t mult;
+		uint16_t shift;
+	} tconv;
 };
+
+/* ctx.c: nanoseconds of the snapshot's clock at TSC value @tsc:
+ * zero + tsc * mult / 2^shift, as perf_event_mmap_page documents it. */
+uint64_t bt_time_ns(const struct bt_time_conv *cv, uint64_t tsc);
 
 void bt_hugepages(void *p, size_t len);
 
@@ -323,7 +337,45 @@ struct bt_thread_build {
 	uint64_t hole_blocks;        /* ... BTRACE_ITEM_BLOCKs of them */
 	uint64_t hole_calls;         /* call entries left out */
 	int32_t hole_min_depth;      /* their least depth (raw) */
+	/* time (ctx.timed): items get the last timing packet's raw TSC, and
+	 * BT_TIME_NEW on the first item after a new one; bt_thread_time()
+	 * turns them into ns, packets and interpolations (thread.c) */
+	uint64_t tsc;                /* last TSC seen, 0 none */
+	int tnew;                    /* a new TSC, not stamped on an item yet */
+	size_t tfix;                 /* blocks[tfix, nblocks) not turned yet */
+	uint64_t tcum;               /* instructions before blocks[tfix] */
+	int tprev;                   /* a packet before blocks[tfix] ... */
+	int tfar;                    /* ... and an ITEM_FAR after it */
+	uint64_t tprev_tsc;          /* ... its TSC */
+	uint64_t tprev_cum;          /* ... instructions before its item */
 };
+
+/* Internal mark of an item's time_flags while time_ns is a raw TSC (never
+ * seen outside the decoder). */
+_Static_assert(offsetof(struct btrace_block, reserved2) ==
+	       offsetof(struct btrace_block, time_ns) + 12 &&
+	       offsetof(struct btrace_block, time_flags) ==
+	       offsetof(struct btrace_block, time_ns) + 8,
+	       "time_ns, time_flags, reserved2: 16 bytes (pt.c zeroes them)");
+#define BT_TIME_NEW 0x80000000u
+
+/* thread.c: pt.c saw the time stamp counter at @tsc (a timing packet). */
+static inline void bt_thread_tsc(struct bt_thread_build *b, uint64_t tsc)
+{
+	if (tsc != b->tsc) {
+		b->tsc = tsc;
+		b->tnew = 1;
+	}
+}
+
+/* thread.c: the raw time of a new item. */
+static inline void bt_thread_stamp(struct bt_thread_build *b,
+				   struct btrace_block *it)
+{
+	it->time_ns = b->tsc;
+	it->time_flags = b->tnew ? BT_TIME_NEW : 0;
+	b->tnew = 0;
+}
 
 /* thread.c: the thread result builder.  Set up a thread's build from the
  * options (bt_thread_init), then before each decode of its buffer

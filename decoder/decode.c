@@ -313,6 +313,28 @@ static int decode_threads(struct bt_result *r)
 	return 0;
 }
 
+/*
+ * The snapshot's time conversion (metadata time.tsc "zero=Z mult=M
+ * shift=S", written by the backend that put timing packets in a PT
+ * trace): without it, or with a value out of range, the trace has no
+ * time for the decoder.
+ */
+static void time_init(struct bt_ctx *c, struct btrace_decode_result *res)
+{
+	const char *v = btrace_snapshot_meta(c->snap, "time.tsc");
+	const char *clk = btrace_snapshot_meta(c->snap, "time.clock");
+	const char *steps = btrace_snapshot_meta(c->snap, "time.steps");
+
+	if (!clk || !c->snap->has_config ||
+	    c->snap->config.trace_kind != BTRACE_TRACE_PT ||
+	    bt_time_tsc_parse(v, &c->tconv.zero, &c->tconv.mult,
+			      &c->tconv.shift))
+		return;
+	c->timed = 1;
+	res->clock = bt_ctx_strdup(c, clk);
+	res->time_steps = steps ? bt_ctx_strdup(c, steps) : NULL;
+}
+
 int btrace_decode(const struct btrace_snapshot *snap,
 		  const struct btrace_decode_opts *opts,
 		  struct btrace_decode_result **out,
@@ -360,6 +382,7 @@ int btrace_decode(const struct btrace_snapshot *snap,
 
 	struct btrace_decode_result *res = &r->pub;
 	result_process(snap, res);
+	time_init(c, res);
 	res->threads = calloc(snap->nbuffers + 1, sizeof(*res->threads));
 	r->src = calloc(snap->nbuffers + 1, sizeof(*r->src));
 	if (!res->threads || !r->src) {

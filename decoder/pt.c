@@ -211,6 +211,9 @@ static inline int bt_block_fast(struct bt_ctx *c, struct bt_fast *h,
 	r->ninsn = blk->ninsn;
 	memcpy(&r->iclass, e->tail, sizeof(e->tail));
 	r->depth = depth;
+	/* time_ns, time_flags, reserved2: 0 (a trace with time stamps the
+	 * block after this) */
+	memset(&r->time_ns, 0, 16);
 	h->rec = r + 1;
 	h->i = i + 1;
 	h->tot += blk->ninsn;
@@ -281,11 +284,40 @@ static int64_t hold_item(struct pt_state *st, uint32_t kind, uint64_t ip)
 	return bt_thread_hold(st->c, st->b, &it);
 }
 
+/*
+ * The time after a block: the timing packets libipt read to find where
+ * the block ends (its branch's TNT or TIP) are behind it, so a new time
+ * belongs to this block (docs/format.md, "Time").  Not after a block that
+ * ends at an event: to report the event, libipt reads on past it (a far
+ * transfer's TIP.PGD, the TIP.PGE and the timing packet after it), so the
+ * time would be the return's; the events carry their own (pt_event.tsc).
+ */
+static void block_time(struct pt_state *st, int status)
+{
+	uint64_t tsc = 0;
+	uint32_t lost_mtc, lost_cyc;
+
+	if (!(status & pts_event_pending) &&
+	    pt_blk_time(st->dec, &tsc, &lost_mtc, &lost_cyc) >= 0 && tsc)
+		bt_thread_tsc(st->b, tsc);
+}
+
+/* A block the block path took (bt_block_fast(): its time is 0): its time. */
+static __attribute__((noinline)) void block_stamp(struct pt_state *st,
+						  int status,
+						  struct btrace_block *r)
+{
+	block_time(st, status);
+	bt_thread_stamp(st->b, r);
+}
+
 static int handle_event(struct pt_state *st, const struct pt_event *ev)
 {
 	struct bt_thread_build *b = st->b;
 	int64_t ret = 0;
 
+	if (st->c->timed && ev->has_tsc && ev->tsc)
+		bt_thread_tsc(b, ev->tsc);
 	switch (ev->type) {
 	case ptev_enabled: {
 		int kind = bt_thread_complete(st->c, b, ev->variant.enabled.ip);
@@ -377,6 +409,7 @@ int bt_pt_decode_from(struct bt_ctx *c, const struct btrace_buffer *buf,
 	struct bt_fast h;
 	int status, ret = 0;
 	uint64_t sync_off = start;
+	const int timed = c->timed;
 
 	pt_config_init(&cfg);
 	cfg.begin = (uint8_t *)buf->data;
@@ -431,9 +464,14 @@ int bt_pt_decode_from(struct bt_ctx *c, const struct btrace_buffer *buf,
 					break;
 				uint64_t off = block_offset(&st);
 
-				if (bt_block_fast(c, &h, &blk, off))
+				if (bt_block_fast(c, &h, &blk, off)) {
+					if (__builtin_expect(timed, 0))
+						block_stamp(&st, status, h.rec - 1);
 					continue;
+				}
 				fast_store(&st, &h);
+				if (timed)
+					block_time(&st, status);
 				ret = bt_thread_add_insns(c, b, blk.ip, blk.end_ip,
 							  blk.ninsn, off);
 				if (ret < 0)

@@ -17,6 +17,141 @@
 #include "decode-internal.h"
 #include "util.h"
 
+/*
+ * Time (ctx.timed).  While decoding, an item's time_ns is the raw TSC of
+ * the last timing packet before it, and the first item after a new packet
+ * has BT_TIME_NEW (bt_thread_stamp()).  This pass turns blocks[tfix,
+ * nblocks) into nanoseconds of the snapshot's clock: an item with a new
+ * packet gets its time (BTRACE_TIME_PACKET); the items between two such
+ * get a time interpolated by the instructions before them
+ * (BTRACE_TIME_INTERPOLATED), unless a system call (ITEM_FAR) lies
+ * between the two: the time jumps there (a blocking call), so they get the
+ * first packet's time as a lower bound (BTRACE_TIME_AFTER); those before the first packet, or after a
+ * gap and before the next packet, have none (0).  The items after the
+ * last packet wait for the next one; with @final (the end of the trace,
+ * or before they leave the window) they get the last packet's time as a
+ * lower bound (BTRACE_TIME_AFTER).
+ */
+static void time_set(struct bt_ctx *c, struct bt_thread_build *b,
+		     struct btrace_block *it, uint64_t cum, uint64_t tsc,
+		     uint64_t ncum, int how)
+{
+	uint64_t t = b->tprev_tsc;
+
+	if (how == BTRACE_TIME_INTERPOLATED && ncum > b->tprev_cum &&
+	    tsc > t)
+		t += (uint64_t)((unsigned __int128)(tsc - t) *
+				(cum - b->tprev_cum) / (ncum - b->tprev_cum));
+	it->time_ns = bt_time_ns(&c->tconv, t);
+	it->time_flags = how;
+}
+
+/* blocks[from, to) after the last packet: a lower bound, or unknown. */
+static void time_tail(struct bt_ctx *c, struct bt_thread_build *b,
+		      size_t from, size_t to)
+{
+	struct btrace_block *bl = b->t->blocks;
+
+	for (size_t k = from; k < to; k++) {
+		if (b->tprev) {
+			time_set(c, b, &bl[k], 0, 0, 0, BTRACE_TIME_AFTER);
+		} else {
+			bl[k].time_ns = 0;
+			bl[k].time_flags = 0;
+		}
+	}
+}
+
+static void time_pass(struct bt_ctx *c, struct bt_thread_build *b, int final)
+{
+	struct btrace_thread *t = b->t;
+	struct btrace_block *bl = t->blocks;
+	size_t pend = b->tfix;
+	uint64_t cum = b->tcum, pend_cum = cum;
+
+	if (!c->timed)
+		return;
+	for (size_t i = b->tfix; i < t->nblocks; i++) {
+		struct btrace_block *it = &bl[i];
+		uint64_t n = it->kind == BTRACE_ITEM_BLOCK ? it->ninsn : 0;
+
+		if (it->kind == BTRACE_ITEM_GAP) {
+			/* no instruction count across it */
+			time_tail(c, b, pend, i + 1);
+			bl[i].time_ns = 0;
+			bl[i].time_flags = 0;
+			b->tprev = 0;
+			b->tfar = 0;
+			pend = i + 1;
+			pend_cum = cum;
+			continue;
+		}
+		if (it->kind == BTRACE_ITEM_FAR)
+			b->tfar = 1;
+		if (it->time_flags & BT_TIME_NEW) {
+			uint64_t tsc = it->time_ns;
+
+			for (size_t k = pend; k < i; k++) {
+				if (b->tprev && b->tfar) {
+					/* a system call in between: the time
+					 * jumps there, not evenly */
+					time_set(c, b, &bl[k], 0, 0, 0,
+						 BTRACE_TIME_AFTER);
+				} else if (b->tprev) {
+					time_set(c, b, &bl[k], pend_cum, tsc, cum,
+						 BTRACE_TIME_INTERPOLATED);
+				} else {
+					bl[k].time_ns = 0;
+					bl[k].time_flags = 0;
+				}
+				if (bl[k].kind == BTRACE_ITEM_BLOCK)
+					pend_cum += bl[k].ninsn;
+			}
+			if (b->tprev && tsc < b->tprev_tsc)
+				tsc = b->tprev_tsc;   /* never back in time */
+			b->tprev = 1;
+			b->tfar = 0;
+			b->tprev_tsc = tsc;
+			b->tprev_cum = cum;
+			time_set(c, b, it, 0, 0, 0, BTRACE_TIME_PACKET);
+			pend = i + 1;
+			pend_cum = cum + n;
+		}
+		cum += n;
+	}
+	b->tfix = pend;
+	b->tcum = pend_cum;
+	if (final) {
+		time_tail(c, b, pend, t->nblocks);
+		b->tfix = t->nblocks;
+		b->tcum = cum;
+	}
+}
+
+/* The time of a call entry from its first and last item (@first: their
+ * position in blocks[], or SIZE_MAX; @f: the first item, when it left the
+ * window): only items that have their time (before blocks[b->tfix]). */
+static void call_time(const struct bt_thread_build *b, struct btrace_call *x,
+		      size_t first, const struct btrace_block *f)
+{
+	const struct btrace_thread *t = b->t;
+	size_t n = b->tfix < t->nblocks ? b->tfix : t->nblocks;
+
+	x->time_ns = 0;
+	x->end_time_ns = 0;
+	x->time_flags = 0;
+	if (first < t->nblocks)
+		f = first < n ? &t->blocks[first] : NULL;
+	if (f) {
+		x->time_ns = f->time_ns;
+		x->time_flags = f->time_flags;
+	}
+	if (first < n && x->nblocks && x->nblocks - 1 < n - first &&
+	    !(t->omitted_blocks && first < t->omit_block_at &&
+	      first + x->nblocks > t->omit_block_at))
+		x->end_time_ns = t->blocks[first + x->nblocks - 1].time_ns;
+}
+
 /* Streaming (btrace_decode_opts.sink): an item to the sink, its symbol
  * set (the window's are set by bt_analyze_thread(), for what it keeps). */
 static int sink_item(struct bt_ctx *c, struct bt_thread_build *b,
@@ -79,6 +214,9 @@ static int stream_calls(struct bt_ctx *c, struct bt_thread_build *b, size_t n)
 					bt_syms_lookup(c, f.ip) : NULL;
 				fp = &f;
 			}
+			call_time(b, &x, x.first_block >= t->dropped_blocks ?
+				  (size_t)(x.first_block - t->dropped_blocks) :
+				  SIZE_MAX, fp);
 		}
 		if (b->sink->call)
 			ret = b->sink->call(b->sink->arg, t, &x, idx, fp);
@@ -107,6 +245,14 @@ static int compact(struct bt_ctx *c, struct bt_thread_build *b)
 			u += b->unit == BTRACE_UNIT_INSNS ? t->blocks[s].ninsn : 1;
 	}
 	nd = t->dropped_blocks + s;
+	/* what leaves the window has its time */
+	time_pass(c, b, 0);
+	if (c->timed && b->tfix < s) {
+		time_tail(c, b, b->tfix, s);
+		for (; b->tfix < s; b->tfix++)
+			if (t->blocks[b->tfix].kind == BTRACE_ITEM_BLOCK)
+				b->tcum += t->blocks[b->tfix].ninsn;
+	}
 	if (b->unit != BTRACE_UNIT_CALLS || b->sink) {
 		/* calls[].first_block holds item indices while decoding */
 		while (k + 1 < t->ncalls && t->calls[k + 1].first_block <= nd)
@@ -131,6 +277,7 @@ static int compact(struct bt_ctx *c, struct bt_thread_build *b)
 		memmove(t->blocks, t->blocks + s, (t->nblocks - s) * sizeof(*t->blocks));
 		t->nblocks -= s;
 		t->dropped_blocks += s;
+		b->tfix -= s;
 	}
 	if (t->nblocks * 2 > b->trigger)
 		b->trigger = t->nblocks * 2;
@@ -374,8 +521,10 @@ static int analyze_thread(struct bt_ctx *c, struct bt_thread_build *b)
 	ret = bt_thread_flush(c, b);
 	if (ret < 0)
 		return ret;
+	time_pass(c, b, 1);
 	which = bt_analyze_fault(c, b, &fault_item);
 	bt_thread_hold_end(b, t->fault.found ? fault_item : -2);
+	b->tfix = t->nblocks;   /* all have their time, wherever they went */
 	if (t->fault.found && fault_item < 0) {
 		/* mark the fault at the end of the history */
 		struct btrace_block it = { 0 };
@@ -387,9 +536,17 @@ static int analyze_thread(struct bt_ctx *c, struct bt_thread_build *b)
 			return ret;
 	}
 	b->fault_item = t->fault.found ? fault_item : -1;
+	time_pass(c, b, 1);   /* the fault's item */
 	/* item indices -> indices in the kept window */
-	for (size_t i = 0; i < t->ncalls; i++)
-		t->calls[i].first_block = bt_thread_position(b, t->calls[i].first_block);
+	for (size_t i = 0; i < t->ncalls; i++) {
+		uint64_t x = t->calls[i].first_block;
+
+		t->calls[i].first_block = bt_thread_position(b, x);
+		/* its first item kept, or the copy of it that left */
+		call_time(b, &t->calls[i], x >= t->dropped_blocks ?
+			  (size_t)t->calls[i].first_block : SIZE_MAX,
+			  x == b->first_index ? &b->first : NULL);
+	}
 	return bt_analyze_finish(c, b, which, fault_item);
 }
 
@@ -403,6 +560,7 @@ int bt_thread_finish(struct bt_ctx *c, struct bt_thread_build *b)
 	if (!b->sink)
 		return analyze_thread(c, b);
 	ret = bt_thread_flush(c, b);
+	time_pass(c, b, 1);
 	if (ret >= 0)
 		ret = stream_items(c, b, t->dropped_blocks + t->nblocks);
 	if (ret >= 0)
@@ -430,7 +588,11 @@ static int emit(struct bt_ctx *c, struct bt_thread_build *b,
 
 	if (t->nblocks >= b->trigger) {
 		if (b->keep && b->hold && !b->hold_ended) {
+			/* items move and leave in the middle: every item
+			 * gets its time first */
+			time_pass(c, b, 1);
 			compact_hold(b);
+			b->tfix = t->nblocks;
 		} else if (b->keep) {
 			ret = compact(c, b);
 			if (ret < 0)
@@ -449,6 +611,8 @@ static int emit(struct bt_ctx *c, struct bt_thread_build *b,
 	}
 	it = &t->blocks[t->nblocks];
 	*it = *src;
+	if (src != &b->held)
+		bt_thread_stamp(b, it);
 	ret = bt_walk_item(c, b, it, index);
 	if (ret < 0)
 		return bt_error(c->err, ret, "decode: out of memory");
@@ -503,6 +667,7 @@ int bt_thread_add_insns(struct bt_ctx *c, struct bt_thread_build *b,
 	*it = (struct btrace_block){ .kind = BTRACE_ITEM_BLOCK, .ip = ip,
 				     .end_ip = end_ip, .offset = offset,
 				     .ninsn = ninsn };
+	bt_thread_stamp(b, it);
 	ret = bt_walk_block(c, b, it, b->nitems++);
 	if (__builtin_expect(ret < 0, 0))
 		return add_insns_failed(c, ret);
@@ -630,6 +795,7 @@ int64_t bt_thread_hold(struct bt_ctx *c, struct bt_thread_build *b,
 	if (ret < 0)
 		return ret;
 	b->held = *blk;
+	bt_thread_stamp(b, &b->held);
 	b->held_index = b->nitems++;
 	b->have_held = 1;
 	return (int64_t)b->held_index;
@@ -704,6 +870,10 @@ void bt_thread_reset(struct bt_thread_build *b)
 	t->omitted_min_depth = 0;
 	b->sent_items = b->sent_calls = 0;
 	b->first_index = UINT64_MAX;
+	/* time: nothing seen yet */
+	b->tsc = b->tcum = b->tprev_tsc = b->tprev_cum = 0;
+	b->tnew = b->tprev = b->tfar = 0;
+	b->tfix = 0;
 }
 
 uint64_t bt_thread_units(const struct bt_thread_build *b)

@@ -279,3 +279,20 @@ int bt_open_regular(const char *path)
 	}
 	return fd;
 }
+
+int bt_time_tsc_parse(const char *v, uint64_t *zero, uint32_t *mult,
+		      uint16_t *shift)
+{
+	unsigned long long z, m;
+	unsigned int sh;
+	int end = 0;
+
+	if (!v || sscanf(v, "zero=%llu mult=%llu shift=%u%n", &z, &m, &sh,
+			 &end) != 3 || v[end] || !m || m > UINT32_MAX ||
+	    sh > 63)
+		return -1;
+	*zero = z;
+	*mult = (uint32_t)m;
+	*shift = (uint16_t)sh;
+	return 0;
+}

@@ -142,4 +142,10 @@ int bt_result_size(const void *user, size_t known, const char *what,
  */
 int bt_open_regular(const char *path);
 
+/* A snapshot's TSC conversion, metadata time.tsc "zero=Z mult=M shift=S"
+ * (docs/format.md, "Time"): 0, or -1 when @v is NULL or not that with
+ * 0 < M < 2^32 and S < 64. */
+int bt_time_tsc_parse(const char *v, uint64_t *zero, uint32_t *mult,
+		      uint16_t *shift);
+
 #endif /* BT_UTIL_H */

@@ -162,6 +162,9 @@ struct btrace_block {
 #define BTRACE_TIME_PACKET       0x1u /* a timing packet right before it */
 #define BTRACE_TIME_INTERPOLATED 0x2u /* between two timing packets, by
 				       * instruction count */
+#define BTRACE_TIME_AFTER        0x4u /* after the thread's last timing
+				       * packet: it ran at time_ns or later
+				       * (a lower bound, nothing after it) */
 
 /* Flags of call-history entries and stack frames. */
 #define BTRACE_CALL_PARTIAL   0x1u  /* entered before the history started */
@@ -308,6 +311,15 @@ struct btrace_decode_result {
 
 	char **image_notes;        /* missing or stale code, one line each */
 	size_t nimage_notes;
+
+	/* Time (the trace's timing packets, docs/format.md "Time"): the clock
+	 * every time_ns is in, "CLOCK_MONOTONIC" (the QEMU backend) or "perf"
+	 * (the kernel's perf clock: hardware PT); NULL: the trace has no
+	 * time, every time_ns is 0. */
+	const char *clock;
+	/* Where the timing packets are, as the snapshot says (one line),
+	 * NULL unknown: what the times between them are interpolated over. */
+	const char *time_steps;
 };
 
 /**

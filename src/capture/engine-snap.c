@@ -515,7 +515,7 @@ static int write_time_conv(struct bt_engine *e, struct bt_snapbuild *w,
 	uint16_t shift = 0;
 	uint64_t zero = 0, cap = 0;
 	char v[256];
-	int tries = 0;
+	int tries = 0, rc;
 
 	if (!e->sbr.rings || e->sbr.ncpus < 1 || !e->sbr.rings[0].base)
 		return 0;
@@ -534,7 +534,27 @@ static int write_time_conv(struct bt_engine *e, struct bt_snapbuild *w,
 			 (unsigned)shift, mult, zero);
 	else
 		snprintf(v, sizeof(v), "unavailable: the kernel does not offer cap_user_time_zero (no stable TSC)");
-	return meta(w, "capture.perf_time", v, err);
+	rc = meta(w, "capture.perf_time", v, err);
+	if (rc < 0)
+		return rc;
+	/* The decoder's time (docs/format.md, "Time"): only for a PT trace
+	 * with TSC packets whose TSC the kernel converts (cap_user_time_zero:
+	 * a stable TSC; without it perf time is not a function of the TSC). */
+	if (!cap || !mult || e->o->cfg.trace_kind != BTRACE_TRACE_PT ||
+	    !e->o->cfg.tsc_bit || !(e->o->cfg.pt_config & e->o->cfg.tsc_bit))
+		return 0;
+	rc = meta(w, "time.clock", "perf", err);
+	if (rc < 0)
+		return rc;
+	snprintf(v, sizeof(v), "zero=%" PRIu64 " mult=%u shift=%u", zero, mult,
+		 (unsigned)shift);
+	rc = meta(w, "time.tsc", v, err);
+	if (rc < 0)
+		return rc;
+	snprintf(v, sizeof(v), "hardware timing packets: TSC in every PSB+%s%s",
+		 e->o->cfg.pt_config & e->o->cfg.mtc_bit ? ", MTC" : "",
+		 e->o->cfg.pt_config & e->o->cfg.cyc_bit ? ", CYC" : "");
+	return meta(w, "time.steps", v, err);
 }
 
 /* Executable ranges mapped over while recording: a trace older than the

@@ -121,6 +121,23 @@ static size_t exec_mappings(const struct btrace_snapshot *s)
 	return n;
 }
 
+/* Whether the trace has time, its clock and where its timing packets are
+ * (docs/format.md, "Time": the metadata the decoder reads). */
+static void print_time(const struct btrace_snapshot *s)
+{
+	const char *clk = btrace_snapshot_meta(s, "time.clock");
+	const char *steps = btrace_snapshot_meta(s, "time.steps");
+
+	if (s->config.trace_kind != BTRACE_TRACE_PT || !clk ||
+	    !btrace_snapshot_meta(s, "time.tsc")) {
+		printf("time:       none (no timing packets with a clock: "
+		       "every time is unknown)\n");
+		return;
+	}
+	printf("time:       %s; %s\n", cli_esc(clk),
+	       steps ? cli_esc(steps) : "timing packets, where unknown");
+}
+
 static void print_text(const char *path, const struct btrace_snapshot *s)
 {
 	const struct btrace_config *c = &s->config;
@@ -156,6 +173,7 @@ static void print_text(const char *path, const struct btrace_snapshot *s)
 		printf("history:    %s requested + %s pad per buffer\n",
 		       size_str(a, sizeof(a), c->requested_size),
 		       size_str(b, sizeof(b), c->pad));
+		print_time(s);
 	} else {
 		printf("backend:    unknown (no config section)\n");
 	}

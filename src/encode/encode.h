@@ -55,6 +55,11 @@ void bt_pt_enc_free(struct bt_pt_enc *enc);
 /* Tracing starts (or resumes after a gap) at @ip. */
 int bt_pt_enc_begin(struct bt_pt_enc *enc, uint64_t ip);
 int bt_pt_enc_branch(struct bt_pt_enc *enc, const struct bt_branch *br);
+/* The time stamp counter reads @tsc here (a TSC packet, after the
+ * branches so far: their TNT bits are flushed before it).  Before the
+ * first PSB it goes into that PSB+; every later PSB+ carries the latest
+ * value too. */
+int bt_pt_enc_tsc(struct bt_pt_enc *enc, uint64_t tsc);
 /* Trace was lost; execution continues at @ip (OVF + FUP). */
 int bt_pt_enc_overflow(struct bt_pt_enc *enc, uint64_t ip);
 /* Tracing ends before @ip executes (a fault at @ip, or a stop): FUP + TIP.PGD. */

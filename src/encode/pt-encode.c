@@ -16,7 +16,12 @@
  *  - far transfers: TIP.PGD(suppressed) MODE.Exec TIP.PGE(to);
  *  - asynchronous transfers: FUP(from) TIP.PGD(suppressed) MODE.Exec
  *    TIP.PGE(to);
- *  - end: FUP(ip) TIP.PGD(suppressed).
+ *  - end: FUP(ip) TIP.PGD(suppressed);
+ *  - time: TSC(value) where the caller says, after the TNT bits of the
+ *    branches before it (flushed), so a decoder sees the time change
+ *    between the two branches; once a time was given, every PSB+ carries
+ *    TSC(the latest) after the PSB, as hardware's does (perf needs one
+ *    there, docs/export.md).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -51,6 +56,8 @@ struct bt_pt_enc {
 	uint64_t last_ip;
 	uint64_t tnt_bits;
 	unsigned int tnt_n;
+	int have_tsc;          /* a time was given (bt_pt_enc_tsc) */
+	uint64_t last_tsc;     /* ... the latest */
 	uint64_t retstack[BT_PT_RETSTACK];
 	unsigned int rs_top;   /* index of the next push */
 	unsigned int rs_n;     /* valid entries, <= BT_PT_RETSTACK */
@@ -220,7 +227,19 @@ static int bt_pt_rs_pop_if(struct bt_pt_enc *e, uint64_t ip)
 	return 1;
 }
 
-/* PSB+; with tracing on it carries MODE.Exec and FUP(@ip). */
+static int bt_pt_tsc_packet(struct bt_pt_enc *e, uint64_t tsc)
+{
+	struct pt_packet pkt;
+
+	memset(&pkt, 0, sizeof(pkt));
+	pkt.type = ppt_tsc;
+	pkt.payload.tsc.tsc = tsc & ((1ull << 56) - 1);
+	return bt_pt_put(e, &pkt);
+}
+
+/* PSB+; with tracing on it carries MODE.Exec and FUP(@ip); once a time
+ * was given, TSC(the latest), as hardware puts the time in every PSB+
+ * (here a lower bound: the time at the last bt_pt_enc_tsc()). */
 static int bt_pt_psb(struct bt_pt_enc *e, uint64_t ip)
 {
 	int rc;
@@ -233,6 +252,8 @@ static int bt_pt_psb(struct bt_pt_enc *e, uint64_t ip)
 	bt_pt_rs_reset(e);
 	e->started = 1;
 	rc = bt_pt_simple(e, ppt_psb);
+	if (!rc && e->have_tsc)
+		rc = bt_pt_tsc_packet(e, e->last_tsc);
 	if (!rc && e->enabled) {
 		rc = bt_pt_mode(e);
 		if (!rc)
@@ -388,6 +409,20 @@ int bt_pt_enc_branch(struct bt_pt_enc *enc, const struct bt_branch *br)
 	if (!rc && bt_pt_psb_due(enc))
 		rc = bt_pt_psb(enc, br->to);
 	return rc;
+}
+
+int bt_pt_enc_tsc(struct bt_pt_enc *enc, uint64_t tsc)
+{
+	int rc;
+
+	enc->have_tsc = 1;
+	enc->last_tsc = tsc;
+	if (!enc->started)
+		return 0;   /* the first PSB+ will carry it */
+	rc = bt_pt_flush_tnt(enc);
+	if (rc)
+		return rc;
+	return bt_pt_tsc_packet(enc, tsc);
 }
 
 int bt_pt_enc_overflow(struct bt_pt_enc *enc, uint64_t ip)

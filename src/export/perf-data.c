@@ -6,7 +6,8 @@
  *	header (104) | attr ids | attr | data | feature table | features
  *
  * One attr, the trace event (type = the PMU type also written in the
- * AUXTRACE_INFO, sample_id_all, sample_type IP|TID|IDENTIFIER, one id).
+ * AUXTRACE_INFO, sample_id_all, sample_type IP|TID|IDENTIFIER, and TIME
+ * when the trace has time (metadata time.tsc), one id).
  * Data: AUXTRACE_INFO, COMM per task, MMAP2 per executable mapping (with
  * its build ID), then the trace as AUXTRACE records, each cut at a packet
  * boundary.  Features: BUILD_ID, ARCH, CPUID (Intel CPUs), EVENT_DESC and
@@ -42,6 +43,7 @@
 #define MISC_BUILD_ID_SIZE (1u << 15)
 #define ST_IP (1ull << 0)
 #define ST_TID (1ull << 1)
+#define ST_TIME (1ull << 2)
 #define ST_IDENTIFIER (1ull << 16)
 #define AUXTRACE_INTEL_PT 1
 #define AUXTRACE_INTEL_BTS 2
@@ -70,6 +72,12 @@ struct pw {
 	uint64_t config;
 	const char *evname;
 	struct btrace_export_result *res;
+	/* The snapshot's TSC conversion (metadata time.tsc): perf decodes in
+	 * time order and converts the TSC packets as btrace does. */
+	int timed;
+	uint64_t time_zero;
+	uint32_t time_mult;
+	uint16_t time_shift;
 };
 
 static void put(struct pw *w, const void *p, size_t n)
@@ -129,12 +137,21 @@ static void put_string(struct pw *w, const char *s)
 	put_zeros(w, len - n);
 }
 
-/* sample_id trailer for sample_type IP|TID|IDENTIFIER: pid, tid, id. */
+/* sample_id trailer for sample_type IP|TID|IDENTIFIER: pid, tid, id;
+ * with time (IP|TID|TIME|IDENTIFIER) the time goes after the tid: 0, so
+ * the tasks and mappings come before any trace. */
 static void put_trailer(struct pw *w, int32_t pid, int32_t tid)
 {
 	put_u32(w, (uint32_t)pid);
 	put_u32(w, (uint32_t)tid);
+	if (w->timed)
+		put_u64(w, 0);
 	put_u64(w, SAMPLE_ID);
+}
+
+static uint16_t trailer_size(const struct pw *w)
+{
+	return w->timed ? 24 : 16;
 }
 
 static void note(struct btrace_export_result *res, const char *fmt, ...)
@@ -160,7 +177,8 @@ static void put_attr(struct pw *w, int bts)
 	bt_put32(a + 4, ATTR_SIZE);
 	bt_put64(a + 8, w->config);
 	bt_put64(a + 16, 1);                         /* sample_period */
-	bt_put64(a + 24, ST_IP | ST_TID | ST_IDENTIFIER);
+	bt_put64(a + 24, ST_IP | ST_TID | ST_IDENTIFIER |
+		 (w->timed ? ST_TIME : 0));
 	flags |= 1ull << 0;                          /* disabled */
 	flags |= 1ull << 5;                          /* exclude_kernel */
 	flags |= 1ull << 6;                          /* exclude_hv */
@@ -184,6 +202,13 @@ static void put_auxtrace_info(struct pw *w, const struct btrace_snapshot *s,
 	priv[2] = 1ull << 31;            /* TIME_MULT */
 	priv[3] = 0;                     /* TIME_ZERO */
 	priv[4] = 0;                     /* CAP_USER_TIME_ZERO: timeless */
+	if (w->timed) {
+		/* perf's TSC conversion = the snapshot's (time.tsc) */
+		priv[1] = w->time_shift;
+		priv[2] = w->time_mult;
+		priv[3] = w->time_zero;
+		priv[4] = 1;
+	}
 	if (bts) {
 		priv[5] = 0;             /* SNAPSHOT_MODE */
 	} else {
@@ -215,7 +240,7 @@ static void put_comm(struct pw *w, int32_t pid, int32_t tid, const char *comm)
 	snprintf(name, sizeof(name), "%s", comm && *comm ? comm : "?");
 	n = strlen(name) + 1;
 	padded = (n + 7) & ~(size_t)7;
-	put_hdr(w, REC_COMM, 0, (uint16_t)(8 + 8 + padded + 16));
+	put_hdr(w, REC_COMM, 0, (uint16_t)(8 + 8 + padded + trailer_size(w)));
 	put_u32(w, (uint32_t)pid);
 	put_u32(w, (uint32_t)tid);
 	put(w, name, n);
@@ -242,7 +267,8 @@ static void put_mmap2(struct pw *w, const struct btrace_mapping *m, int32_t pid,
 			 (uint32_t)(m->dev >> 12 & ~0xffu));    /* minor */
 		bt_put64(u + 8, m->ino);
 	}
-	put_hdr(w, REC_MMAP2, misc, (uint16_t)(8 + 8 + 24 + 24 + 8 + padded + 16));
+	put_hdr(w, REC_MMAP2, misc, (uint16_t)(8 + 8 + 24 + 24 + 8 + padded +
+						trailer_size(w)));
 	put_u32(w, (uint32_t)pid);
 	put_u32(w, (uint32_t)pid);
 	put_u64(w, m->start);
@@ -278,8 +304,10 @@ static int put_auxtrace(struct pw *w, const uint8_t *p, uint64_t n,
 	 * every queue whose reference is <= the time of the event being
 	 * delivered (0 without PERF_SAMPLE_TIME): with 0 it decodes before
 	 * the first COMM reaches the machine and finds no thread.  1 defers
-	 * it to the final flush.  Intel PT (timeless) ignores it. */
-	put_u64(w, bts ? 1 : 0);
+	 * it to the final flush.  Intel PT timeless ignores it; Intel PT with
+	 * time crashed (SIGSEGV in perf 6.1) with 0 and decodes with 1, which
+	 * is also the top byte (0) its decoder gives the 7-byte TSC packets. */
+	put_u64(w, bts || w->timed ? 1 : 0);
 	put_u32(w, idx);
 	put_u32(w, (uint32_t)tid);
 	put_u32(w, (uint32_t)cpu);      /* -1: per-thread */
@@ -951,6 +979,11 @@ static int export_perf_data(const struct btrace_snapshot *snap,
 	w.config = snap->config.pt_config;
 	if (!bts && !w.config)
 		w.config = 0x2001;                     /* pt, branch_en */
+	/* time: perf converts the TSC packets as the decoder does */
+	if (!bts && snap->config.tsc_bit && (w.config & snap->config.tsc_bit) &&
+	    !bt_time_tsc_parse(btrace_snapshot_meta(snap, "time.tsc"),
+			       &w.time_zero, &w.time_mult, &w.time_shift))
+		w.timed = 1;
 	pid = main_pid(snap);
 
 	if (!(opts.flags & BTRACE_EXPORT_FORCE) && !lstat(out, &st)) {

@@ -33,6 +33,9 @@
  *   dumpable=0|1  0: make the emulator non-dumpable, so a fatal guest
  *                 signal leaves only QEMU's guest core, not a host core of
  *                 QEMU itself (default 1: leave it alone)
+ *   time=N        a CLOCK_MONOTONIC sample every N records (and at every
+ *                 system call, thread start and exit, host fault); 0: no
+ *                 clock samples at all (default 256, at most 1024)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -94,6 +97,7 @@ static struct {
 	int watch;                       /* btrace acknowledges children */
 	int reexec;                      /* exec=1: execve() stays traced */
 	int detached;                    /* a child without a file of its own */
+	uint32_t time_every;             /* time=: records between samples */
 
 	/* The current process's file, and the root file with the TB table. */
 	struct bt_ring_hdr *hdr;
@@ -207,6 +211,7 @@ static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs, int fd,
 	h->xslot_size = xslot_size;
 	h->maps_offset = maps_off;
 	h->maps_cap = BT_RING_MAPS_CAP;
+	h->time_every = g.time_every;
 	if (with_tbs) {
 		h->tb_offset = tb_off;
 		h->tb_max = g.tb_max;
@@ -676,6 +681,8 @@ static __thread struct bt_tls {
 	uint32_t *stage;
 	struct bt_ring_slot *s;
 	uint64_t mask;               /* the slot's ring entries - 1 */
+	struct bt_ring_time *times;  /* the slot's clock samples */
+	uint64_t tmask;              /* their count - 1 */
 } t_bt __attribute__((tls_model("initial-exec")));
 
 /* Stage 0 of a fresh staging area: the records so far are in the ring. */
@@ -684,6 +691,52 @@ static void bt_stage_reset(struct bt_ring_slot *s, uint32_t *stage)
 	stage[0] = BT_RING_SENT;
 	__atomic_store_n(&s->stage_base, s->committed, __ATOMIC_RELEASE);
 	t_bt.cur = stage;
+}
+
+/* The thread's record count (for the fault notes and the clock). */
+static uint64_t bt_record_count(void)
+{
+	struct bt_ring_slot *s = t_bt.s;
+
+	return s ? s->stage_base + (uint64_t)(t_bt.cur - t_bt.stage) : 0;
+}
+
+/*
+ * A clock sample (ring-file.h, struct bt_ring_time) at the calling
+ * thread's current record count.  CLOCK_MONOTONIC through the vDSO: one
+ * clock for every thread and process, in nanoseconds, 20-90 ns a read
+ * (docs/performance.md).  A sample whose position went back (a loop fold
+ * since the last one) replaces the last one.
+ */
+static void bt_time_sample(void)
+{
+	struct bt_ring_slot *s = t_bt.s;
+	struct bt_ring_time *t;
+	struct timespec ts;
+	uint64_t n, pos;
+
+	if (!s || !t_bt.times)
+		return;
+	pos = bt_record_count();
+	n = s->tcount;
+	if (n && t_bt.times[(n - 1) & t_bt.tmask].pos > pos)
+		n--;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t = &t_bt.times[n & t_bt.tmask];
+	t->pos = pos;
+	t->ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	__atomic_store_n(&s->tcount, n + 1, __ATOMIC_RELEASE);
+}
+
+/* Where the hot path leaves next: the staging area's end, or the next
+ * clock sample's checkpoint before it. */
+static void bt_set_end(void)
+{
+	uint32_t *end = t_bt.stage + BT_RING_STAGE;
+
+	if (t_bt.times && t_bt.cur + g.time_every < end)
+		end = t_bt.cur + g.time_every;
+	t_bt.end = end;
 }
 
 static __attribute__((noinline)) void bt_exec_slow(unsigned int vcpu,
@@ -700,8 +753,14 @@ static __attribute__((noinline)) void bt_exec_slow(unsigned int vcpu,
 		stage = bt_ring_stage(s);
 		t_bt.s = s;
 		t_bt.stage = stage;
-		t_bt.end = stage + BT_RING_STAGE;
+		t_bt.times = NULL;
+		if (g.time_every && s != g.sink) {
+			t_bt.times = bt_ring_times(s, entries);
+			t_bt.tmask = bt_ring_time_entries(entries) - 1;
+		}
 		bt_stage_reset(s, stage);
+	} else if (t_bt.cur != t_bt.stage + BT_RING_STAGE) {
+		/* A clock checkpoint (bt_set_end()), not the end. */
 	} else {
 		/* Full: [stage_base, +STAGE) to the ring (never across its
 		 * end: the ring is a multiple of the staging area), then
@@ -721,8 +780,10 @@ static __attribute__((noinline)) void bt_exec_slow(unsigned int vcpu,
 				 __ATOMIC_RELEASE);
 		bt_stage_reset(s, t_bt.stage);
 	}
+	bt_time_sample();
 	memcpy(t_bt.cur, &udata, 8);
 	t_bt.cur++;
+	bt_set_end();
 }
 
 static void bt_exec(unsigned int vcpu, void *udata)
@@ -747,14 +808,6 @@ static uint32_t bt_last_record(void)
 	if (s && s->committed)
 		return bt_ring_entries(s)[(s->committed - 1) & t_bt.mask];
 	return BT_RING_SENT;
-}
-
-/* The thread's record count (for the fault notes). */
-static uint64_t bt_record_count(void)
-{
-	struct bt_ring_slot *s = t_bt.s;
-
-	return s ? s->stage_base + (uint64_t)(t_bt.cur - t_bt.stage) : 0;
 }
 
 /* TBs ending in a rep-string instruction (only those): QEMU re-enters them
@@ -958,6 +1011,7 @@ static void bt_host_fault(int sig, siginfo_t *si, void *uc)
 		}
 		s->nfaults++;
 		noted = 1;
+		bt_time_sample();
 	}
 	if (old->sa_flags & SA_SIGINFO) {
 		old->sa_sigaction(sig, si, uc);
@@ -1332,6 +1386,7 @@ static void bt_syscall(qemu_plugin_id_t id, unsigned int vcpu, int64_t num,
 	struct bt_ring_hdr *h = g.hdr;
 	unsigned int v = vcpu & (BT_MAX_VCPUS - 1);
 
+	bt_time_sample();   /* the system call's entry */
 	bt_limits_syscall(num, a1, a2);
 	switch (num) {
 	case BT_NR_MMAP:
@@ -1570,6 +1625,9 @@ static void bt_syscall_ret(qemu_plugin_id_t id, unsigned int vcpu,
 			g.hdr->cwd[0] = 0;
 		break;
 	}
+	/* Its return (after bt_child_init(): a forked child has no slot
+	 * yet, and never writes into its parent's). */
+	bt_time_sample();
 }
 
 static void bt_atexit(qemu_plugin_id_t id, void *udata)
@@ -1603,10 +1661,26 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 	g.tb_max = BT_RING_DEF_TBMAX;
 	g.fixpage = 1;
 	g.ring_fd = -1;
+	g.time_every = BT_RING_DEF_TIME;
 	/* Debugging aid: BTRACE_QEMU_LOOPS=0 keeps every turn of a loop (a
 	 * test compares the trace with QEMU's own log of every block). */
 	g.loops = !getenv("BTRACE_QEMU_LOOPS") ||
 		  strcmp(getenv("BTRACE_QEMU_LOOPS"), "0") != 0;
+	/* BTRACE_QEMU_TIME=N: a clock sample every N records, 0 none (the
+	 * benchmark compares both; time= below overrides it). */
+	if (getenv("BTRACE_QEMU_TIME")) {
+		uint64_t v;
+
+		if (bt_parse_u64(getenv("BTRACE_QEMU_TIME"), &v) ||
+		    v > BT_RING_STAGE) {
+			fprintf(stderr, "btrace-qemu: BTRACE_QEMU_TIME='%s': "
+				"parse failed: not a number of records from 0 "
+				"to %u\n", getenv("BTRACE_QEMU_TIME"),
+				BT_RING_STAGE);
+			return -1;
+		}
+		g.time_every = (uint32_t)v;
+	}
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		uint64_t v = 0;
@@ -1638,6 +1712,9 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 			bad = bt_parse_u64(a + 6, &v) || ((g.watch = !!v), 0);
 		else if (!strncmp(a, "exec=", 5))
 			bad = bt_parse_u64(a + 5, &v) || ((g.reexec = !!v), 0);
+		else if (!strncmp(a, "time=", 5))
+			bad = bt_parse_u64(a + 5, &v) || v > BT_RING_STAGE ||
+			      ((g.time_every = (uint32_t)v), 0);
 		else if (!strncmp(a, "dumpable=", 9))
 			bad = bt_parse_u64(a + 9, &v) || ((dumpable = !!v), 0);
 		else

@@ -970,8 +970,10 @@ static int bt_enc_cb(void *ctx, const struct bt_branch *br)
 			(unsigned long long)br->from,
 			(unsigned long long)br->to, br->len);
 	if (c->bts)
-		return br->kind >= BT_QEMU_MARK_BEGIN ? 0 :
+		return br->kind >= BT_QEMU_MARK_TIME ? 0 :
 		       bt_bts_enc_branch(c->bts, br);
+	if (br->kind == BT_QEMU_MARK_TIME)
+		return bt_pt_enc_tsc(c->pt, br->to);
 	if (br->kind == BT_QEMU_MARK_BEGIN)
 		return bt_pt_enc_begin(c->pt, br->to);
 	if (br->kind == BT_QEMU_MARK_GAP)
@@ -1909,6 +1911,12 @@ static void bt_death_config(const struct bt_job *j, const struct bt_death *d,
 	cfg.cpu_stepping = BT_QEMU_CPU_STEPPING;
 	cfg.psb_period = 1;
 	cfg.user_only = 1;
+	/* TSC packets (perf's intel_pt "tsc" field, config bit 10): the
+	 * plugin's clock samples */
+	if (j->kind == BTRACE_TRACE_PT && d->r.hdr->time_every) {
+		cfg.tsc_bit = 1ull << 10;
+		cfg.pt_config = 0x2001 | cfg.tsc_bit;   /* pt, branch_en, tsc */
+	}
 	cfg.requested_size = j->size;
 	cfg.pad = j->pad;
 	cfg.crash_mode = d->ondemand ? BTRACE_CRASH_ONDEMAND :
@@ -2095,6 +2103,30 @@ static int bt_death_threads(struct bt_job *j, struct bt_death *d)
 
 /* How the process ended, for an exit snapshot (--on exit) and for a
  * signal that came after the fault of the snapshot (qemu.final_*). */
+/*
+ * Time (docs/format.md, "Time"): the plugin's clock samples became TSC
+ * packets whose value is CLOCK_MONOTONIC in nanoseconds, so the conversion
+ * to the snapshot's clock is the identity in perf's formula.
+ */
+static int bt_death_time_meta(struct bt_job *j, const struct bt_death *d)
+{
+	char v[256];
+	int rc;
+
+	if (j->kind != BTRACE_TRACE_PT || !d->r.hdr->time_every)
+		return 0;
+	rc = bt_snapbuild_meta(j->sb, "time.clock", "CLOCK_MONOTONIC");
+	if (!rc)
+		rc = bt_snapbuild_meta(j->sb, "time.tsc",
+				       "zero=0 mult=1 shift=0");
+	snprintf(v, sizeof(v), "a TSC packet (CLOCK_MONOTONIC, ns) every %u "
+		 "blocks at most, at each system call's entry and return, a "
+		 "thread's first block and a fault", d->r.hdr->time_every);
+	if (!rc)
+		rc = bt_snapbuild_meta(j->sb, "time.steps", v);
+	return rc;
+}
+
 static int bt_death_end_meta(struct bt_job *j, const struct bt_death *d)
 {
 	char v[64];
@@ -2111,6 +2143,8 @@ static int bt_death_end_meta(struct bt_job *j, const struct bt_death *d)
 			return rc;
 	}
 	rc = bt_write_meta(j);
+	if (!rc)
+		rc = bt_death_time_meta(j, d);
 	if (rc || !d->reraise)
 		return rc;
 	if (d->signo)

@@ -61,6 +61,9 @@ struct bt_qemu_ring {
 struct bt_qemu_view {
 	uint64_t pos, base, n;
 	uint64_t entries;              /* the slot's ring size */
+	/* Its clock samples: [tfirst, tcount) at [i & tmask] of @times. */
+	const struct bt_ring_time *times;
+	uint64_t tfirst, tcount, tmask;
 };
 
 /* The number of records the thread of slot @s wrote. */
@@ -89,7 +92,10 @@ struct bt_qemu_end {
 };
 
 /* Pseudo-kinds passed to the rebuild callback besides enum bt_branch_kind:
- * the history starts at @to, and trace was lost before @to. */
+ * the history starts at @to, and trace was lost before @to; the clock
+ * read @to nanoseconds (CLOCK_MONOTONIC) here, between the branch before
+ * and the one after. */
+#define BT_QEMU_MARK_TIME 0xfd
 #define BT_QEMU_MARK_BEGIN 0xfe
 #define BT_QEMU_MARK_GAP 0xff
 
@@ -107,6 +113,7 @@ struct bt_qemu_rebuild {
 	uint64_t ngaps;       /* unknown TBs (table full) */
 	int end_exact;        /* end_ip is the exact faulting instruction */
 	uint64_t last_tb_start;
+	uint64_t ntimes;      /* clock samples passed on (BT_QEMU_MARK_TIME) */
 };
 int bt_qemu_rebuild(const struct bt_qemu_ring *r,
 		    const struct bt_ring_slot *s, const struct bt_qemu_end *end,

@@ -84,6 +84,17 @@ static void bt_view_init(const struct bt_ring_slot *s, uint64_t entries,
 	}
 	v->n = n;
 	v->pos = v->base + n > s->committed ? v->base + n : s->committed;
+	/* The clock samples: the oldest one in the ring may be being
+	 * overwritten (the count goes up after the write), so it is not
+	 * read. */
+	if (s->tcount) {
+		uint64_t tn = bt_ring_time_entries(entries);
+
+		v->times = bt_ring_times((struct bt_ring_slot *)s, entries);
+		v->tmask = tn - 1;
+		v->tcount = s->tcount;
+		v->tfirst = s->tcount >= tn ? s->tcount - tn + 1 : 0;
+	}
 }
 
 static const struct bt_tb_info *bt_tb_at(const struct bt_qemu_ring *r,
@@ -475,6 +486,54 @@ static int bt_transition(const struct bt_qemu_ring *r,
 	return 2;
 }
 
+/*
+ * The clock samples of a slot, in order, by record position (struct
+ * bt_ring_time).  The samples are the guest's to damage (its emulator
+ * wrote them): one whose time or position goes back is skipped.
+ */
+struct bt_times {
+	const struct bt_qemu_view *v;
+	uint64_t i;           /* next sample */
+	uint64_t last_ns;     /* the last one passed on */
+	uint64_t before_ns;   /* the last one skipped (before the history) */
+};
+
+/* The samples at record position @pos (those before it are skipped):
+ * returns how many, *@a the first's time, *@z the last's. */
+static unsigned int bt_times_at(struct bt_times *t, uint64_t pos,
+				uint64_t *a, uint64_t *z)
+{
+	const struct bt_qemu_view *v = t->v;
+	unsigned int n = 0;
+
+	for (; t->i < v->tcount; t->i++) {
+		const struct bt_ring_time *e = &v->times[t->i & v->tmask];
+		uint64_t p = e->pos, ns = e->ns;
+
+		if (p > pos)
+			break;
+		if (p < pos && ns >= t->before_ns)
+			t->before_ns = ns;
+		if (p < pos || ns < t->last_ns || !ns)
+			continue;
+		if (!n++)
+			*a = ns;
+		*z = ns;
+		t->last_ns = ns;
+	}
+	return n;
+}
+
+static int bt_time_mark(bt_qemu_branch_cb cb, void *ctx, uint64_t ns,
+			struct bt_qemu_rebuild *out)
+{
+	struct bt_branch m;
+
+	bt_set(&m, BT_QEMU_MARK_TIME, 0, 0, ns, 0);
+	out->ntimes++;
+	return cb(ctx, &m);
+}
+
 int bt_qemu_rebuild(const struct bt_qemu_ring *r,
 		    const struct bt_ring_slot *s, const struct bt_qemu_end *end,
 		    bt_qemu_branch_cb cb, void *ctx,
@@ -483,6 +542,9 @@ int bt_qemu_rebuild(const struct bt_qemu_ring *r,
 	const struct bt_tb_info *prev = NULL;
 	const struct bt_qemu_view *v = bt_view(r, s);
 	uint64_t pos, first = bt_first_pos(r, v);
+	struct bt_times tm = { v, v->tfirst, 0, 0 };
+	uint64_t ta = 0, tz = 0;
+	unsigned int nt;
 	struct bt_branch b;
 	int rc, gap = 0;
 
@@ -496,13 +558,28 @@ int bt_qemu_rebuild(const struct bt_qemu_ring *r,
 			continue;
 		}
 		out->ntb++;
+		/* The clock between the previous record and this one. */
+		nt = bt_times_at(&tm, pos, &ta, &tz);
 		if (!prev || gap) {
 			/* The start, or unknown blocks in between. */
 			if (!prev)
 				out->first_ip = t->start;
 			bt_set(&b, prev ? BT_QEMU_MARK_GAP : BT_QEMU_MARK_BEGIN,
 			       0, 0, t->start, 0);
-			rc = cb(ctx, &b);
+			/* the start's time goes into its PSB+ (the encoder
+			 * holds a time given before the first PSB); when the
+			 * ring wrapped, the last sample before the history
+			 * (a lower bound: perf needs a time in the first
+			 * PSB+, docs/export.md) */
+			if (!prev && !nt && tm.before_ns) {
+				nt = 1;
+				tz = tm.before_ns;
+			}
+			rc = !prev && nt ? bt_time_mark(cb, ctx, tz, out) : 0;
+			if (!rc)
+				rc = cb(ctx, &b);
+			if (!rc && prev && nt)
+				rc = bt_time_mark(cb, ctx, tz, out);
 			if (rc)
 				return rc;
 		} else {
@@ -529,8 +606,24 @@ int bt_qemu_rebuild(const struct bt_qemu_ring *r,
 					return rc;
 				rc = 2;
 			}
+			/* Two samples across a far or asynchronous transfer
+			 * (a system call's entry and return): one on each
+			 * side of it; otherwise the latest, after the
+			 * branch. */
+			if (rc > 0 && nt > 1 && ta != tz &&
+			    (b.kind == BT_BR_FAR || b.kind == BT_BR_ASYNC)) {
+				rc = bt_time_mark(cb, ctx, ta, out);
+				if (rc)
+					return rc;
+				rc = 1;
+			}
 			if (rc > 0) {
 				rc = cb(ctx, &b);
+				if (rc)
+					return rc;
+			}
+			if (nt) {
+				rc = bt_time_mark(cb, ctx, tz, out);
 				if (rc)
 					return rc;
 			}
@@ -541,6 +634,11 @@ int bt_qemu_rebuild(const struct bt_qemu_ring *r,
 	if (!prev)
 		return 0;
 	out->last_tb_start = prev->start;
+	/* After the last record: a system call it entered, its fault.  The
+	 * first such sample bounds the last block's end (a system call's
+	 * return may come much later, and nothing of it is in the trace). */
+	nt = bt_times_at(&tm, v->pos, &ta, &tz);
+	tz = ta;
 	/* The end: exact when the fault address is known and reachable. */
 	if (end && end->have_ip) {
 		uint64_t ip = end->ip;
@@ -548,7 +646,7 @@ int bt_qemu_rebuild(const struct bt_qemu_ring *r,
 		if (ip >= prev->start && ip <= tb_last(prev)) {
 			out->end_ip = ip;
 			out->end_exact = 1;
-			return 0;
+			return nt ? bt_time_mark(cb, ctx, tz, out) : 0;
 		}
 		rc = bt_transition(r, prev, ip, 0, &b);
 		if (rc == 1 && b.kind != BT_BR_ASYNC) {
@@ -557,11 +655,11 @@ int bt_qemu_rebuild(const struct bt_qemu_ring *r,
 				return rc;
 			out->end_ip = ip;
 			out->end_exact = 1;
-			return 0;
+			return nt ? bt_time_mark(cb, ctx, tz, out) : 0;
 		}
 	}
 	/* Only the block is known; a thread blocked in a syscall stopped at
 	 * the syscall instruction. */
 	out->end_ip = prev->kind == BT_TB_SYSCALL ? tb_last(prev) : prev->start;
-	return 0;
+	return nt ? bt_time_mark(cb, ctx, tz, out) : 0;
 }

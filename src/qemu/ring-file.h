@@ -20,7 +20,10 @@
  *                       uint32_t: records stage_base, stage_base + 1, ...
  *                       up to the first BT_RING_SENT), then hdr.entries
  *                       uint32_t TB indices (a ring: record i < committed
- *                       at [i & (entries - 1)])
+ *                       at [i & (entries - 1)]), then
+ *                       bt_ring_time_entries(entries) struct bt_ring_time
+ *                       (the thread's clock samples: a ring, sample i <
+ *                       tcount at [i & (time entries - 1)])
  *   hdr.xslot_offset    hdr.nxslots more slots of hdr.xslot_size bytes,
  *                       the same layout with hdr.xentries entries: threads
  *                       beyond the first nslots alive at once
@@ -47,7 +50,7 @@
 #include <stdint.h>
 
 #define BT_RING_MAGIC "BTQRING1"
-#define BT_RING_VERSION 5
+#define BT_RING_VERSION 6
 /* The payload of the datagram that hands a ring descriptor to btrace
  * (plugin.c bt_file_publish(), qemu-record.c). */
 #define BT_RING_SOCK_MAGIC 0x42545152u   /* "BTQR" */
@@ -137,7 +140,10 @@ struct bt_ring_slot {
 	uint64_t prev_fault_addr;
 	int32_t prev_fault_signo;
 	int32_t prev_fault_code;
-	uint8_t reserved[56];
+	/* Clock samples taken (the ring after the TB indices; atomic,
+	 * release after the sample is written). */
+	uint64_t tcount;
+	uint8_t reserved[48];
 	/* Never a TB index: what a look-back before the staging area reads. */
 	uint32_t guard[BT_RING_LOOP];
 };
@@ -224,7 +230,9 @@ struct bt_ring_hdr {
 	 * could not be made or handed to btrace (atomic; counted by the
 	 * child in its parent's header). */
 	uint32_t untraced_children;
-	uint32_t reserved_c;
+	/* Records between two clock samples (plugin argument time=); 0: the
+	 * plugin takes none (the slots' tcount stay 0). */
+	uint32_t time_every;
 };
 #define BT_RING_F_READY    0x1u  /* the plugin finished initialising */
 #define BT_RING_F_EXITED   0x2u  /* normal exit (exit_group seen) */
@@ -266,9 +274,41 @@ static inline uint32_t *bt_ring_entries(struct bt_ring_slot *s)
 	return (uint32_t *)(s + 1) + BT_RING_STAGE_ALLOC;
 }
 
+/*
+ * A clock sample: the thread's record @pos had not started at @ns
+ * (CLOCK_MONOTONIC, nanoseconds; one clock for every thread and process),
+ * and every record before @pos had.  The plugin takes one at a thread's
+ * first block, every time= records (the staging cursor's checkpoint),
+ * before and after every system call, at a thread's exit and at a host
+ * fault; two samples at one @pos are the boundary's two sides (a system
+ * call's entry and its return).  A loop fold (plugin.c) can move records
+ * back under a sample: the sample then keeps the position it had.
+ */
+struct bt_ring_time {
+	uint64_t pos;
+	uint64_t ns;
+};
+
+/* Clock samples a slot of @entries ring entries keeps: one per 8 records
+ * (a sample every time= records needs far fewer; system calls in a tight
+ * loop can take two per three records, then the oldest records lose
+ * theirs first). */
+static inline uint64_t bt_ring_time_entries(uint64_t entries)
+{
+	return entries / 8;
+}
+
 static inline uint64_t bt_ring_slot_size(uint64_t entries)
 {
-	return sizeof(struct bt_ring_slot) + 4 * (BT_RING_STAGE_ALLOC + entries);
+	return sizeof(struct bt_ring_slot) + 4 * (BT_RING_STAGE_ALLOC + entries) +
+	       sizeof(struct bt_ring_time) * bt_ring_time_entries(entries);
+}
+
+/* The clock samples of slot @s, of @entries ring entries. */
+static inline struct bt_ring_time *bt_ring_times(struct bt_ring_slot *s,
+						 uint64_t entries)
+{
+	return (struct bt_ring_time *)(bt_ring_entries(s) + entries);
 }
 
 /* The plugin's defaults for slots=, xslots=, xentries= and tbmax=, the map
@@ -278,6 +318,8 @@ static inline uint64_t bt_ring_slot_size(uint64_t entries)
 #define BT_RING_DEF_XSLOTS 1024u
 #define BT_RING_DEF_XENTRIES 65536u
 #define BT_RING_DEF_TBMAX (4u << 20)
+/* Records between two clock samples (plugin argument time=). */
+#define BT_RING_DEF_TIME 256u
 #define BT_RING_MAPS_CAP (1u << 20)
 #define BT_RING_CODE_CAP (256ull << 20)
 

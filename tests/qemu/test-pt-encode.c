@@ -254,8 +254,13 @@ static void walk_free(struct walk *w)
 
 /* ---- encode ---- */
 
+/* The time given before the first branch; @tsc_every > 0: TSC_BASE + k
+ * after the k-th multiple of @tsc_every branches too (encode_walk). */
+#define TSC_BASE 1000000u
+
 static int encode_walk(const struct walk *w, const struct bt_pt_enc_opts *o,
-		       size_t drop_from, size_t drop_to, struct bt_pt_enc **out)
+		       size_t drop_from, size_t drop_to, unsigned tsc_every,
+		       struct bt_pt_enc **out)
 {
 	struct bt_pt_enc *e;
 	int rc;
@@ -263,7 +268,9 @@ static int encode_walk(const struct walk *w, const struct bt_pt_enc_opts *o,
 	rc = bt_pt_enc_new(o, &e);
 	if (rc)
 		return rc;
-	rc = bt_pt_enc_begin(e, M(0x00));
+	rc = tsc_every ? bt_pt_enc_tsc(e, TSC_BASE) : 0;
+	if (!rc)
+		rc = bt_pt_enc_begin(e, M(0x00));
 	for (size_t i = 0; !rc && i < w->nbr; i++) {
 		if (i >= drop_from && i < drop_to) {
 			if (i + 1 == drop_to)
@@ -271,6 +278,8 @@ static int encode_walk(const struct walk *w, const struct bt_pt_enc_opts *o,
 			continue;
 		}
 		rc = bt_pt_enc_branch(e, &w->br[i]);
+		if (!rc && tsc_every && (i + 1) % tsc_every == 0)
+			rc = bt_pt_enc_tsc(e, TSC_BASE + (i + 1) / tsc_every);
 	}
 	if (!rc)
 		rc = bt_pt_enc_end(e, w->end_ip);
@@ -294,6 +303,8 @@ struct decoded {
 	int novf;
 	int error;              /* a decode error other than end of stream */
 	size_t nsync;
+	uint64_t *tsc;          /* pt_blk_time() after each block */
+	size_t ntsc, tsc_cap;
 };
 
 static void push_u64(uint64_t **a, size_t *n, size_t *cap, uint64_t v)
@@ -414,6 +425,13 @@ static void decode(const uint8_t *buf, size_t size, long sync_off,
 			status = pt_blk_next(dec, &blk, sizeof(blk));
 			if (expand_block(d, &blk) < 0)
 				d->error = -1000;
+			if (blk.ninsn) {
+				uint64_t tsc = 0;
+				uint32_t lm, lc;
+
+				pt_blk_time(dec, &tsc, &lm, &lc);
+				push_u64(&d->tsc, &d->ntsc, &d->tsc_cap, tsc);
+			}
 			if (status < 0)
 				break;
 		}
@@ -431,12 +449,36 @@ static void decoded_free(struct decoded *d)
 {
 	free(d->ip);
 	free(d->async_at);
+	free(d->tsc);
 }
 
 static int is_suffix(const uint64_t *s, size_t ns, const uint64_t *t,
 		     size_t nt)
 {
 	return ns <= nt && !memcmp(s, t + (nt - ns), ns * sizeof(*s));
+}
+
+/* The offsets of every PSB in @data (libipt's packet decoder): *@out, a
+ * malloc'd array; returns how many, -1 on failure. */
+static int psb_offsets(const uint8_t *data, uint64_t size, uint64_t **out)
+{
+	struct pt_config cfg;
+	struct pt_packet_decoder *pkt;
+	size_t n = 0, cap = 0;
+	uint64_t off;
+
+	*out = NULL;
+	pt_config_init(&cfg);
+	cfg.begin = (uint8_t *)data;
+	cfg.end = (uint8_t *)data + size;
+	pkt = pt_pkt_alloc_decoder(&cfg);
+	if (!pkt)
+		return -1;
+	while (pt_pkt_sync_forward(pkt) >= 0 &&
+	       pt_pkt_get_sync_offset(pkt, &off) >= 0)
+		push_u64(out, &n, &cap, off);
+	pt_pkt_free_decoder(pkt);
+	return (int)n;
 }
 
 /* ---- tests ---- */
@@ -454,7 +496,7 @@ static void roundtrip(struct bt_test *t, int retcomp, int tnt64,
 	int wrapped = -1;
 
 	walk_run(&w, n, seed);
-	BT_REQUIRE(t, encode_walk(&w, &o, SIZE_MAX, SIZE_MAX, &e) == 0);
+	BT_REQUIRE(t, encode_walk(&w, &o, SIZE_MAX, SIZE_MAX, 0, &e) == 0);
 	data = bt_pt_enc_data(e, &size, &wrapped);
 	BT_EQ_INT(t, 0, wrapped);
 	BT_CHECK(t, size > 0);
@@ -517,41 +559,82 @@ static void test_many_seeds(struct bt_test *t)
 static void test_sync_at_every_psb(struct bt_test *t)
 {
 	struct bt_pt_enc_opts o = { .retcomp = 1, .psb_period = 200 };
-	struct pt_packet_decoder *pkt;
-	struct pt_config cfg;
 	struct bt_pt_enc *e;
 	struct walk w;
 	const uint8_t *data;
-	uint64_t size;
-	int npsb = 0, good = 0;
+	uint64_t size, *psb;
+	int npsb, good = 0;
 
 	walk_run(&w, 8000, 77);
-	BT_REQUIRE(t, encode_walk(&w, &o, SIZE_MAX, SIZE_MAX, &e) == 0);
+	BT_REQUIRE(t, encode_walk(&w, &o, SIZE_MAX, SIZE_MAX, 0, &e) == 0);
 	data = bt_pt_enc_data(e, &size, NULL);
-	pt_config_init(&cfg);
-	cfg.begin = (uint8_t *)data;
-	cfg.end = (uint8_t *)data + size;
-	pkt = pt_pkt_alloc_decoder(&cfg);
-	BT_REQUIRE(t, pkt != NULL);
-	while (pt_pkt_sync_forward(pkt) >= 0) {
-		uint64_t off;
+	npsb = psb_offsets(data, size, &psb);
+	for (int i = 0; i < npsb; i++) {
 		struct decoded d;
 
-		if (pt_pkt_get_sync_offset(pkt, &off) < 0)
-			break;
-		npsb++;
-		decode(data, size, (long)off, &d);
+		decode(data, size, (long)psb[i], &d);
 		if (!d.error && d.n > 0 && is_suffix(d.ip, d.n, w.truth,
 						     w.ntruth))
 			good++;
 		else
 			bt_test_diag("PSB at %" PRIu64 ": error %d, %zu insns",
-				     off, d.error, d.n);
+				     psb[i], d.error, d.n);
 		decoded_free(&d);
 	}
 	BT_CHECK(t, npsb > 20);
 	BT_EQ_INT(t, npsb, good);
-	pt_pkt_free_decoder(pkt);
+	free(psb);
+	bt_pt_enc_free(e);
+	walk_free(&w);
+}
+
+/*
+ * TSC packets (bt_pt_enc_tsc): libipt decodes the same path, reads every
+ * time given, in order, and a decode that starts at any PSB has a time at
+ * once (each PSB+ carries the latest, as hardware's does).
+ */
+static void test_time_packets(struct bt_test *t)
+{
+	struct bt_pt_enc_opts o = { .retcomp = 1, .psb_period = 300 };
+	struct bt_pt_enc *e;
+	struct decoded d;
+	struct walk w;
+	const uint8_t *data;
+	uint64_t size, last = 0, given, *psb;
+	size_t distinct = 0, back = 0;
+	int npsb, timed = 0;
+
+	walk_run(&w, 6000, 31);
+	BT_REQUIRE(t, encode_walk(&w, &o, SIZE_MAX, SIZE_MAX, 7, &e) == 0);
+	data = bt_pt_enc_data(e, &size, NULL);
+	decode(data, size, -1, &d);
+	BT_EQ_INT(t, 0, d.error);
+	BT_CHECK(t, d.n == w.ntruth &&
+		 !memcmp(d.ip, w.truth, d.n * sizeof(*d.ip)));
+	for (size_t i = 0; i < d.ntsc; i++) {
+		if (d.tsc[i] < last)
+			back++;
+		if (d.tsc[i] != last)
+			distinct++;
+		last = d.tsc[i];
+	}
+	given = 1 + w.nbr / 7;
+	BT_EQ_U64(t, 0, back);
+	BT_EQ_U64(t, TSC_BASE, d.ntsc ? d.tsc[0] : 0);   /* from the PSB+ */
+	BT_EQ_U64(t, given, distinct);
+	BT_EQ_U64(t, TSC_BASE + given - 1, last);
+	decoded_free(&d);
+	/* every PSB: a time before the first block's branch is read */
+	npsb = psb_offsets(data, size, &psb);
+	for (int i = 0; i < npsb; i++) {
+		decode(data, size, (long)psb[i], &d);
+		if (!d.error && d.ntsc && d.tsc[0] >= TSC_BASE)
+			timed++;
+		decoded_free(&d);
+	}
+	BT_CHECK(t, npsb > 20);
+	BT_EQ_INT(t, npsb, timed);
+	free(psb);
 	bt_pt_enc_free(e);
 	walk_free(&w);
 }
@@ -573,7 +656,7 @@ static void test_ring_wrap(struct bt_test *t)
 		int wrapped = 0;
 
 		walk_run(&w, 30000, 300 + i);
-		BT_REQUIRE(t, encode_walk(&w, &o, SIZE_MAX, SIZE_MAX, &e) == 0);
+		BT_REQUIRE(t, encode_walk(&w, &o, SIZE_MAX, SIZE_MAX, 0, &e) == 0);
 		data = bt_pt_enc_data(e, &size, &wrapped);
 		BT_EQ_INT(t, 1, wrapped);
 		BT_EQ_U64(t, rings[i], size);
@@ -611,7 +694,7 @@ static void test_overflow(struct bt_test *t)
 			    w.br[i].kind != BT_BR_JMP &&
 			    w.br[i].kind != BT_BR_CALL)
 				lastuse = w.br_at[i];
-		BT_REQUIRE(t, encode_walk(&w, &o, j1, j2, &e) == 0);
+		BT_REQUIRE(t, encode_walk(&w, &o, j1, j2, 0, &e) == 0);
 		data = bt_pt_enc_data(e, &size, NULL);
 		decode(data, size, -1, &d);
 		BT_EQ_INT(t, 0, d.error);
@@ -729,7 +812,7 @@ static void test_cleanup(struct bt_test *t)
 	BT_EQ_INT(t, 0, unlink(img_path));
 }
 
-BT_TESTS(test_setup, test_plain_tnt8, test_retcomp_tnt8, test_plain_tnt64,
-	 test_retcomp_tnt64, test_psb_small_periods, test_many_seeds,
+BT_TESTS(test_setup, test_time_packets, test_plain_tnt8, test_retcomp_tnt8,
+	 test_plain_tnt64, test_retcomp_tnt64, test_psb_small_periods, test_many_seeds,
 	 test_sync_at_every_psb, test_ring_wrap, test_overflow,
 	 test_begin_after_end, test_bts, test_cleanup)

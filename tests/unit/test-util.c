@@ -94,5 +94,39 @@ static void test_build_id(struct bt_test *t)
 	free(data);
 }
 
+/* time.tsc (docs/format.md, "Time"): perf's three numbers, nothing else. */
+static void test_time_tsc_parse(struct bt_test *t)
+{
+	uint64_t zero = 1;
+	uint32_t mult = 1;
+	uint16_t shift = 1;
+
+	BT_EQ_INT(t, 0, bt_time_tsc_parse("zero=0 mult=1 shift=0", &zero,
+					  &mult, &shift));
+	BT_EQ_U64(t, 0, zero);
+	BT_EQ_INT(t, 1, mult);
+	BT_EQ_INT(t, 0, shift);
+	BT_EQ_INT(t, 0, bt_time_tsc_parse("zero=18446744073709551615 "
+					  "mult=4294967295 shift=63", &zero,
+					  &mult, &shift));
+	BT_EQ_U64(t, UINT64_MAX, zero);
+	BT_EQ_U64(t, UINT32_MAX, mult);
+	BT_EQ_INT(t, 63, shift);
+	BT_EQ_INT(t, -1, bt_time_tsc_parse(NULL, &zero, &mult, &shift));
+	BT_EQ_INT(t, -1, bt_time_tsc_parse("", &zero, &mult, &shift));
+	BT_EQ_INT(t, -1, bt_time_tsc_parse("zero=0 mult=0 shift=0", &zero,
+					   &mult, &shift));
+	BT_EQ_INT(t, -1, bt_time_tsc_parse("zero=0 mult=4294967296 shift=0",
+					   &zero, &mult, &shift));
+	BT_EQ_INT(t, -1, bt_time_tsc_parse("zero=0 mult=1 shift=64", &zero,
+					   &mult, &shift));
+	BT_EQ_INT(t, -1, bt_time_tsc_parse("zero=0 mult=1 shift=0 x", &zero,
+					   &mult, &shift));
+	BT_EQ_INT(t, -1, bt_time_tsc_parse("mult=1 zero=0 shift=0", &zero,
+					   &mult, &shift));
+	/* a refused value leaves the outputs as they were */
+	BT_EQ_U64(t, UINT64_MAX, zero);
+}
+
 BT_TESTS(test_grow_to_any_index, test_error_record, test_strerror,
-	 test_build_id)
+	 test_build_id, test_time_tsc_parse)
