@@ -643,6 +643,14 @@ static void report_text(FILE *f, const char *path,
 			r->nthreads - 1, r->nthreads > 2 ? "s" : "");
 }
 
+void cli_report_text(FILE *f, const char *path, const struct btrace_report *rep,
+		     uint64_t calls, uint64_t blocks)
+{
+	struct rep_opts o = { .calls = calls, .blocks = blocks, .all = 1 };
+
+	report_text(f, path, rep, &o);
+}
+
 /* --- JSON --- */
 
 /* "time_ns": when, null when not known */
