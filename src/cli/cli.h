@@ -158,6 +158,12 @@ int cli_timeline_decode(const char *cmd, const struct btrace_snapshot *snap,
 /* The text of btrace report for @rep (every thread) into @f (cmd-report.c). */
 void cli_report_text(FILE *f, const char *path, const struct btrace_report *rep,
 		     uint64_t calls, uint64_t blocks);
+/* The same as --json (cmd-report.c). */
+void cli_report_json(FILE *f, const struct btrace_report *rep,
+		     uint64_t calls, uint64_t blocks);
+/* The page of btrace view for @rep (of the snapshot @path) into @f:
+ * 0, or -1 out of memory (cmd-view.c). */
+int cli_view_page(FILE *f, const char *path, const struct btrace_report *rep);
 /* The snapshot's directory (PATH_MAX bytes; "" unknown) for @path, and
  * the decode options the environment gives (cli_decode_open()). */
 void cli_snapshot_dir(const char *path, char *dir);

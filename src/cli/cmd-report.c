@@ -1113,6 +1113,14 @@ static void report_json(FILE *f, const struct btrace_report *rep,
 	json_finish(&j);
 }
 
+void cli_report_json(FILE *f, const struct btrace_report *rep,
+		     uint64_t calls, uint64_t blocks)
+{
+	struct rep_opts o = { .calls = calls, .blocks = blocks, .all = 1 };
+
+	report_json(f, rep, &o);
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,

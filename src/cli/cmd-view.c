@@ -355,6 +355,31 @@ static void page(FILE *f, const struct btrace_report *rep, const char *json,
 		page_script);
 }
 
+int cli_view_page(FILE *f, const char *path, const struct btrace_report *rep)
+{
+	char *json = NULL, *text = NULL;
+	size_t jlen = 0, tlen = 0;
+	FILE *mj = open_memstream(&json, &jlen);
+	FILE *mt = open_memstream(&text, &tlen);
+	int rc = -1;
+
+	if (mj && mt) {
+		cli_timeline_chrome(mj, rep);
+		cli_report_text(mt, path, rep, 16, 16);
+		if (!fflush(mj) && !fflush(mt) && !ferror(mj) && !ferror(mt)) {
+			page(f, rep, json, jlen, text, tlen);
+			rc = fflush(f) || ferror(f) ? -1 : 0;
+		}
+	}
+	if (mj)
+		fclose(mj);
+	if (mt)
+		fclose(mt);
+	free(json);
+	free(text);
+	return rc;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -393,12 +418,12 @@ int cmd_view(int argc, char **argv)
 	struct btrace_snapshot *snap;
 	struct btrace_report *rep;
 	struct btrace_error err;
-	char dir[PATH_MAX], *json = NULL, *text = NULL, *html = NULL;
-	size_t jlen = 0, tlen = 0, hlen = 0;
+	char dir[PATH_MAX], *html = NULL;
+	size_t hlen = 0;
 	const char *out = NULL;
 	uint64_t last = CLI_TIMELINE_LAST;
 	uint32_t flags = 0;
-	FILE *mj, *mt, *mh;
+	FILE *mh;
 	int c, rc;
 
 	optind = 1;
@@ -428,19 +453,9 @@ int cmd_view(int argc, char **argv)
 		btrace_snapshot_free(snap);
 		return rc;
 	}
-	mj = open_memstream(&json, &jlen);
-	mt = open_memstream(&text, &tlen);
 	mh = open_memstream(&html, &hlen);
-	rc = CLI_EXIT_FAIL;
-	if (mj && mt && mh) {
-		cli_timeline_chrome(mj, rep);
-		cli_report_text(mt, argv[optind], rep, 16, 16);
-		if (!fflush(mj) && !fflush(mt) && !ferror(mj) && !ferror(mt)) {
-			page(mh, rep, json, jlen, text, tlen);
-			if (!fflush(mh) && !ferror(mh))
-				rc = CLI_EXIT_OK;
-		}
-	}
+	rc = mh && !cli_view_page(mh, argv[optind], rep) ? CLI_EXIT_OK :
+	     CLI_EXIT_FAIL;
 	if (rc != CLI_EXIT_OK)
 		rc = cli_failf(CMD, NULL, "%s: render the page failed: out of memory", out);
 	else if (btrace_export_file(out, html, hlen, flags, &err) < 0)
@@ -450,14 +465,8 @@ int cmd_view(int argc, char **argv)
 		       rep->nthreads, rep->nthreads == 1 ? "" : "s",
 		       rep->timeline_timed ? "in time order" :
 		       "by instructions per thread (no times in the trace)");
-	if (mj)
-		fclose(mj);
-	if (mt)
-		fclose(mt);
 	if (mh)
 		fclose(mh);
-	free(json);
-	free(text);
 	free(html);
 	btrace_report_free(rep);
 	btrace_decode_result_free(r);
