@@ -45,6 +45,10 @@ static int new_call(struct bt_thread_build *b, uint64_t ip, uint32_t flags,
 		if (!p)
 			return -ENOMEM;
 		t->calls = p;
+		/* the fast path (pt.c) fills its slots field by field:
+		 * what it does not set (time_ns) must read 0, unknown */
+		memset(t->calls + b->ccalls, 0,
+		       (ncap - b->ccalls) * sizeof(*t->calls));
 		b->ccalls = ncap;
 	}
 	t->calls[t->ncalls++] = (struct btrace_call){

@@ -445,6 +445,10 @@ static int emit(struct bt_ctx *c, struct bt_thread_build *b,
 		if (!p)
 			return bt_error(c->err, -ENOMEM, "decode: out of memory");
 		t->blocks = p;
+		/* the fast path (pt.c) fills its slots field by field:
+		 * what it does not set (time_ns) must read 0, unknown */
+		memset(t->blocks + b->cblocks, 0,
+		       (ncap - b->cblocks) * sizeof(*t->blocks));
 		b->cblocks = ncap;
 	}
 	it = &t->blocks[t->nblocks];
