@@ -248,6 +248,13 @@ static void find_limits(const struct btrace_snapshot *snap, struct bt_report *r)
 	p->limits = r->limits;
 }
 
+uint64_t btrace_time_known(uint64_t time_ns, uint32_t flags)
+{
+	const uint32_t how = BTRACE_TIME_PACKET | BTRACE_TIME_INTERPOLATED;
+
+	return (flags & how) && !(flags & ~how) ? time_ns : 0;
+}
+
 const char *btrace_event_kind_name(uint32_t kind)
 {
 	static const char *const names[] = {
@@ -300,16 +307,19 @@ static uint64_t fault_time(const struct btrace_thread *t, uint32_t *flags)
 {
 	uint64_t i = t->fault.block_index;
 
-	if (i < t->nblocks && t->blocks[i].time_ns) {
-		*flags = t->blocks[i].time_flags;
-		return t->blocks[i].time_ns;
-	}
-	while (i-- > 0 && i < t->nblocks)
-		if (t->blocks[i].kind == BTRACE_ITEM_BLOCK) {
-			*flags = t->blocks[i].time_flags;
-			return t->blocks[i].time_ns;
-		}
-	return 0;
+	const struct btrace_block *b = i < t->nblocks ? &t->blocks[i] : NULL;
+
+	if (!b || !btrace_time_known(b->time_ns, b->time_flags))
+		while (b = NULL, i-- > 0 && i < t->nblocks)
+			if (t->blocks[i].kind == BTRACE_ITEM_BLOCK) {
+				b = &t->blocks[i];
+				break;
+			}
+	*flags = 0;
+	if (!b || !btrace_time_known(b->time_ns, b->time_flags))
+		return 0;
+	*flags = b->time_flags;
+	return b->time_ns;
 }
 
 /* The kind of call entry @i of @t (its depth against the entry before). */
@@ -342,10 +352,12 @@ static int tl_thread(struct tl_build *b, const struct btrace_report_thread *rt)
 		       (t->calls[c].first_block <= i || i == rt->blocks_end); c++) {
 			const struct btrace_call *cl = &t->calls[c];
 			struct btrace_report_event e = {
-				.kind = call_kind(t, c), .time_ns = cl->time_ns,
-				.time_flags = cl->time_flags, .thread = rt,
-				.call = cl, .seq = seq,
+				.kind = call_kind(t, c),
+				.time_ns = btrace_time_known(cl->time_ns,
+							     cl->time_flags),
+				.thread = rt, .call = cl, .seq = seq,
 			};
+			e.time_flags = e.time_ns ? cl->time_flags : 0;
 			if (e.kind != BTRACE_EVENT_GAP) {
 				e.ip = cl->ip;
 				e.sym = cl->sym;
@@ -362,11 +374,13 @@ static int tl_thread(struct tl_build *b, const struct btrace_report_thread *rt)
 		if (bl->kind == BTRACE_ITEM_FAR) {
 			struct btrace_report_event e = {
 				.kind = BTRACE_EVENT_SYSCALL,
-				.time_ns = bl->time_ns,
-				.time_flags = bl->time_flags, .ip = bl->ip,
+				.time_ns = btrace_time_known(bl->time_ns,
+							     bl->time_flags),
+				.ip = bl->ip,
 				.thread = rt, .sym = bl->sym, .block = bl,
 				.seq = seq,
 			};
+			e.time_flags = e.time_ns ? bl->time_flags : 0;
 			/* the function of the block that made the call */
 			if (!e.sym && prev && prev->end_ip <= bl->ip &&
 			    bl->ip - prev->end_ip < 16)

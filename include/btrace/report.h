@@ -182,6 +182,14 @@ BTRACE_API int btrace_report_build(const struct btrace_snapshot *snap,
 				   struct btrace_report **out,
 				   struct btrace_error *err);
 
+/**
+ * @brief The time of a block or call entry (@time_ns with its
+ * BTRACE_TIME_* @flags, decode.h) as the report counts it: @time_ns when
+ * @flags says how it was obtained (PACKET or INTERPOLATED, no other bit),
+ * else 0, not known.  Every output takes times through this rule.
+ */
+BTRACE_API uint64_t btrace_time_known(uint64_t time_ns, uint32_t flags);
+
 /** @brief "call", "return", "syscall", "gap", "fault", ...; NULL when
  * unknown. */
 BTRACE_API const char *btrace_event_kind_name(uint32_t kind);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <btrace/decode.h>
+#include <btrace/report.h>
 #include <btrace/snapshot.h>
 
 #include "cli.h"
@@ -770,7 +771,8 @@ static int pr_call(void *arg, const struct btrace_thread *t,
 	if (p->m != M_CALLS || index < p->cstart)
 		return 0;
 	if (p->mg && merge_add(p->mg, f, c->flags & BTRACE_CALL_GAP ? 0 :
-			       c->time_ns, !!(c->flags & BTRACE_CALL_GAP)) < 0)
+			       btrace_time_known(c->time_ns, c->time_flags),
+			       !!(c->flags & BTRACE_CALL_GAP)) < 0)
 		return -ENOMEM;
 	if (p->rt->fault.found && c->first_block >= p->fault &&
 	    (index == p->cstart || p->prev_first < p->fault))

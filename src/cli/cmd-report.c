@@ -653,9 +653,10 @@ void cli_report_text(FILE *f, const char *path, const struct btrace_report *rep,
 
 /* --- JSON --- */
 
-/* "time_ns": when, null when not known */
-static void j_time(struct json *j, uint64_t t)
+/* "time_ns": when, null when not known (btrace_time_known()) */
+static void j_time(struct json *j, uint64_t t, uint32_t flags)
 {
+	t = btrace_time_known(t, flags);
 	if (t)
 		json_uint(j, "time_ns", t);
 	else
@@ -768,7 +769,7 @@ static void j_tail(struct json *j, const struct btrace_report_thread *rt,
 			j_sym(j, b->sym, 0);
 			json_uint(j, "ninsn", b->ninsn);
 			json_bool(j, "fault", false);
-			j_time(j, b->time_ns);
+			j_time(j, b->time_ns, b->time_flags);
 			json_end_object(j);
 		} else if (b->kind == BTRACE_ITEM_GAP) {
 			json_begin_object(j, NULL);
@@ -776,7 +777,7 @@ static void j_tail(struct json *j, const struct btrace_report_thread *rt,
 			json_begin_object(j, "gap");
 			j_gap(j, &t->gaps[b->gap]);
 			json_end_object(j);
-			j_time(j, b->time_ns);
+			j_time(j, b->time_ns, b->time_flags);
 			json_end_object(j);
 		}
 	}
@@ -792,8 +793,11 @@ static void j_tail(struct json *j, const struct btrace_report_thread *rt,
 		json_uint(j, "ninsn", 0);
 		json_bool(j, "fault", true);
 		json_bool(j, "exact", ft->exact);
-		j_time(j, ft->block_index < t->nblocks ?
-		       t->blocks[ft->block_index].time_ns : 0);
+		if (ft->block_index < t->nblocks)
+			j_time(j, t->blocks[ft->block_index].time_ns,
+			       t->blocks[ft->block_index].time_flags);
+		else
+			json_null(j, "time_ns");
 		json_end_object(j);
 	}
 	json_end_array(j);
@@ -882,7 +886,7 @@ static void j_call(struct json *j, const struct btrace_thread *t,
 		json_bool(j, "signal", cl->flags & BTRACE_CALL_SIGNAL);
 		json_bool(j, "partial", cl->flags & BTRACE_CALL_PARTIAL);
 	}
-	j_time(j, cl->time_ns);
+	j_time(j, cl->time_ns, cl->time_flags);
 	json_end_object(j);
 }
 
@@ -1045,7 +1049,7 @@ static void j_timeline(struct json *j, const struct btrace_report *rep,
 		if (!shown[i])
 			continue;
 		json_begin_object(j, NULL);
-		j_time(j, e->time_ns);
+		j_time(j, e->time_ns, e->time_flags);
 		json_int(j, "tid", e->thread->thread->tid);
 		json_str(j, "kind", btrace_event_kind_name(e->kind));
 		json_str(j, "function", btrace_symbol_name(e->sym, 0));

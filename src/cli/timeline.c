@@ -154,7 +154,7 @@ static void call_entry(struct chrome *c, const struct btrace_thread *t,
 	const struct btrace_call *cl = &t->calls[i];
 	char buf[160], name[64];
 
-	advance(c, cl->time_ns);
+	advance(c, btrace_time_known(cl->time_ns, cl->time_flags));
 	if (cl->flags & BTRACE_CALL_GAP) {
 		const struct btrace_gap *g = &t->gaps[cl->gap];
 		snprintf(name, sizeof(name), "gap: %s",
@@ -194,7 +194,8 @@ static void call_entry(struct chrome *c, const struct btrace_thread *t,
 		}
 	}
 	c->insns += cl->ninsn;
-	advance(c, cl->end_time_ns);
+	/* (the end of an entry has the time of its start's kind) */
+	advance(c, btrace_time_known(cl->end_time_ns, cl->time_flags));
 }
 
 /* The fault of @rt as an instant event, with the signal. */
@@ -208,7 +209,8 @@ static void fault_event(struct chrome *c, const struct btrace_report_thread *rt)
 	char buf[160], name[256];
 
 	if (ft->block_index < t->nblocks)
-		advance(c, t->blocks[ft->block_index].time_ns);
+		advance(c, btrace_time_known(t->blocks[ft->block_index].time_ns,
+					     t->blocks[ft->block_index].time_flags));
 	snprintf(name, sizeof(name), "%s%s in %s",
 		 t->crashed && sig ? sig : "",
 		 ft->kind == BTRACE_FAULT_KIND_SENT ? " (sent)" :
@@ -315,9 +317,10 @@ void cli_timeline_chrome(FILE *f, const struct btrace_report *rep)
 			c.t0 = rep->timeline[i].time_ns;
 	for (size_t i = 0; c.timed && i < rep->nthreads; i++) {
 		const struct btrace_thread *t = rep->threads[i].thread;
-		if (t->ncalls && t->calls[0].time_ns &&
-		    t->calls[0].time_ns < c.t0)
-			c.t0 = t->calls[0].time_ns;
+		uint64_t t1 = t->ncalls ? btrace_time_known(t->calls[0].time_ns,
+					  t->calls[0].time_flags) : 0;
+		if (t1 && t1 < c.t0)
+			c.t0 = t1;
 	}
 	if (c.t0 == UINT64_MAX)
 		c.t0 = 0;

@@ -102,6 +102,7 @@ static void thread(struct btrace_thread *t, int32_t tid, const struct ent *e,
 			b->ninsn = e[i].ninsn;
 			b->sym = c->sym;
 			b->time_ns = c->time_ns;
+			b->time_flags = c->time_flags;
 		}
 		nb++;
 		if (e[i].far) {
@@ -110,6 +111,7 @@ static void thread(struct btrace_thread *t, int32_t tid, const struct ent *e,
 			b->ip = ip + 0x20;
 			b->end_ip = ip + 0x22;
 			b->time_ns = timed ? e[i].t + 200 : 0;
+			b->time_flags = timed ? BTRACE_TIME_INTERPOLATED : 0;
 		}
 		t->ninsn += e[i].ninsn;
 	}
@@ -120,6 +122,7 @@ static void thread(struct btrace_thread *t, int32_t tid, const struct ent *e,
 		b->kind = BTRACE_ITEM_FAULT;
 		b->ip = t->calls[ne - 1].ip + 0x8;
 		b->time_ns = timed ? fault_t : 0;
+		b->time_flags = timed ? BTRACE_TIME_PACKET : 0;
 		f->found = 1;
 		f->exact = 1;
 		f->ip = b->ip;
@@ -249,6 +252,19 @@ static void check_model(void)
 	   "time");
 	btrace_report_free(rep);
 	free_result(r);
+
+	/* a time whose flags do not say how it was obtained is not one (the
+	 * bytes of memory nobody wrote) */
+	r = result(1);
+	r->threads[1].calls[1].time_flags = 0xb3b3b3b3;
+	ok(btrace_report_build(&snap, r, &rep, &err) == 0 &&
+	   rep->timeline_timed == 0, "a time with invalid flags is unknown");
+	btrace_report_free(rep);
+	free_result(r);
+	ok(btrace_time_known(5, BTRACE_TIME_PACKET) == 5 &&
+	   btrace_time_known(5, BTRACE_TIME_INTERPOLATED) == 5 &&
+	   btrace_time_known(5, 0) == 0 && btrace_time_known(5, 0x4) == 0 &&
+	   btrace_time_known(5, 0x5) == 0, "btrace_time_known()");
 }
 
 static int write_file(const char *dir, const char *name,
