@@ -897,6 +897,9 @@ static int list_merged(struct btrace_decode_result *r, struct observer *obs,
 	if (ret == CLI_EXIT_OK) {
 		for (size_t i = 0; i < mg.n; i++)
 			mg.parts[i].end = i + 1 < mg.n ? mg.parts[i + 1].off : mg.len;
+		/* no entry: no time either, no order to claim */
+		if (!mg.n)
+			mg.untimed = 1;
 		if (!mg.untimed)
 			qsort(mg.parts, mg.n, sizeof(*mg.parts), part_cmp);
 		printf(mg.untimed ?
