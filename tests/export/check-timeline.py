@@ -9,6 +9,12 @@
   check-timeline.py fixtures BTRACE FIXTURES_DIR
       btrace export --timeline, btrace report --json and btrace decode
       --calls --all-threads of the recorded fixtures
+  check-timeline.py damaged BTRACE COUNT SNAPSHOT...
+      COUNT copies of the snapshots with random bytes changed (seeded,
+      the same every run): btrace view, export --timeline and decode
+      --calls --all-threads exit 0 or 1 (1 with a message naming the
+      snapshot), never crash, hang or trip a sanitizer, and leave no
+      output behind when they fail
 
 The Chrome JSON must have: every slice closed, slices nested per thread
 (an end closes the innermost open slice of its thread, never before it
@@ -281,8 +287,56 @@ def fixtures(btrace, root):
                (s, rep['timeline_order']), r.stdout[:2000] + r.stderr)
 
 
+SAN = ('Sanitizer', 'runtime error:', 'LeakSanitizer')
+
+
+def damaged(btrace, count, snaps):
+    import random
+    rnd = random.Random(18)
+    with tempfile.TemporaryDirectory(prefix='btrace-tl.') as d:
+        for n in range(count):
+            src = snaps[n % len(snaps)]
+            with open(src, 'rb') as f:
+                data = bytearray(f.read())
+            for _ in range(rnd.randint(1, 24)):
+                data[rnd.randrange(len(data))] = rnd.randrange(256)
+            snap = os.path.join(d, 'damaged-%d.btrace' % n)
+            with open(snap, 'wb') as f:
+                f.write(data)
+            out = os.path.join(d, 'out-%d' % n)
+            bad = []
+            for cmd in (['view', snap, '-o', out + '.html'],
+                        ['export', snap, '--lenient', '--timeline',
+                         out + '.json'],
+                        ['decode', '--calls', '--all-threads', '--last', '64',
+                         snap]):
+                try:
+                    r = subprocess.run([btrace] + cmd, capture_output=True,
+                                       text=True, errors='replace',
+                                       timeout=300)
+                except subprocess.TimeoutExpired:
+                    bad.append('%s: hung' % cmd[0])
+                    continue
+                if r.returncode not in (0, 1) or \
+                        any(x in r.stderr for x in SAN):
+                    bad.append('%s: exit %d\n%s' % (cmd[0], r.returncode,
+                                                     r.stderr[-1500:]))
+                elif r.returncode == 1 and 'damaged-%d' % n not in r.stderr:
+                    bad.append('%s: exit 1 without naming the snapshot: %s'
+                               % (cmd[0], r.stderr[-500:]))
+                elif r.returncode == 1 and cmd[0] != 'decode' and \
+                        any(f.startswith('out-%d.' % n) for f in os.listdir(d)):
+                    bad.append('%s: failed but left its output' % cmd[0])
+            ok(not bad, 'damaged copy %d of %s' % (n, os.path.basename(src)),
+               '\n'.join(bad))
+            for f in os.listdir(d):
+                os.unlink(os.path.join(d, f))
+
+
 def main():
-    if len(sys.argv) == 3 and sys.argv[1] == 'synthetic':
+    if len(sys.argv) >= 5 and sys.argv[1] == 'damaged':
+        damaged(sys.argv[2], int(sys.argv[3]), sys.argv[4:])
+    elif len(sys.argv) == 3 and sys.argv[1] == 'synthetic':
         synthetic(sys.argv[2])
     elif len(sys.argv) == 4 and sys.argv[1] == 'fixtures':
         fixtures(sys.argv[2], sys.argv[3])
