@@ -11,10 +11,12 @@ _btrace_opts()
 	report) echo "--json --calls --blocks --thread --all-threads --full
 		--debug-dir --no-disk --no-debuginfod -v --verbose -h --help" ;;
 	decode) echo "--insn --blocks --calls --last --thread --debug-dir
-		--no-disk --no-debuginfod -v --verbose -h --help" ;;
+		--all-threads --no-disk --no-debuginfod -v --verbose -h --help" ;;
 	info) echo "--json -h --help" ;;
-	export) echo "-o --perf-data --buildid-dir --no-cache --use-disk --tid
-		--chunk -f --force --lenient -q --quiet -h --help" ;;
+	export) echo "-o --perf-data --timeline --last --buildid-dir --no-cache
+		--use-disk --tid --chunk -f --force --lenient -q --quiet -h --help" ;;
+	view) echo "-o --output -f --force --last --thread --debug-dir --no-disk
+		--no-debuginfod -v --verbose -h --help" ;;
 	doctor) echo "--json --sysfs-root -h --help" ;;
 	calibrate) echo "-b --backend --runs --json --sysfs-root -h --help" ;;
 	esac
@@ -26,7 +28,7 @@ _btrace()
 	COMPREPLY=()
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local commands="record snapshot report decode info export doctor calibrate"
+	local commands="record snapshot report decode info export view doctor calibrate"
 
 	if [[ $COMP_CWORD -eq 1 ]]; then
 		if [[ $cur == -* ]]; then
@@ -63,7 +65,7 @@ _btrace()
 	--on)
 		mapfile -t COMPREPLY < <(compgen -W "default exit SEGV BUS ILL FPE ABRT TRAP SYS" -- "$cur")
 		return ;;
-	-o|--output|--perf-data)
+	-o|--output|--perf-data|--timeline)
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur"); return ;;
 	--debug-dir|--buildid-dir|--sysfs-root)
 		mapfile -t COMPREPLY < <(compgen -d -- "$cur"); return ;;
@@ -79,7 +81,7 @@ _btrace()
 		return
 	fi
 	case $cmd in
-	report|decode|info|export)
+	report|decode|info|export|view)
 		# snapshot files, and directories to reach them
 		mapfile -t COMPREPLY < <(compgen -f -X '!*.btrace' -- "$cur"; compgen -d -- "$cur")
 		compopt -o filenames 2>/dev/null ;;

@@ -248,6 +248,247 @@ static void find_limits(const struct btrace_snapshot *snap, struct bt_report *r)
 	p->limits = r->limits;
 }
 
+uint64_t btrace_time_known(uint64_t time_ns, uint32_t flags)
+{
+	switch (flags) {
+	case BTRACE_TIME_PACKET:
+	case BTRACE_TIME_INTERPOLATED:
+	case BTRACE_TIME_AFTER:
+		return time_ns;
+	default:
+		return 0;
+	}
+}
+
+const char *btrace_event_kind_name(uint32_t kind)
+{
+	static const char *const names[] = {
+		[BTRACE_EVENT_START] = "start", [BTRACE_EVENT_CALL] = "call",
+		[BTRACE_EVENT_RETURN] = "return",
+		[BTRACE_EVENT_SYSCALL] = "syscall", [BTRACE_EVENT_GAP] = "gap",
+		[BTRACE_EVENT_FAULT] = "fault", [BTRACE_EVENT_SIGNAL] = "signal",
+	};
+
+	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : NULL;
+}
+
+/* A timeline being built: the events, and per event the time it sorts by
+ * (a gap's: the time of the event before it in its thread). */
+struct tl_build {
+	struct btrace_report_event *ev;
+	uint64_t *key;
+	size_t n, cap;
+	size_t tidx;               /* index of the thread being added */
+	int untimed;               /* a thread with events, none with a time */
+	int thread_timed;          /* the thread being added has a time */
+	uint64_t last;             /* the thread's last known time */
+};
+
+static int tl_add(struct tl_build *b, const struct btrace_report_event *e)
+{
+	if (b->n == b->cap) {
+		size_t nc = b->cap ? 2 * b->cap : 64;
+		void *p = realloc(b->ev, nc * sizeof(*b->ev));
+		if (!p)
+			return -ENOMEM;
+		b->ev = p;
+		p = realloc(b->key, nc * sizeof(*b->key));
+		if (!p)
+			return -ENOMEM;
+		b->key = p;
+		b->cap = nc;
+	}
+	if (e->time_ns) {
+		b->last = e->time_ns;
+		b->thread_timed = 1;
+	}
+	b->key[b->n] = b->last;
+	b->ev[b->n++] = *e;
+	return 0;
+}
+
+/* The time the fault of @t happened: that of the item marking it, else
+ * of the last block before it (the faulting instruction came after). */
+static uint64_t fault_time(const struct btrace_thread *t, uint32_t *flags)
+{
+	uint64_t i = t->fault.block_index;
+
+	const struct btrace_block *b = i < t->nblocks ? &t->blocks[i] : NULL;
+
+	if (!b || !btrace_time_known(b->time_ns, b->time_flags))
+		while (b = NULL, i-- > 0 && i < t->nblocks)
+			if (t->blocks[i].kind == BTRACE_ITEM_BLOCK) {
+				b = &t->blocks[i];
+				break;
+			}
+	*flags = 0;
+	if (!b || !btrace_time_known(b->time_ns, b->time_flags))
+		return 0;
+	*flags = b->time_flags;
+	return b->time_ns;
+}
+
+/* The kind of call entry @i of @t (its depth against the entry before). */
+static uint32_t call_kind(const struct btrace_thread *t, size_t i)
+{
+	const struct btrace_call *c = &t->calls[i], *p = i ? c - 1 : NULL;
+
+	if (c->flags & BTRACE_CALL_GAP)
+		return BTRACE_EVENT_GAP;
+	if (!p || (p->flags & BTRACE_CALL_GAP))
+		return BTRACE_EVENT_START;
+	if (c->depth < p->depth || (c->flags & BTRACE_CALL_UNWOUND))
+		return BTRACE_EVENT_RETURN;
+	return BTRACE_EVENT_CALL;
+}
+
+/* The events of one thread before its fault, in its own order. */
+static int tl_thread(struct tl_build *b, const struct btrace_report_thread *rt)
+{
+	const struct btrace_thread *t = rt->thread;
+	const struct btrace_block *prev = NULL;
+	uint64_t seq = 0;
+	size_t c = 0;
+	int rc;
+
+	b->last = 0;
+	b->thread_timed = 0;
+	size_t n0 = b->n;
+	for (size_t i = 0; i <= rt->blocks_end; i++) {
+		/* the call entries that begin at this block */
+		for (; c < rt->calls_end &&
+		       (t->calls[c].first_block <= i || i == rt->blocks_end); c++) {
+			const struct btrace_call *cl = &t->calls[c];
+			struct btrace_report_event e = {
+				.kind = call_kind(t, c),
+				.time_ns = btrace_time_known(cl->time_ns,
+							     cl->time_flags),
+				.thread = rt, .call = cl, .seq = seq,
+			};
+			e.time_flags = e.time_ns ? cl->time_flags : 0;
+			if (e.kind != BTRACE_EVENT_GAP) {
+				e.ip = cl->ip;
+				e.sym = cl->sym;
+			} else {
+				e.time_ns = 0;
+				e.time_flags = 0;
+			}
+			if ((rc = tl_add(b, &e)) < 0)
+				return rc;
+		}
+		if (i == rt->blocks_end)
+			break;
+		const struct btrace_block *bl = &t->blocks[i];
+		if (bl->kind == BTRACE_ITEM_FAR) {
+			struct btrace_report_event e = {
+				.kind = BTRACE_EVENT_SYSCALL,
+				.time_ns = btrace_time_known(bl->time_ns,
+							     bl->time_flags),
+				.ip = bl->ip,
+				.thread = rt, .sym = bl->sym, .block = bl,
+				.seq = seq,
+			};
+			e.time_flags = e.time_ns ? bl->time_flags : 0;
+			/* the function of the block that made the call */
+			if (!e.sym && prev && prev->end_ip <= bl->ip &&
+			    bl->ip - prev->end_ip < 16)
+				e.sym = prev->sym;
+			if ((rc = tl_add(b, &e)) < 0)
+				return rc;
+		}
+		if (bl->kind == BTRACE_ITEM_BLOCK) {
+			seq += bl->ninsn;
+			prev = bl;
+		} else if (bl->kind != BTRACE_ITEM_FAR) {
+			prev = NULL;
+		}
+	}
+	if (t->fault.found) {
+		struct btrace_report_event e = {
+			.kind = t->fault.kind == BTRACE_FAULT_KIND_SENT ?
+				BTRACE_EVENT_SIGNAL : BTRACE_EVENT_FAULT,
+			.ip = rt->fault_in_block ? t->fault.block_ip : t->fault.ip,
+			.thread = rt, .sym = &t->fault.sym, .seq = seq,
+		};
+		e.time_ns = fault_time(t, &e.time_flags);
+		if ((rc = tl_add(b, &e)) < 0)
+			return rc;
+	}
+	if (b->n > n0 && !b->thread_timed)
+		b->untimed = 1;
+	return 0;
+}
+
+static int tl_cmp(const void *a, const void *b, void *arg)
+{
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	const struct tl_build *t = arg;
+
+	if (t->key[i] != t->key[j])
+		return t->key[i] < t->key[j] ? -1 : 1;
+	return i < j ? -1 : i > j;   /* thread order, then in the thread */
+}
+
+/*
+ * The timeline (btrace_report.timeline): every thread's events, the
+ * crashed thread's last; sorted by time when every thread that has events
+ * has a time (an event without one follows the event before it in its
+ * thread, or leads it).
+ */
+static int find_timeline(struct btrace_report *p)
+{
+	struct tl_build b = { 0 };
+	size_t *order = NULL, n = 0;
+	uint64_t end = UINT64_MAX;
+	int rc = 0;
+
+	for (size_t i = 0; i <= p->nthreads && !rc; i++) {
+		const struct btrace_report_thread *rt =
+			i < p->nthreads ? &p->threads[i] : p->crashed;
+		if (i < p->nthreads ? rt == p->crashed : !rt)
+			continue;
+		rc = tl_thread(&b, rt);
+	}
+	if (!rc && b.n && !b.untimed) {
+		order = malloc(b.n * sizeof(*order));
+		struct btrace_report_event *ev = malloc(b.n * sizeof(*ev));
+		if (!order || !ev) {
+			free(ev);
+			rc = -ENOMEM;
+		} else {
+			const struct btrace_thread *ct = p->crashed ?
+				p->crashed->thread : NULL;
+			uint32_t fl;
+			if (ct && ct->fault.found)
+				end = fault_time(ct, &fl);
+			for (size_t i = 0; i < b.n; i++)
+				order[i] = i;
+			qsort_r(order, b.n, sizeof(*order), tl_cmp, &b);
+			/* what other threads did after the fault is not
+			 * before it */
+			for (size_t i = 0; i < b.n; i++) {
+				const struct btrace_report_event *e = &b.ev[order[i]];
+				if (b.key[order[i]] > end && e->thread != p->crashed)
+					continue;
+				ev[n++] = *e;
+			}
+			free(b.ev);
+			b.ev = ev;
+			b.n = n;
+			p->timeline_timed = 1;
+		}
+	}
+	free(order);
+	free(b.key);
+	if (rc) {
+		free(b.ev);
+		return rc;
+	}
+	p->timeline = b.ev;
+	p->ntimeline = b.n;
+	return 0;
+}
+
 int btrace_report_build(const struct btrace_snapshot *snap,
 			const struct btrace_decode_result *res,
 			struct btrace_report **out, struct btrace_error *err)
@@ -295,6 +536,10 @@ int btrace_report_build(const struct btrace_snapshot *snap,
 	p->sent_from_outside = p->crashed && snap->signal &&
 		p->crashed->thread->fault.kind == BTRACE_FAULT_KIND_SENT &&
 		snap->signal->sender_pid && snap->signal->sender_pid != res->pid;
+	if (find_timeline(p) < 0) {
+		btrace_report_free(p);
+		return bt_error(err, -ENOMEM, "report: out of memory");
+	}
 	*out = p;
 	return 0;
 }
@@ -303,6 +548,7 @@ void btrace_report_free(struct btrace_report *rep)
 {
 	if (!rep)
 		return;
+	free(rep->timeline);
 	free(rep->threads);
 	free(rep);
 }

@@ -136,12 +136,19 @@ static void call_time(const struct bt_thread_build *b, struct btrace_call *x,
 {
 	const struct btrace_thread *t = b->t;
 	size_t n = b->tfix < t->nblocks ? b->tfix : t->nblocks;
+	uint64_t left_ns = x->time_ns;
+	uint32_t left_flags = x->time_flags;
 
 	x->time_ns = 0;
 	x->end_time_ns = 0;
 	x->time_flags = 0;
 	if (first < t->nblocks)
 		f = first < n ? &t->blocks[first] : NULL;
+	if (!f && first == SIZE_MAX) {
+		/* its first item left the window with its time (compact()) */
+		x->time_ns = left_ns;
+		x->time_flags = left_flags;
+	}
 	if (f) {
 		x->time_ns = f->time_ns;
 		x->time_flags = f->time_flags;
@@ -252,6 +259,18 @@ static int compact(struct bt_ctx *c, struct bt_thread_build *b)
 		for (; b->tfix < s; b->tfix++)
 			if (t->blocks[b->tfix].kind == BTRACE_ITEM_BLOCK)
 				b->tcum += t->blocks[b->tfix].ninsn;
+	}
+	/* an entry whose first item leaves keeps that item's time */
+	for (size_t i = 0; c->timed && i < t->ncalls &&
+			   t->calls[i].first_block < nd; i++) {
+		struct btrace_call *x = &t->calls[i];
+
+		if (x->first_block >= t->dropped_blocks && !x->time_flags) {
+			const struct btrace_block *f =
+				&t->blocks[x->first_block - t->dropped_blocks];
+			x->time_ns = f->time_ns;
+			x->time_flags = f->time_flags;
+		}
 	}
 	if (b->unit != BTRACE_UNIT_CALLS || b->sink) {
 		/* calls[].first_block holds item indices while decoding */

@@ -8,6 +8,7 @@ PKGS="meson ninja-build pkg-config gcc libc6-dev libipt-dev libelf-dev
 strace debhelper dpkg-dev lintian
 libdw-dev libzstd-dev libcapstone-dev qemu-user linux-perf scdoc elfutils
 gdb python3 g++ libc6-dbg clang libclang-rt-14-dev procps file util-linux hyperfine time
+chromium
 rustc golang-go nodejs default-jdk-headless luajit perl"
 
 missing=""

@@ -90,6 +90,18 @@ BTRACE_API int btrace_export_perf_data(const struct btrace_snapshot *snap,
 				       struct btrace_export_result *res,
 				       struct btrace_error *err);
 
+/**
+ * @brief Write @len bytes of @data to the file @out (a renderer's output:
+ * btrace export --timeline, btrace view): through a private temporary file
+ * (mode 0600) beside it, renamed into place once complete; a failed write
+ * leaves nothing.  @flags: BTRACE_EXPORT_FORCE replaces an existing file.
+ * @return 0, or a negative error code with @err filled (-EEXIST: @out
+ * exists).
+ */
+BTRACE_API int btrace_export_file(const char *out, const void *data,
+				  size_t len, uint32_t flags,
+				  struct btrace_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -79,6 +79,37 @@ struct btrace_report_thread {
 				    * the death (a signal handler) */
 };
 
+/* enum btrace_report_event.kind */
+enum btrace_event_kind {
+	BTRACE_EVENT_START = 1,    /* the kept history of a thread starts
+				    * (or resumes after a gap) in a function */
+	BTRACE_EVENT_CALL = 2,     /* a function entered: deeper than the
+				    * entry before, or at its depth by a
+				    * jump (tail call, PLT stub) */
+	BTRACE_EVENT_RETURN = 3,   /* back in a caller */
+	BTRACE_EVENT_SYSCALL = 4,  /* left user space (a system call) */
+	BTRACE_EVENT_GAP = 5,      /* a hole in the history */
+	BTRACE_EVENT_FAULT = 6,    /* the fault */
+	BTRACE_EVENT_SIGNAL = 7,   /* a signal sent (no fault): where the
+				    * thread was */
+};
+
+/* One event of the cross-thread timeline. */
+struct btrace_report_event {
+	uint32_t kind;             /* enum btrace_event_kind */
+	uint32_t time_flags;       /* BTRACE_TIME_* of @time_ns */
+	uint64_t time_ns;          /* when (btrace_block.time_ns), 0 unknown */
+	uint64_t ip;               /* the function entered, the system call,
+				    * the fault; 0 for a gap */
+	const struct btrace_report_thread *thread;
+	const struct btrace_symbol *sym;   /* of @ip, NULL: none (a gap) */
+	const struct btrace_call *call;    /* the call entry (START, CALL,
+					    * RETURN, GAP), else NULL */
+	const struct btrace_block *block;  /* the block (SYSCALL), else NULL */
+	uint64_t seq;              /* its place in the thread: instructions
+				    * of the kept history before it */
+};
+
 /* What ended the process (set when the crashed thread has a fault). */
 struct btrace_report_death {
 	int known;                 /* 0: no fault in a crashed thread; the
@@ -123,6 +154,23 @@ struct btrace_report {
 	const struct btrace_report_thread *crashed;  /* NULL: none */
 	struct btrace_report_thread *threads;  /* as in decode->threads */
 	size_t nthreads;
+
+	/*
+	 * The timeline: every thread's events of the kept history before the
+	 * fault (calls, returns, system calls, gaps) and the fault, oldest
+	 * first, ending at the fault.  @timeline_timed 1: every thread
+	 * with events has times: sorted by time across threads (an event
+	 * whose time is not known, a gap or one before its thread's first
+	 * timing packet, stays after the event before it in its thread, or
+	 * first), and events of other threads after the fault are left out.
+	 * 0: a thread has no time at all (a trace without timing packets),
+	 * so the order across threads is not known: each thread's events in
+	 * its own order, the threads one after another (the crashed thread
+	 * last).
+	 */
+	struct btrace_report_event *timeline;
+	size_t ntimeline;
+	int timeline_timed;
 	size_t :0;
 };
 
@@ -135,6 +183,21 @@ BTRACE_API int btrace_report_build(const struct btrace_snapshot *snap,
 				   const struct btrace_decode_result *res,
 				   struct btrace_report **out,
 				   struct btrace_error *err);
+
+/**
+ * @brief The time of a block or call entry (@time_ns with its
+ * BTRACE_TIME_* @flags, decode.h) as the report counts it: @time_ns when
+ * @flags says how it was obtained (PACKET, INTERPOLATED or AFTER, one of
+ * them, no other bit), else 0, not known.  All three are within one
+ * step between timing packets of the true time (the result's
+ * time_steps); AFTER is a lower bound within it.  Every output takes
+ * times through this rule.
+ */
+BTRACE_API uint64_t btrace_time_known(uint64_t time_ns, uint32_t flags);
+
+/** @brief "call", "return", "syscall", "gap", "fault", ...; NULL when
+ * unknown. */
+BTRACE_API const char *btrace_event_kind_name(uint32_t kind);
 
 /** @brief Free a report; NULL is allowed. */
 BTRACE_API void btrace_report_free(struct btrace_report *rep);

@@ -18,7 +18,8 @@ static const struct cli_command commands[] = {
 	{ "report", "explain a crash from a snapshot", cmd_report },
 	{ "decode", "print the recovered path (instructions, blocks, calls)", cmd_decode },
 	{ "info", "show what a snapshot file holds", cmd_info },
-	{ "export", "convert a snapshot for other tools (perf.data)", cmd_export },
+	{ "export", "convert a snapshot for other tools (perf.data, a timeline)", cmd_export },
+	{ "view", "write an HTML page: the timeline of all threads, the report", cmd_view },
 	{ "doctor", "what this machine supports, and why not", cmd_doctor },
 	{ "calibrate", "measure the trace written after a fault (pad)", cmd_calibrate },
 };

@@ -129,17 +129,37 @@ int cli_read_snapshot(const char *cmd, const char *path,
 		      struct btrace_snapshot **snap, char *dir)
 {
 	struct btrace_error err;
-	char real[PATH_MAX];
 
 	if (btrace_snapshot_read(path, BTRACE_READ_LENIENT, snap, &err) < 0)
 		return cli_fail(cmd, &err);
 	for (size_t i = 0; i < (*snap)->nwarnings; i++)
 		fprintf(stderr, "btrace %s: warning: %s\n", cmd,
 			cli_esc((*snap)->warnings[i]));
+	cli_snapshot_dir(path, dir);
+	return 0;
+}
+
+void cli_snapshot_dir(const char *path, char *dir)
+{
+	char real[PATH_MAX];
+
 	dir[0] = '\0';
 	if (realpath(path, real))
 		snprintf(dir, PATH_MAX, "%s", dirname(real));
-	return 0;
+}
+
+void cli_decode_env(struct btrace_decode_opts *d, const char *dir)
+{
+	const char *env;
+
+	if (dir[0])
+		d->search_dir = dir;
+	env = getenv("BTRACE_DEBUG_PATH");
+	if (env && *env)
+		d->debug_path = env;
+	env = getenv("BTRACE_NO_DEMANGLE");
+	if (env && *env && strcmp(env, "0"))
+		d->flags |= BTRACE_DECODE_NO_DEMANGLE;
 }
 
 int cli_decode_option(const char *cmd, int c, const char *arg,
@@ -165,7 +185,6 @@ int cli_decode_open(const char *cmd, int argc, char **argv,
 		    struct btrace_decode_opts *d, struct btrace_snapshot **snap,
 		    char *dir)
 {
-	const char *env;
 	int rc;
 
 	if (optind + 1 != argc)
@@ -174,14 +193,7 @@ int cli_decode_open(const char *cmd, int argc, char **argv,
 	rc = cli_read_snapshot(cmd, argv[optind], snap, dir);
 	if (rc)
 		return rc;
-	if (dir[0])
-		d->search_dir = dir;
-	env = getenv("BTRACE_DEBUG_PATH");
-	if (env && *env)
-		d->debug_path = env;
-	env = getenv("BTRACE_NO_DEMANGLE");
-	if (env && *env && strcmp(env, "0"))
-		d->flags |= BTRACE_DECODE_NO_DEMANGLE;
+	cli_decode_env(d, dir);
 	return 0;
 }
 

@@ -134,7 +134,40 @@ void json_uint(struct json *j, const char *key, unsigned long long val);
 void json_hex(struct json *j, const char *key, unsigned long long val); /* "0x.." */
 void json_bool(struct json *j, const char *key, bool val);
 void json_null(struct json *j, const char *key);
+/* @ns nanoseconds as microseconds with three decimals (exact) */
+void json_micros(struct json *j, const char *key, uint64_t ns);
 void json_finish(struct json *j);  /* final newline */
+
+/*
+ * The timeline of a report (struct btrace_report, its threads' call
+ * entries and faults) in the Chrome Trace Event format (timeline.c;
+ * docs/export.md, "Timeline").
+ */
+struct btrace_report;
+void cli_timeline_chrome(FILE *f, const struct btrace_report *rep);
+/* Decode @snap for a timeline (the last @last call entries of each
+ * thread) and build its report: 0, or the exit status after printing the
+ * error. */
+struct btrace_decode_result;
+int cli_timeline_decode(const char *cmd, const struct btrace_snapshot *snap,
+			struct btrace_decode_opts *d, uint64_t last,
+			struct btrace_decode_result **r,
+			struct btrace_report **rep);
+/* Default of @last (btrace export --timeline, btrace view). */
+#define CLI_TIMELINE_LAST 4096
+/* The text of btrace report for @rep (every thread) into @f (cmd-report.c). */
+void cli_report_text(FILE *f, const char *path, const struct btrace_report *rep,
+		     uint64_t calls, uint64_t blocks);
+/* The same as --json (cmd-report.c). */
+void cli_report_json(FILE *f, const struct btrace_report *rep,
+		     uint64_t calls, uint64_t blocks);
+/* The page of btrace view for @rep (of the snapshot @path) into @f:
+ * 0, or -1 out of memory (cmd-view.c). */
+int cli_view_page(FILE *f, const char *path, const struct btrace_report *rep);
+/* The snapshot's directory (PATH_MAX bytes; "" unknown) for @path, and
+ * the decode options the environment gives (cli_decode_open()). */
+void cli_snapshot_dir(const char *path, char *dir);
+void cli_decode_env(struct btrace_decode_opts *d, const char *dir);
 
 /* btrace --version [--verbose] (version.c). */
 int cli_version(bool verbose);
@@ -148,5 +181,6 @@ int cmd_info(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+int cmd_view(int argc, char **argv);
 
 #endif /* BT_CLI_H */

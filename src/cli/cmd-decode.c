@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <btrace/decode.h>
+#include <btrace/report.h>
 #include <btrace/snapshot.h>
 
 #include "cli.h"
@@ -146,23 +147,23 @@ static void line_str(char *buf, size_t len, const struct btrace_symbol *s)
 		buf[0] = 0;
 }
 
-static void print_gap(const struct btrace_thread *t, uint32_t g)
+static void print_gap(FILE *f, const struct btrace_thread *t, uint32_t g)
 {
 	const struct btrace_gap *gp = &t->gaps[g];
 
-	printf("[gap: %s", btrace_gap_kind_name(gp->kind));
+	fprintf(f, "[gap: %s", btrace_gap_kind_name(gp->kind));
 	if (gp->kind != BTRACE_GAP_UNUSABLE && gp->kind != BTRACE_GAP_LOST)
-		printf(" at trace offset %llu", (unsigned long long)gp->offset);
+		fprintf(f, " at trace offset %llu", (unsigned long long)gp->offset);
 	if (gp->ip)
-		printf(", ip 0x%llx", (unsigned long long)gp->ip);
-	printf(": %s]\n", gp->reason ? cli_esc(gp->reason) : "");
+		fprintf(f, ", ip 0x%llx", (unsigned long long)gp->ip);
+	fprintf(f, ": %s]\n", gp->reason ? cli_esc(gp->reason) : "");
 }
 
 static int print_event(const struct btrace_thread *t, const struct btrace_block *b)
 {
 	switch (b->kind) {
 	case BTRACE_ITEM_GAP:
-		print_gap(t, b->gap);
+		print_gap(stdout, t, b->gap);
 		return 1;
 	case BTRACE_ITEM_ASYNC:
 		printf("[interrupted at 0x%llx", (unsigned long long)b->ip);
@@ -185,7 +186,7 @@ static int print_event(const struct btrace_thread *t, const struct btrace_block 
 	return 0;
 }
 
-static void fault_line(const struct btrace_thread *t)
+static void fault_line(FILE *f, const struct btrace_thread *t)
 {
 	char a[160], l[160];
 
@@ -195,14 +196,14 @@ static void fault_line(const struct btrace_thread *t)
 	line_str(l, sizeof(l), &t->fault.sym);
 	if (!t->fault.exact && t->fault.block_ip) {
 		/* only the block holding it is known (docs/report.md) */
-		printf("=> fault in the block 0x%llx..0x%llx %s%s%s (the "
+		fprintf(f, "=> fault in the block 0x%llx..0x%llx %s%s%s (the "
 		       "instruction is not known)\n",
 		       (unsigned long long)t->fault.block_ip,
 		       (unsigned long long)t->fault.block_end_ip, a,
 		       l[0] ? " " : "", l);
 		return;
 	}
-	printf("=> fault at 0x%llx %s%s%s: %s (%s)\n",
+	fprintf(f, "=> fault at 0x%llx %s%s%s: %s (%s)\n",
 	       (unsigned long long)t->fault.ip, cli_esc(a), l[0] ? " " : "",
 	       cli_esc(l), t->fault.insn[0] ? cli_esc(t->fault.insn) : "(no code)",
 	       t->fault.exact ? "exact" : "approximate");
@@ -558,6 +559,97 @@ static int min_depth_from(const struct tstat *s, uint64_t from)
 	return 1 << 30;
 }
 
+/*
+ * --calls --all-threads: every thread's listing goes into one buffer
+ * (@f); each call entry is a part of it (with the fault line before it,
+ * if any) with its thread, its place in the thread and its time (0: not
+ * known; a gap's is taken as the entry's before it, whose time it
+ * follows).  When every entry but the gaps has a time, the parts are
+ * printed in time order; else thread after thread, the crashed one last.
+ */
+struct part {
+	uint64_t key;              /* the time it sorts by */
+	size_t off, end;           /* its text: buf[off, end) */
+	size_t thread;             /* the order of its thread */
+	int timed;                 /* its own time is known */
+};
+
+struct merge {
+	FILE *f;
+	char *buf;
+	size_t len;
+	struct part *parts;
+	size_t n, cap;
+	size_t thread;             /* the thread being listed */
+	uint64_t last;             /* its last known time */
+	int untimed;               /* an entry (not a gap) without a time */
+};
+
+static int merge_add(struct merge *mg, FILE *f, uint64_t time_ns, int follows)
+{
+	long off;
+
+	if (mg->n == mg->cap) {
+		size_t nc = mg->cap ? 2 * mg->cap : 256;
+		void *q = realloc(mg->parts, nc * sizeof(*mg->parts));
+		if (!q)
+			return -ENOMEM;
+		mg->parts = q;
+		mg->cap = nc;
+	}
+	if (fflush(f) || (off = ftell(f)) < 0)
+		return -ENOMEM;
+	if (time_ns)
+		mg->last = time_ns;
+	else if (!follows)
+		mg->untimed = 1;
+	mg->parts[mg->n++] = (struct part){ .key = mg->last, .off = (size_t)off,
+					    .thread = mg->thread,
+					    .timed = time_ns != 0 };
+	return 0;
+}
+
+static int part_cmp(const void *a, const void *b)
+{
+	const struct part *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Print the merged listing: each line of a part after its thread (and
+ * time, relative to the first part's). */
+static void merge_print(struct merge *mg, const struct btrace_decode_result *r,
+			const size_t *tidx)
+{
+	uint64_t t0 = mg->n ? mg->parts[0].key : 0;
+
+	for (size_t i = 0; i < mg->n; i++) {
+		const struct part *pt = &mg->parts[i];
+		const struct btrace_thread *t = &r->threads[tidx[pt->thread]];
+		const char *s = mg->buf + pt->off, *e;
+		const char *end = mg->buf + pt->end;
+
+		for (; s < end; s = e + 1) {
+			e = memchr(s, '\n', (size_t)(end - s));
+			if (!e)
+				e = end;
+			if (!mg->untimed && pt->timed)
+				printf("%12.3f us  ", (double)(pt->key - t0) / 1000);
+			else if (!mg->untimed)
+				printf("%15s  ", "?");
+			if (t->tid >= 0)
+				printf("tid %-7d ", t->tid);
+			else
+				printf("cpu %-7d ", t->cpu);
+			printf("%.*s\n", (int)(e - s), s);
+		}
+	}
+}
+
 /* Pass 2 (btrace_decode_thread's sink): the listing of one thread. */
 struct printer {
 	enum mode m;
@@ -571,6 +663,9 @@ struct printer {
 	/* calls */
 	uint64_t cstart, prev_first;
 	int mind;
+	FILE *out;                 /* the call listing (stdout, or a thread's
+				    * part of a merged listing) */
+	struct merge *mg;          /* --all-threads: the entries' places */
 	struct listing l;
 	int oom;
 };
@@ -586,7 +681,7 @@ static void print_block(const struct printer *p, const struct btrace_thread *t,
 	char a[160], l[160];
 
 	if (is_fault(p, index))
-		fault_line(p->rt);
+		fault_line(stdout, p->rt);
 	if (print_event(t, b))
 		return;
 	sym_str(a, sizeof(a), b->ip, b->sym);
@@ -605,7 +700,7 @@ static int print_insns(struct printer *p, const struct btrace_thread *t,
 	if (b->kind != BTRACE_ITEM_BLOCK || is_fault(p, index)) {
 		out_flush(l);
 		if (is_fault(p, index))
-			fault_line(p->rt);
+			fault_line(stdout, p->rt);
 		if (print_event(t, b))
 			return 0;
 	}
@@ -671,47 +766,55 @@ static int pr_call(void *arg, const struct btrace_thread *t,
 	struct printer *p = arg;
 	char a[160], l[160];
 
+	FILE *f = p->out;
+
 	if (p->m != M_CALLS || index < p->cstart)
 		return 0;
+	if (p->mg && merge_add(p->mg, f, c->flags & BTRACE_CALL_GAP ? 0 :
+			       btrace_time_known(c->time_ns, c->time_flags),
+			       !!(c->flags & BTRACE_CALL_GAP)) < 0)
+		return -ENOMEM;
 	if (p->rt->fault.found && c->first_block >= p->fault &&
 	    (index == p->cstart || p->prev_first < p->fault))
-		fault_line(p->rt);
+		fault_line(f, p->rt);
 	p->prev_first = c->first_block;
 	if (c->flags & BTRACE_CALL_GAP) {
-		printf("%6llu  ", (unsigned long long)(index + 1));
-		print_gap(t, c->gap);
+		fprintf(f, "%6llu  ", (unsigned long long)(index + 1));
+		print_gap(f, t, c->gap);
 		return 0;
 	}
 	int d = c->depth - p->mind;
 	sym_str(a, sizeof(a), c->ip, c->sym);
 	line_str(l, sizeof(l), c->sym);
-	printf("%6llu  %*s%s", (unsigned long long)(index + 1),
-	       2 * (d > 40 ? 40 : d), "", cli_esc(a));
+	fprintf(f, "%6llu  %*s%s", (unsigned long long)(index + 1),
+		2 * (d > 40 ? 40 : d), "", cli_esc(a));
 	if ((c->flags & BTRACE_CALL_PLT) && first &&
 	    first->kind == BTRACE_ITEM_BLOCK && first->ip != c->ip &&
 	    first->sym && fn_name(first->sym))
-		printf(" (via %s)", cli_esc(fn_name(first->sym)));
+		fprintf(f, " (via %s)", cli_esc(fn_name(first->sym)));
 	if (l[0])
-		printf("  %s", cli_esc(l));
-	printf("  [%llu insn]", (unsigned long long)c->ninsn);
+		fprintf(f, "  %s", cli_esc(l));
+	fprintf(f, "  [%llu insn]", (unsigned long long)c->ninsn);
 	if (c->flags & BTRACE_CALL_TAILCALL)
-		printf(" [tail call]");
+		fprintf(f, " [tail call]");
 	if (c->flags & BTRACE_CALL_SIGNAL)
-		printf(" [signal]");
+		fprintf(f, " [signal]");
 	if (c->flags & BTRACE_CALL_UNWOUND)
-		printf(" [unwound]");
+		fprintf(f, " [unwound]");
 	if (c->flags & BTRACE_CALL_PARTIAL)
-		printf(" [partial]");
-	printf("\n");
+		fprintf(f, " [partial]");
+	fputc('\n', f);
 	return 0;
 }
 
 /* The listing of thread @i of @r (pass 2). */
 static int list_thread(struct btrace_decode_result *r, size_t i,
-		       const struct tstat *st, enum mode m, uint64_t last)
+		       const struct tstat *st, enum mode m, uint64_t last,
+		       struct merge *mg)
 {
 	const struct btrace_thread *rt = &r->threads[i];
-	struct printer p = { .m = m, .rt = rt, .st = st, .started = 1 };
+	struct printer p = { .m = m, .rt = rt, .st = st, .started = 1,
+			     .out = mg ? mg->f : stdout, .mg = mg };
 	struct btrace_decode_sink sink = {
 		.sz = sizeof(sink), .arg = &p, .item = pr_item, .call = pr_call,
 	};
@@ -743,8 +846,12 @@ static int list_thread(struct btrace_decode_result *r, size_t i,
 	if (m == M_INSN)
 		out_flush(&p.l);
 	if (ret == CLI_EXIT_OK && m == M_CALLS && rt->fault.found && st &&
-	    p.fault >= st->nitems - 1)
-		fault_line(rt);
+	    p.fault >= st->nitems - 1) {
+		if (mg && merge_add(mg, p.out, 0, 1) < 0)
+			ret = cli_failf(CMD, NULL, "out of memory");
+		else
+			fault_line(p.out, rt);
+	}
 	free(p.l.out);
 	free(p.l.arena);
 	free(p.l.tab);
@@ -759,6 +866,56 @@ static void free_observer(struct observer *o)
 	free(o->st);
 }
 
+/* --calls --all-threads: the threads' call listings merged by time (the
+ * crashed thread listed last, so that without times it ends at the
+ * fault). */
+static int list_merged(struct btrace_decode_result *r, struct observer *obs,
+		       uint64_t last)
+{
+	struct merge mg = { 0 };
+	size_t *tidx = calloc(r->nthreads + 1, sizeof(*tidx)), n = 0;
+	int ret = CLI_EXIT_OK;
+
+	mg.f = tidx ? open_memstream(&mg.buf, &mg.len) : NULL;
+	if (!mg.f) {
+		free(tidx);
+		return cli_failf(CMD, NULL, "out of memory");
+	}
+	for (size_t i = 0; i < r->nthreads; i++)
+		if ((int)i != r->crashed_thread)
+			tidx[n++] = i;
+	if (r->crashed_thread >= 0 && (size_t)r->crashed_thread < r->nthreads)
+		tidx[n++] = (size_t)r->crashed_thread;
+	for (size_t k = 0; k < n && ret == CLI_EXIT_OK; k++) {
+		const struct btrace_thread *t = &r->threads[tidx[k]];
+		mg.thread = k;
+		mg.last = 0;
+		ret = list_thread(r, tidx[k], stat_of(obs, t), M_CALLS, last, &mg);
+	}
+	if (ret == CLI_EXIT_OK && (fflush(mg.f) || ferror(mg.f)))
+		ret = cli_failf(CMD, NULL, "out of memory");
+	if (ret == CLI_EXIT_OK) {
+		for (size_t i = 0; i < mg.n; i++)
+			mg.parts[i].end = i + 1 < mg.n ? mg.parts[i + 1].off : mg.len;
+		/* no entry: no time either, no order to claim */
+		if (!mg.n)
+			mg.untimed = 1;
+		if (!mg.untimed)
+			qsort(mg.parts, mg.n, sizeof(*mg.parts), part_cmp);
+		printf(mg.untimed ?
+		       "all threads (times not known: the order across threads "
+		       "is not known; thread after thread, the crashed thread "
+		       "last)\n" :
+		       "all threads, in time order (time from the first entry)\n");
+		merge_print(&mg, r, tidx);
+	}
+	fclose(mg.f);
+	free(mg.buf);
+	free(mg.parts);
+	free(tidx);
+	return ret;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -771,6 +928,8 @@ static void usage(FILE *f)
 		"  --calls            function-call history, indented by call depth\n"
 		"  --last N           only the last N instructions/blocks/calls; decodes\n"
 		"                     only the tail of each buffer\n"
+		"  --all-threads      with --calls: every thread's calls in one listing,\n"
+		"                     merged by time (when the trace has times)\n"
 		"  --thread TID       only this thread\n"
 		"  --debug-dir DIR    separate debug info root (default /usr/lib/debug)\n"
 		"  --no-disk          never read code from files on disk\n"
@@ -791,6 +950,7 @@ int cmd_decode(int argc, char **argv)
 		{ "blocks", no_argument, NULL, 'b' },
 		{ "calls", no_argument, NULL, 'c' },
 		{ "last", required_argument, NULL, 'l' },
+		{ "all-threads", no_argument, NULL, 'A' },
 		CLI_DECODE_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -800,7 +960,7 @@ int cmd_decode(int argc, char **argv)
 	struct btrace_snapshot *snap;
 	struct btrace_decode_result *r;
 	struct btrace_error err;
-	int mode = -1, c, ret = CLI_EXIT_OK;
+	int mode = -1, c, ret = CLI_EXIT_OK, merged = 0;
 	uint64_t last = 0;
 	struct observer obs = { 0 };
 	const struct btrace_decode_sink obs_sink = {
@@ -823,6 +983,7 @@ int cmd_decode(int argc, char **argv)
 			if (cli_parse_u64(optarg, &last) || !last)
 				return cli_usage(CMD, "--last: '%s' is not a positive number", optarg);
 			break;
+		case 'A': merged = 1; break;
 		case 'h': usage(stdout); return CLI_EXIT_OK;
 		default:
 			ret = cli_decode_option(CMD, c, optarg, &d);
@@ -834,6 +995,8 @@ int cmd_decode(int argc, char **argv)
 	}
 	if (mode < 0)
 		return cli_usage(CMD, "one of --insn, --blocks or --calls is required");
+	if (merged && mode != M_CALLS)
+		return cli_usage(CMD, "--all-threads goes with --calls");
 	ret = cli_decode_open(CMD, argc, argv, &d, &snap, dir);
 	if (ret)
 		return ret;
@@ -854,7 +1017,9 @@ int cmd_decode(int argc, char **argv)
 	if (d.tid && !r->nthreads)
 		ret = cli_failf(CMD, "btrace info FILE lists the buffers and their threads",
 				"%s: no trace buffer for thread %d", argv[optind], d.tid);
-	for (size_t i = 0; i < r->nthreads && ret == CLI_EXIT_OK; i++) {
+	if (merged && ret == CLI_EXIT_OK)
+		ret = list_merged(r, &obs, last);
+	for (size_t i = 0; !merged && i < r->nthreads && ret == CLI_EXIT_OK; i++) {
 		const struct btrace_thread *t = &r->threads[i];
 		if (t->tid >= 0)
 			printf("thread %d%s: %llu instructions%s\n", t->tid,
@@ -864,7 +1029,7 @@ int cmd_decode(int argc, char **argv)
 		else
 			printf("cpu %d: %llu instructions\n", t->cpu,
 			       (unsigned long long)t->ninsn);
-		ret = list_thread(r, i, stat_of(&obs, t), mode, last);
+		ret = list_thread(r, i, stat_of(&obs, t), mode, last, NULL);
 	}
 	pg_next(NULL);
 	free_observer(&obs);

@@ -478,6 +478,86 @@ static void print_thread(FILE *f, const struct btrace_report *rep,
 	print_history(f, t);
 }
 
+/*
+ * Which events of the timeline are shown, @n at most: with times the last
+ * @n of all; without, the last @n of each thread.  @shown gets 1 for each
+ * (ntimeline entries); returns how many, or -1 out of memory.
+ */
+static long tl_shown(const struct btrace_report *rep, uint64_t n, char *shown)
+{
+	size_t *left = calloc(rep->nthreads + 1, sizeof(*left));
+	long cnt = 0;
+
+	if (!left)
+		return -1;
+	for (size_t i = rep->ntimeline; i-- > 0;) {
+		size_t k = rep->timeline_timed ? rep->nthreads :
+			   (size_t)(rep->timeline[i].thread - rep->threads);
+		shown[i] = left[k] < n;
+		left[k] += shown[i];
+		cnt += shown[i];
+	}
+	free(left);
+	return cnt;
+}
+
+/* The function of a timeline event, as the other listings name it. */
+static const char *ev_where(char *buf, size_t len,
+			    const struct btrace_report_event *e)
+{
+	if (e->kind == BTRACE_EVENT_GAP)
+		return snprintf(buf, len, "[gap: %s]", btrace_gap_kind_name(
+				e->thread->thread->gaps[e->call->gap].kind)), buf;
+	if (!e->sym)
+		return snprintf(buf, len, "0x%llx", (unsigned long long)e->ip), buf;
+	return where(buf, len, e->ip, e->sym);
+}
+
+/* "all threads, ...": the timeline (docs/report.md, "Timeline"). */
+static void print_timeline(FILE *f, const struct btrace_report *rep,
+			   uint64_t want)
+{
+	char *shown = calloc(rep->ntimeline + 1, 1);
+	const struct btrace_report_event *ref = NULL;
+	char a[128], b[128], c[64];
+	long n = shown ? tl_shown(rep, want, shown) : -1;
+
+	if (n < 0) {
+		free(shown);
+		fprintf(f, "\n(the timeline: out of memory)\n");
+		return;
+	}
+	if (rep->timeline_timed) {
+		fprintf(f, "\nall threads, last %ld events before %s, in time "
+			"order (time before the last)\n", n, at_end);
+		if (rep->ntimeline)
+			ref = &rep->timeline[rep->ntimeline - 1];
+	} else {
+		fprintf(f, "\nall threads, last %ld events before %s (times not "
+			"known: the order across threads is not known; each "
+			"thread's last %llu events in its own order, the "
+			"crashed thread last)\n", n, at_end,
+			(unsigned long long)want);
+	}
+	for (size_t i = 0; i < rep->ntimeline; i++) {
+		const struct btrace_report_event *e = &rep->timeline[i];
+		if (!shown[i])
+			continue;
+		if (!ref)
+			fputs("  ", f);
+		else if (e->time_ns)
+			fprintf(f, "  -%9.3f us  ", (double)(ref->time_ns -
+				e->time_ns) / 1000);
+		else
+			fprintf(f, "  %12s  ", "?");
+		fprintf(f, "tid %-7d %-7s %-*s %s\n", e->thread->thread->tid,
+			btrace_event_kind_name(e->kind), NAME_W,
+			fit(c, NAME_W, cli_esc(ev_where(a, sizeof(a), e))),
+			e->sym ? cli_esc(srcline(b, sizeof(b), e->sym)) : "");
+	}
+	free(shown);
+}
+
 /* The signal line: the recorded signal and its details, or the exit. */
 static void print_signal(FILE *f, const struct btrace_report *rep)
 {
@@ -556,12 +636,32 @@ static void report_text(FILE *f, const char *path,
 			break;
 		print_thread(f, rep, &rep->threads[i], o);
 	}
+	if (rep->nthreads > 1)
+		print_timeline(f, rep, o->calls);
 	if (!all && !o->tid && r->crashed_thread >= 0 && r->nthreads > 1)
 		fprintf(f, "\n(%zu other thread%s: btrace report --all-threads)\n",
 			r->nthreads - 1, r->nthreads > 2 ? "s" : "");
 }
 
+void cli_report_text(FILE *f, const char *path, const struct btrace_report *rep,
+		     uint64_t calls, uint64_t blocks)
+{
+	struct rep_opts o = { .calls = calls, .blocks = blocks, .all = 1 };
+
+	report_text(f, path, rep, &o);
+}
+
 /* --- JSON --- */
+
+/* "time_ns": when, null when not known (btrace_time_known()) */
+static void j_time(struct json *j, uint64_t t, uint32_t flags)
+{
+	t = btrace_time_known(t, flags);
+	if (t)
+		json_uint(j, "time_ns", t);
+	else
+		json_null(j, "time_ns");
+}
 
 static void j_sym(struct json *j, const struct btrace_symbol *s,
 		  uint32_t flags)
@@ -669,6 +769,7 @@ static void j_tail(struct json *j, const struct btrace_report_thread *rt,
 			j_sym(j, b->sym, 0);
 			json_uint(j, "ninsn", b->ninsn);
 			json_bool(j, "fault", false);
+			j_time(j, b->time_ns, b->time_flags);
 			json_end_object(j);
 		} else if (b->kind == BTRACE_ITEM_GAP) {
 			json_begin_object(j, NULL);
@@ -676,6 +777,7 @@ static void j_tail(struct json *j, const struct btrace_report_thread *rt,
 			json_begin_object(j, "gap");
 			j_gap(j, &t->gaps[b->gap]);
 			json_end_object(j);
+			j_time(j, b->time_ns, b->time_flags);
 			json_end_object(j);
 		}
 	}
@@ -691,6 +793,11 @@ static void j_tail(struct json *j, const struct btrace_report_thread *rt,
 		json_uint(j, "ninsn", 0);
 		json_bool(j, "fault", true);
 		json_bool(j, "exact", ft->exact);
+		if (ft->block_index < t->nblocks)
+			j_time(j, t->blocks[ft->block_index].time_ns,
+			       t->blocks[ft->block_index].time_flags);
+		else
+			json_null(j, "time_ns");
 		json_end_object(j);
 	}
 	json_end_array(j);
@@ -779,6 +886,7 @@ static void j_call(struct json *j, const struct btrace_thread *t,
 		json_bool(j, "signal", cl->flags & BTRACE_CALL_SIGNAL);
 		json_bool(j, "partial", cl->flags & BTRACE_CALL_PARTIAL);
 	}
+	j_time(j, cl->time_ns, cl->time_flags);
 	json_end_object(j);
 }
 
@@ -920,6 +1028,42 @@ static void j_death(struct json *j, const struct btrace_report *rep)
 	json_end_object(j);
 }
 
+/* "timeline_order" and "timeline": the events of all threads before the
+ * fault (docs/report.md, "Timeline") */
+static void j_timeline(struct json *j, const struct btrace_report *rep,
+		       const struct rep_opts *o)
+{
+	char *shown = calloc(rep->ntimeline + 1, 1);
+
+	json_str(j, "timeline_order", rep->timeline_timed ? "time" :
+		 "per_thread");
+	if (!shown || tl_shown(rep, o->calls, shown) < 0) {
+		/* (a tiny allocation; the JSON stays valid) */
+		json_null(j, "timeline");
+		free(shown);
+		return;
+	}
+	json_begin_array(j, "timeline");
+	for (size_t i = 0; i < rep->ntimeline; i++) {
+		const struct btrace_report_event *e = &rep->timeline[i];
+		if (!shown[i])
+			continue;
+		json_begin_object(j, NULL);
+		j_time(j, e->time_ns, e->time_flags);
+		json_int(j, "tid", e->thread->thread->tid);
+		json_str(j, "kind", btrace_event_kind_name(e->kind));
+		json_str(j, "function", btrace_symbol_name(e->sym, 0));
+		json_str(j, "module", e->sym ? e->sym->module : NULL);
+		if (e->ip)
+			json_hex(j, "ip", e->ip);
+		else
+			json_null(j, "ip");
+		json_end_object(j);
+	}
+	json_end_array(j);
+	free(shown);
+}
+
 static void report_json(FILE *f, const struct btrace_report *rep,
 			const struct rep_opts *o)
 {
@@ -968,8 +1112,17 @@ static void report_json(FILE *f, const struct btrace_report *rep,
 	for (size_t i = 0; i < rep->nthreads; i++)
 		j_thread(&j, &rep->threads[i], o);
 	json_end_array(&j);
+	j_timeline(&j, rep, o);
 	json_end_object(&j);
 	json_finish(&j);
+}
+
+void cli_report_json(FILE *f, const struct btrace_report *rep,
+		     uint64_t calls, uint64_t blocks)
+{
+	struct rep_opts o = { .calls = calls, .blocks = blocks, .all = 1 };
+
+	report_json(f, rep, &o);
 }
 
 static void usage(FILE *f)

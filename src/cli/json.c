@@ -162,3 +162,10 @@ void json_finish(struct json *j)
 	fputc('\n', j->f);
 	fflush(j->f);
 }
+
+void json_micros(struct json *j, const char *k, uint64_t ns)
+{
+	key(j, k);
+	fprintf(j->f, "%llu.%03u", (unsigned long long)(ns / 1000),
+		(unsigned)(ns % 1000));
+}

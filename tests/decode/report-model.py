@@ -57,6 +57,11 @@ def expected(rep):
         'limits': ','.join(l['name'] for l in rep['limits']),
         'stack': ','.join(s(f['function']) for f in t['stack']) if t else '',
         'nthreads': s(len(rep['threads'])),
+        'timeline_order': s(rep['timeline_order']),
+        # the last event (the fault) and the count of each thread's
+        'timeline.last': (lambda e: '%s:%s:%s' % (e['tid'], e['kind'],
+                                                  s(e['function'])))(
+            rep['timeline'][-1]) if rep['timeline'] else 'null',
     }
     return ['%s=%s' % i for i in kv.items()]
 

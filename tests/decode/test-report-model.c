@@ -12,7 +12,9 @@
  * cause.kind, cause.text, native_exec, fault.tid, fault.kind, fault.ip,
  * fault.function, fault.exact, fault.how, death.after_fault,
  * death.exit_code, limits (names, comma-separated), stack (the crashed
- * thread's functions, innermost first, comma-separated), nthreads.  A
+ * thread's functions, innermost first, comma-separated), nthreads,
+ * timeline_order ("time", "per_thread"), timeline.last (the last event of
+ * the timeline: "tid:kind:function").  A
  * value "null" is a NULL string or an absent object.  Prints TAP.
  */
 #include <libgen.h>
@@ -111,6 +113,18 @@ static const char *value(const struct btrace_report *rep, const char *key)
 	}
 	if (!strcmp(key, "nthreads"))
 		return num((long long)rep->nthreads);
+	if (!strcmp(key, "timeline_order"))
+		return rep->timeline_timed ? "time" : "per_thread";
+	if (!strcmp(key, "timeline.last")) {
+		const struct btrace_report_event *e;
+		if (!rep->ntimeline)
+			return "null";
+		e = &rep->timeline[rep->ntimeline - 1];
+		snprintf(buf, sizeof(buf), "%d:%s:%s", e->thread->thread->tid,
+			 btrace_event_kind_name(e->kind),
+			 str(btrace_symbol_name(e->sym, 0)));
+		return buf;
+	}
 	return NULL;
 }
 

@@ -31,10 +31,10 @@ help_opts() {
 }
 
 got=$(complete_words btrace "" | tr '\n' ' ')
-want="calibrate decode doctor export info record report snapshot "
+want="calibrate decode doctor export info record report snapshot view "
 [ "$got" = "$want" ] && ok "commands" || notok "commands: got '$got'"
 
-for cmd in record snapshot report decode info export doctor calibrate; do
+for cmd in record snapshot report decode info export view doctor calibrate; do
 	"$BTRACE" $cmd --help | help_opts >"$tmp/h"
 	complete_words btrace $cmd - >"$tmp/c"
 	if cmp -s "$tmp/h" "$tmp/c"; then

@@ -30,7 +30,7 @@ man_opts() {
 		sed 's/^[ ,*]*//' | sort -u
 }
 
-for cmd in "" record snapshot report decode info export doctor calibrate; do
+for cmd in "" record snapshot report decode info export view doctor calibrate; do
 	if [ -z "$cmd" ]; then
 		page=btrace name=btrace
 	else

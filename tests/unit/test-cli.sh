@@ -36,7 +36,7 @@ check "unknown command is a usage error" 2 "'frobnicate' is not a btrace command
 check "--version --verbose names the libraries" 0 '^zstd: +[0-9]' -- "$BTRACE" --version --verbose
 check "--verbose alone is a usage error" 2 "goes with --version" -- "$BTRACE" --verbose
 check "unknown global option" 2 "^btrace: unknown option '--bogus'" -- "$BTRACE" --bogus
-for cmd in record snapshot report decode info export doctor calibrate; do
+for cmd in record snapshot report decode info export view doctor calibrate; do
 	check "$cmd --help" 0 "usage: btrace $cmd" -- "$BTRACE" $cmd --help
 	check "$cmd -h" 0 "usage: btrace $cmd" -- "$BTRACE" $cmd -h
 	# the documented error format, never getopt's own line

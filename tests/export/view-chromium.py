@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""btrace view's page in a real browser: headless Chromium (TAP).
+
+  view-chromium.py BTRACE TEST_TIMELINE SNAPSHOT OUTDIR
+
+Writes the page of SNAPSHOT (a real recording: fixtures/recorded/thread)
+and the pages of the synthetic decode result with and without times
+(tests/decode/test-timeline.c), opens each with `chromium --headless
+--dump-dom` and checks: no console message (the page logs nothing: any
+message is an error, an uncaught exception among them), the page's own
+state `data-status="ok"` (its script ran to the end), the crashed thread's
+lane first and the fault marker in the DOM, the report text beside it.
+A screenshot of each (`--screenshot`) is kept in OUTDIR (view-*.png) as
+the test's artefact.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+N = 0
+FAILED = 0
+
+
+def ok(cond, desc, detail=None):
+    global N, FAILED
+    N += 1
+    print('%s %d - %s' % ('ok' if cond else 'not ok', N, desc), flush=True)
+    if not cond:
+        FAILED += 1
+        for ln in str(detail or '').splitlines()[:30]:
+            print('# ' + ln)
+    return cond
+
+
+def chromium(profile, *args):
+    exe = shutil.which('chromium') or shutil.which('chromium-browser')
+    cmd = [exe, '--headless', '--disable-gpu', '--no-first-run',
+           '--disable-extensions', '--disable-background-networking',
+           '--disable-sync', '--user-data-dir=' + profile,
+           '--enable-logging=stderr', '--v=0', '--hide-scrollbars',
+           '--window-size=1400,800', '--virtual-time-budget=3000']
+    if os.geteuid() == 0:
+        cmd.append('--no-sandbox')   # Chromium refuses root otherwise
+    return subprocess.run(cmd + list(args), capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=180)
+
+
+def check_page(name, page, outdir, crashed_tid):
+    url = 'file://' + os.path.abspath(page)
+    with tempfile.TemporaryDirectory(prefix='btrace-chromium.') as prof:
+        r = chromium(prof, '--dump-dom', url)
+    dom = r.stdout
+    console = [ln for ln in r.stderr.splitlines() if ':CONSOLE' in ln]
+    ok(r.returncode == 0 and '<body' in dom, '%s: chromium --dump-dom' % name,
+       r.stderr[-2000:])
+    ok(not console, '%s: no console message (no uncaught error)' % name,
+       '\n'.join(console))
+    m = re.search(r'<body[^>]*data-status="([a-z]+)"', dom)
+    errs = re.search(r'<div id="errors">(.*?)</div>', dom, re.S)
+    ok(m and m.group(1) == 'ok', '%s: the page says data-status="ok"' % name,
+       'status %s, errors: %s' % (m and m.group(1), errs and errs.group(1)))
+    lanes = re.findall(r'<div class="lane[^"]*" data-tid="(\d+)"', dom)
+    ok(lanes and lanes[0] == str(crashed_tid) and
+       re.search(r'<div class="lane crashed" data-tid="%d" '
+                 r'id="crashed-thread">' % crashed_tid, dom),
+       '%s: the crashed thread %d is in the DOM, first' % (name, crashed_tid),
+       'lanes: %s' % lanes)
+    fm = re.search(r'<div class="fault-marker[^"]*" id="fault-marker" '
+                   r'data-ts="[0-9.]+"[^>]*><span>([^<]*SIGSEGV[^<]*)</span>',
+                   dom)
+    ok(fm, '%s: the fault marker is in the DOM, naming the signal' % name,
+       re.findall(r'<div class="fault-marker.{0,200}', dom))
+    ok('<pre id="report-text">btrace report:' in dom,
+       '%s: the report text beside the timeline' % name)
+    shot = os.path.join(outdir, 'view-%s.png' % name)
+    if os.path.exists(shot):
+        os.unlink(shot)
+    with tempfile.TemporaryDirectory(prefix='btrace-chromium.') as prof:
+        r = chromium(prof, '--screenshot=' + shot, url)
+    size = os.path.getsize(shot) if os.path.exists(shot) else 0
+    with open(shot, 'rb') if size else open(os.devnull, 'rb') as f:
+        magic = f.read(8)
+    ok(size > 10000 and magic == b'\x89PNG\r\n\x1a\n',
+       '%s: screenshot kept: %s (%d bytes)' % (name, shot, size),
+       r.stderr[-1000:])
+
+
+def main():
+    btrace, prog, snap, outdir = sys.argv[1:5]
+    if not (shutil.which('chromium') or shutil.which('chromium-browser')):
+        # tools/deps.sh installs it; without it the page cannot be opened
+        print('1..0 # SKIP chromium is not installed (Debian package '
+              'chromium)')
+        return 0
+    os.makedirs(outdir, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix='btrace-view.') as d:
+        page = os.path.join(d, 'thread.html')
+        r = subprocess.run([btrace, 'view', snap, '-o', page],
+                           capture_output=True, text=True)
+        if ok(r.returncode == 0, 'btrace view of %s' % os.path.basename(snap),
+              r.stderr):
+            # the crashed thread: the report's
+            rep = subprocess.run([btrace, 'report', '--json', snap],
+                                 capture_output=True, text=True).stdout
+            tid = int(re.search(r'"fault": \{\s*"tid": (\d+)', rep).group(1))
+            check_page('thread', page, outdir, tid)
+        r = subprocess.run([prog, '--write', d], capture_output=True,
+                           text=True)
+        if ok(r.returncode == 0, 'test-timeline --write', r.stderr):
+            for mode in ('timed', 'untimed'):
+                check_page('synthetic-' + mode,
+                           os.path.join(d, mode + '.html'), outdir, 101)
+    print('1..%d' % N)
+    return 1 if FAILED else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
