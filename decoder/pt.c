@@ -199,6 +199,9 @@ static inline int bt_block_fast(struct bt_ctx *c, struct bt_fast *h,
 		cl->first_block = i;   /* an item index until the end */
 		cl->gap = 0;
 		cl->reserved = 0;      /* sym: bt_analyze_thread() */
+		/* times: thread.c (compact(), call_time()) */
+		cl->time_ns = cl->end_time_ns = 0;
+		cl->time_flags = cl->reserved2 = 0;
 		h->cur = cl;
 		h->cnext = cl + 1;
 		h->ent_base = h->tot;

@@ -7,11 +7,11 @@
 PROG (progs/timeline-turns.c) runs two threads that take turns through two
 pipes: step_a1 step_b1 step_a2 step_b2 step_a3 step_b3, then thread b
 faults.  Recorded with the QEMU backend, each thread's own order must be
-right whatever the trace holds; when the decoder gives times
-(`"timeline_order": "time"`), the report's timeline, `btrace decode --calls
+right whatever the trace holds; the QEMU backend writes timing packets, so
+the timeline must be in time order (`"timeline_order": "time"`), every call
+entry must have its time, and the report's timeline, `btrace decode --calls
 --all-threads` and the exported Chrome JSON must put all six steps in that
-order across threads and end at b's fault.  Without times those checks
-are skipped, saying why (the order across threads is then not knowable).
+order across threads and end at b's fault.
 """
 import json
 import os
@@ -57,14 +57,26 @@ def main():
                rep['timeline'][-1]['tid'] == crashed and
                rep['timeline'][-1]['function'] == 'crash_b',
                'the timeline ends at the fault in crash_b')
+        # the QEMU backend writes timing packets (docs/qemu-backend.md)
         timed = rep['timeline_order'] == 'time'
-        skip = None if timed else (
-            'the decoder gives no times for this recording '
-            '("timeline_order": "per_thread", every time_ns null): the order '
-            'across threads is not knowable without them')
-        if skip:
-            tap.ok(all(e['time_ns'] is None for e in rep['timeline']),
-                   'without times every time_ns is null')
+        tap.ok(timed, 'the recording has times: "timeline_order": "time"')
+        skip = None
+        # a call entry's time does not depend on the decode window: the
+        # last 400 entries of each thread have the times they have when
+        # the whole history is kept (their first block left the window
+        # with its time)
+        big = e2elib.report_json(btrace, snap, '--calls', '1000000')
+        differ = []
+        for t in rep['threads']:
+            bt = next(x for x in big['threads'] if x['tid'] == t['tid'])
+            tail = bt['calls'][-len(t['calls']):] if t['calls'] else []
+            for a, b in zip(t['calls'], tail):
+                if a['function'] != b['function'] or \
+                        a.get('time_ns') != b.get('time_ns'):
+                    differ.append((t['tid'], a['function'], a.get('time_ns'),
+                                   b.get('time_ns')))
+        tap.ok(not differ, 'the calls entries\' times are those of the '
+               'whole history (%d differ: %s)' % (len(differ), differ[:3]))
         def order_ok(cond, desc, detail):
             # the merged order: checked with times, else skipped
             if skip:
