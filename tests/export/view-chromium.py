@@ -2,11 +2,14 @@
 # SPDX-License-Identifier: MIT
 """btrace view's page in a real browser: headless Chromium (TAP).
 
-  view-chromium.py BTRACE TEST_TIMELINE SNAPSHOT OUTDIR
+  view-chromium.py BTRACE TEST_TIMELINE SNAPSHOT OUTDIR [TURNS]
 
-Writes the page of SNAPSHOT (a real recording: fixtures/recorded/thread)
-and the pages of the synthetic decode result with and without times
-(tests/decode/test-timeline.c), opens each with `chromium --headless
+Writes the page of SNAPSHOT (a real recording: fixtures/recorded/thread),
+the pages of the synthetic decode result with and without times
+(tests/decode/test-timeline.c) and, with TURNS (tests/e2e/progs/
+timeline-turns.c) and qemu-x86_64, the page of a QEMU recording of it,
+whose timeline has times (one clock for all threads: the page says so);
+opens each with `chromium --headless
 --dump-dom` and checks: no console message (the page logs nothing: any
 message is an error, an uncaught exception among them), the page's own
 state `data-status="ok"` (its script ran to the end), the crashed thread's
@@ -114,6 +117,29 @@ def main():
             for mode in ('timed', 'untimed'):
                 check_page('synthetic-' + mode,
                            os.path.join(d, mode + '.html'), outdir, 101)
+        qemu = shutil.which('qemu-x86_64')
+        if len(sys.argv) > 5 and qemu:
+            snap = os.path.join(d, 'turns.btrace')
+            r = subprocess.run([btrace, 'record', '-b', 'qemu', '-q', '-o',
+                                snap, '--', sys.argv[5]], capture_output=True,
+                               text=True, stdin=subprocess.DEVNULL,
+                               timeout=300)
+            page = os.path.join(d, 'turns.html')
+            v = subprocess.run([btrace, 'view', snap, '-o', page],
+                               capture_output=True, text=True)
+            if ok(r.returncode == 139 and v.returncode == 0,
+                  'a QEMU recording of timeline-turns and its page',
+                  r.stderr + v.stderr):
+                rep = subprocess.run([btrace, 'report', '--json', snap],
+                                     capture_output=True, text=True).stdout
+                tid = int(re.search(r'"fault": \{\s*"tid": (\d+)',
+                                    rep).group(1))
+                with open(page, encoding='utf-8') as f:
+                    html = f.read()
+                ok('one clock for all threads' in html,
+                   'turns: the page says its time axis is one clock for all '
+                   'threads')
+                check_page('turns', page, outdir, tid)
     print('1..%d' % N)
     return 1 if FAILED else 0
 
