@@ -87,6 +87,7 @@ struct bt_values {
 	uint64_t *ip;
 	uint64_t *val;
 	uint16_t *kn;
+	uint16_t *rw;        /* reads, then writes: 2 * (n + 1) */
 	struct btrace_origin_link chain[MAX_CHAIN];
 };
 
@@ -166,6 +167,65 @@ static uint16_t implicit_writes(unsigned id)
 	return 0;
 }
 
+/*
+ * What an instruction capstone 4 cannot disassemble may write: the AVX-512
+ * ones of the C library's string functions (EVEX, and VEX mask
+ * instructions).  From the encoding alone: the general-purpose registers
+ * an EVEX instruction can write are those of a few opcodes (moves and
+ * conversions to a GPR, extracts); a VEX mask instruction writes a GPR
+ * only as kmov r32, k (opcode 93, ModRM.reg).  Memory: a compare or test
+ * into a mask register only reads it; any other form with a memory
+ * operand may store.  Anything else: every register and memory.
+ */
+static void raw_effects(const uint8_t *p, size_t avail, struct vinsn *out)
+{
+	unsigned map, opc, modrm, r;
+
+	out->wr = 0xffff;
+	out->clobber = 1;
+	if (!p || avail < 4)
+		return;
+	if (p[0] == 0x62 && avail >= 6) {
+		map = p[1] & 3;
+		opc = p[4];
+		modrm = p[5];
+		int gpr = (map == 1 && (opc == 0x7e || opc == 0x2c || opc == 0x2d ||
+					opc == 0x78 || opc == 0x79 || opc == 0xc5)) ||
+			  (map == 3 && opc >= 0x14 && opc <= 0x17);
+		int ro = (map == 1 && (opc == 0x74 || opc == 0x75 || opc == 0x76 ||
+				       opc == 0x64 || opc == 0x65 || opc == 0x66 ||
+				       opc == 0xc2)) ||
+			 (map == 2 && (opc == 0x26 || opc == 0x27 || opc == 0x29 ||
+				       opc == 0x37)) ||
+			 (map == 3 && (opc == 0x3e || opc == 0x3f || opc == 0x1e ||
+				       opc == 0x1f));
+		out->wr = gpr ? 0xffff : 0;
+		out->clobber = (modrm >> 6) != 3 && !ro;
+		return;
+	}
+	if (p[0] == 0xc5) {
+		map = 1;
+		opc = p[2];
+		modrm = p[3];
+	} else if (p[0] == 0xc4 && avail >= 5) {
+		map = p[1] & 0x1f;
+		opc = p[3];
+		modrm = p[4];
+	} else {
+		return;
+	}
+	r = ((modrm >> 3) & 7) | (p[1] & 0x80 ? 0 : 8);
+	if (map == 1 && (opc == 0x90 || opc == 0x91 || opc == 0x92 ||
+			 opc == 0x93 || opc == 0x98 || opc == 0x99 ||
+			 (opc >= 0x41 && opc <= 0x4b))) {
+		out->wr = opc == 0x93 ? (uint16_t)(1u << r) : 0;
+		out->clobber = opc == 0x91 && (modrm >> 6) != 3;
+	} else if (map == 3 && opc >= 0x30 && opc <= 0x33 && (modrm >> 6) == 3) {
+		out->wr = 0;     /* kshift */
+		out->clobber = 0;
+	}
+}
+
 /* Decode the instruction at @ip into @out (what it reads and writes). */
 static void decode_one(struct bt_ctx *c, cs_insn *ci, uint64_t ip,
 		       struct vinsn *out)
@@ -185,8 +245,7 @@ static void decode_one(struct bt_ctx *c, cs_insn *ci, uint64_t ip,
 		/* not known: it may write anything */
 		const struct bt_insn_info *ii = bt_insn_classify(c, ip);
 		out->size = ii->size;
-		out->wr = 0xffff;
-		out->clobber = 1;
+		raw_effects(ii->size ? p : NULL, avail, out);
 		return;
 	}
 	const cs_x86 *x = &ci->detail->x86;
@@ -1344,6 +1403,15 @@ int btrace_values_build(struct btrace_decode_result *res, size_t thread,
 	v->pub.regs = v->val = s.val;
 	v->pub.known = v->kn = s.kn;
 	v->pub.conflicts = s.conflicts;
+	v->rw = calloc(2 * (n + 1), sizeof(*v->rw));
+	if (!v->rw)
+		goto oom_after;
+	for (size_t i = 0; i < n; i++) {
+		v->rw[i] = s.in[i].rd;
+		v->rw[n + 1 + i] = s.in[i].wr;
+	}
+	v->pub.reads = v->rw;
+	v->pub.writes = v->rw + n + 1;
 	find_origin(v, &s, fault_ip, ci);
 	if (ci)
 		cs_free(ci, 1);
@@ -1351,6 +1419,12 @@ int btrace_values_build(struct btrace_decode_result *res, size_t thread,
 	free(s.mem);
 	*out = &v->pub;
 	return 0;
+oom_after:
+	s.val = NULL;
+	s.kn = NULL;
+	ip = NULL;
+	btrace_values_free(&v->pub);
+	v = NULL;
 oom:
 	if (ci)
 		cs_free(ci, 1);
@@ -1382,5 +1456,6 @@ void btrace_values_free(struct btrace_values *pv)
 	free(v->ip);
 	free(v->val);
 	free(v->kn);
+	free(v->rw);
 	free(v);
 }

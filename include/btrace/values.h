@@ -109,6 +109,9 @@ struct btrace_values {
 				    * r before instruction i (i == ninsn: at
 				    * the fault), when known */
 	const uint16_t *known;     /* known[i] bit r: regs[..r] is known */
+	const uint16_t *reads;     /* reads[i] bit r: instruction i reads
+				    * register r (any part of it) */
+	const uint16_t *writes;    /* writes[i] bit r: it may write it */
 	uint64_t conflicts;        /* internal check: two derivations that
 				    * disagreed (the later one dropped); 0
 				    * expected */
