@@ -1321,7 +1321,7 @@ static void find_origin(struct bt_values *v, struct vstate *s,
 
 /* --- the API --- */
 
-int btrace_values_build(struct btrace_decode_result *res, size_t thread,
+int btrace_values_build(const struct btrace_decode_result *res, size_t thread,
 			uint64_t max_insns, struct btrace_values **out,
 			struct btrace_error *err)
 {
@@ -1341,7 +1341,8 @@ int btrace_values_build(struct btrace_decode_result *res, size_t thread,
 				!res ? "NULL decode result" : !out ?
 				"NULL output" : "no such thread");
 	*out = NULL;
-	c = bt_result_ctx(res);
+	/* the context's caches (code, symbols) fill as for any lookup */
+	c = bt_result_ctx((struct btrace_decode_result *)(uintptr_t)res);
 	t = &res->threads[thread];
 	if (!max_insns)
 		max_insns = 4096;

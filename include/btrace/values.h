@@ -125,11 +125,12 @@ struct btrace_values {
  * @max_insns instructions before the end of its history before the fault
  * (0: 4096).  The path is the straight run of the thread's history
  * before the fault back to the first gap or signal.
+ * @res is not changed (its caches of code and symbols are filled).
  * @return 0 and *@out (free it with btrace_values_free()), or a negative
  * error code with @err filled.  A thread without a path gives values with
  * ninsn 0.
  */
-BTRACE_API int btrace_values_build(struct btrace_decode_result *res,
+BTRACE_API int btrace_values_build(const struct btrace_decode_result *res,
 				   size_t thread, uint64_t max_insns,
 				   struct btrace_values **out,
 				   struct btrace_error *err);
