@@ -757,25 +757,22 @@ static void relate(struct vstate *s, size_t i, const struct facts *f)
 			break;
 		if (addr_of(s, i, o1, &a)) {
 			put(s, i, d, a);
-		} else if (full && kn(s, i + 1, dreg)) {
-			/* lea r, [r + k*other + disp]: invert */
+		} else if (full && kn(s, i + 1, dreg) && !o1->rip) {
+			/* lea d, [b + k*x + disp] with one of b, x not known
+			 * (scale 1 for x): it is d after minus the rest */
 			uint64_t rest = (uint64_t)o1->imm;
-			int ok = 1;
-			if (o1->base == dreg && o1->index == dreg)
-				ok = 0;
-			if (o1->base != NOREG && o1->base != dreg) {
-				ok &= kn(s, i, o1->base);
-				rest += ok ? get(s, i, o1->base) : 0;
-			}
-			if (o1->index != NOREG && o1->index != dreg) {
-				ok &= kn(s, i, o1->index);
-				rest += ok ? get(s, i, o1->index) * o1->scale : 0;
-			}
-			if (ok && o1->base == dreg && o1->index == NOREG)
-				set(s, i, dreg, get(s, i + 1, dreg) - rest);
-			else if (ok && o1->index == dreg && o1->base != dreg &&
-				 o1->scale == 1)
-				set(s, i, dreg, get(s, i + 1, dreg) - rest);
+			int nb = o1->base != NOREG && !kn(s, i, o1->base);
+			int nx = o1->index != NOREG && !kn(s, i, o1->index);
+			if (nb + nx != 1 || o1->base == o1->index)
+				break;
+			if (o1->base != NOREG && !nb)
+				rest += get(s, i, o1->base);
+			if (o1->index != NOREG && !nx)
+				rest += get(s, i, o1->index) * o1->scale;
+			if (nb)
+				set(s, i, o1->base, get(s, i + 1, dreg) - rest);
+			else if (o1->scale == 1)
+				set(s, i, o1->index, get(s, i + 1, dreg) - rest);
 		}
 		break;
 	case X86_INS_ADD: case X86_INS_SUB: case X86_INS_XOR:
