@@ -6,8 +6,9 @@
 # share recovered and the wrong values, per program and in total, as a
 # Markdown table.  Then the time of `btrace report` (which now computes the
 # origin) against a baseline btrace without it on the same snapshots (the
-# recorded fixtures and the demo program's), fastest of 9 runs each,
-# interleaved in the same run.  (docs/performance.md, "Values and the
+# recorded fixtures and the demo program's): CPU time (user + sys) of the
+# fastest of 9 runs each, in the same run (CPU time, not wall clock: the
+# machine is shared).  (docs/performance.md, "Values and the
 # origin")
 #   bench/values.sh [BUILD_DIR [BASELINE_BTRACE]]
 # BASELINE_BTRACE: e.g. the btrace of a build of main; without it only the
@@ -35,11 +36,11 @@ btrace=$build/src/cli/btrace
 "$build/tests/decode/bt-gen-fixture" -o "$work/crashdemo.btrace" \
 	"$build/fixtures/demo/crashdemo" >/dev/null
 echo
-printf '| snapshot | baseline report (s) | report with the origin (s) | ratio |\n'
+printf '| snapshot | baseline report (CPU s) | report with the origin (CPU s) | ratio |\n'
 printf '|---|---:|---:|---:|\n'
 for f in "$work/crashdemo.btrace" "$top"/fixtures/recorded/*/*.btrace; do
-	b=$($m -- "$base" report "$f" | cut -d' ' -f1)
-	n=$($m -- "$btrace" report "$f" | cut -d' ' -f1)
-	printf '| %s | %s | %s | %.2f |\n' "$(basename "$(dirname "$f")")/$(basename "$f")" \
+	b=$($m -- "$base" report "$f" | cut -d' ' -f2)
+	n=$($m -- "$btrace" report "$f" | cut -d' ' -f2)
+	printf '| %s | %s | %s | %.2f |\n' "$(basename "$f")" \
 		"$b" "$n" "$(echo "$n $b" | awk '{ print $1 / $2 }')"
 done

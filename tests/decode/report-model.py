@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # The report model from C (test-report-model.c) says what `btrace report
-# --json` says: signal, cause, exec, fault, death, limits and the crashed
+# --json` says: signal, cause, exec, fault, origin, death, limits and the crashed
 # thread's stack of each recorded fixture, and of synthetic snapshots with
 # the metadata behind the limits, the exec note and the death.
 #   report-model.py BTRACE TEST-REPORT-MODEL GEN-FIXTURE PROG FIXTURES-DIR
@@ -34,6 +34,10 @@ def s(v):
     return str(v)
 
 
+KINDS = {'constant': 1, 'load': 2, 'syscall': 3, 'history_start': 4,
+         'other': 5, 'copy': 6, 'compute': 7, 'return': 8, 'store': 9}
+
+
 def expected(rep):
     sig, cause, fault, death = (rep['signal'], rep['cause'], rep['fault'],
                                 rep['death'])
@@ -57,6 +61,12 @@ def expected(rep):
         'limits': ','.join(l['name'] for l in rep['limits']),
         'stack': ','.join(s(f['function']) for f in t['stack']) if t else '',
         'nthreads': s(len(rep['threads'])),
+        'origin.operand': s(rep['origin'] and rep['origin']['operand']),
+        'origin.value': s(rep['origin'] and rep['origin']['value']),
+        'origin.chain': ','.join('%s/%d/%s' % (l['ip'], KINDS[l['kind']],
+                                               s(l['value']))
+                                 for l in rep['origin']['chain'])
+                        if rep['origin'] else 'null',
     }
     return ['%s=%s' % i for i in kv.items()]
 
