@@ -328,8 +328,10 @@ static void decode_one(struct bt_ctx *c, cs_insn *ci, uint64_t ip,
 	}
 	/* far transfers other than a system call: anything */
 	if (ci->id != X86_INS_SYSCALL &&
-	    bt_insn_classify(c, ip)->cls == BTRACE_INSN_FAR)
+	    bt_insn_classify(c, ip)->cls == BTRACE_INSN_FAR) {
 		out->wr = 0xffff;
+		out->clobber = 1;
+	}
 }
 
 /* --- state --- */
@@ -487,10 +489,8 @@ static int store_of(const struct vstate *s, size_t i, uint64_t *a,
 		if (o0->type == X86_OP_REG && o0->width == 8 && o0->reg != NOREG) {
 			*src_reg = o0->reg;
 			*has_v = reg_val(s, i, o0, v);
-		} else if (o0->type == X86_OP_IMM) {
-			*v = (uint64_t)o0->imm;
-			*has_v = 1;
 		}
+		/* push imm: its sign extension is not followed */
 		return 1;
 	case X86_INS_CALL:
 		if (!kn(s, i, BTRACE_VREG_RSP))
@@ -696,6 +696,24 @@ static int count_of(const struct vstate *s, size_t i, const struct vinsn *in,
 }
 
 /*
+ * The registers a system call may change: rax, rcx and r11 when its number
+ * (rax before it) is known and not one that sets every register
+ * (rt_sigreturn restores them from the signal frame; clone, fork, vfork,
+ * execve, execveat and clone3 start a new context); every register
+ * otherwise.
+ */
+static uint16_t syscall_writes(const struct vstate *s, size_t i)
+{
+	if (!kn(s, i, BTRACE_VREG_RAX))
+		return 0xffff;
+	switch (get(s, i, BTRACE_VREG_RAX)) {
+	case 15: case 56: case 57: case 58: case 59: case 322: case 435:
+		return 0xffff;
+	}
+	return s->in[i].wr;
+}
+
+/*
  * The relation of instruction @i between states @i and @i + 1 (both
  * directions).  @f: facts about memory before it (forward pass) or after
  * it (backward pass); a load is the same either way.
@@ -706,17 +724,18 @@ static void relate(struct vstate *s, size_t i, const struct facts *f)
 	const struct vop *d = &in->op[0], *o1 = &in->op[1];
 	uint64_t x, y, a;
 	unsigned rsp = BTRACE_VREG_RSP;
+	uint16_t wr = in->id == X86_INS_SYSCALL ? syscall_writes(s, i) : in->wr;
 
 	/* registers it does not write are the same on both sides */
 	for (unsigned r = 0; r < NR; r++) {
-		if ((in->wr >> r) & 1)
+		if ((wr >> r) & 1)
 			continue;
 		if (kn(s, i, r))
 			set(s, i + 1, r, get(s, i, r));
 		else if (kn(s, i + 1, r))
 			set(s, i, r, get(s, i + 1, r));
 	}
-	if (in->wr == 0xffff && !in->id)
+	if (wr == 0xffff)
 		return;
 	int dreg = in->nop >= 1 && d->type == X86_OP_REG ? d->reg : NOREG;
 	int full = dreg != NOREG && d->width == 8;
@@ -1393,6 +1412,9 @@ int btrace_values_build(const struct btrace_decode_result *res, size_t thread,
 		}
 	}
 	solve(&s);
+	for (size_t i = 0; i < n; i++)
+		if (s.in[i].id == X86_INS_SYSCALL)
+			s.in[i].wr = syscall_writes(&s, i);
 	ip[n] = fault_ip;
 	v->pub.sz = sizeof(v->pub);
 	v->pub.thread = t;
