@@ -65,9 +65,19 @@ struct fact {
 	uint8_t size;
 };
 
+/*
+ * Facts about memory at one point of a pass.  Backwards, the memory the
+ * snapshot holds (the stack at the fault) is the memory after the last
+ * instruction: it stands for every address no store between here and the
+ * fault may have changed (@killed lists the ranges stored to since, a
+ * store to an address not known ends it: @snap NULL).
+ */
 struct facts {
 	struct fact f[MAX_FACTS];
 	size_t n;
+	const struct btrace_snapshot *snap;  /* memory at the fault, NULL none */
+	struct fact killed[MAX_FACTS];
+	size_t nkilled;
 };
 
 struct vstate {
@@ -79,6 +89,8 @@ struct vstate {
 	uint64_t conflicts;
 	int changed;
 	uint64_t stk_lo, stk_hi;  /* the stack's mapping, 0: none known */
+	const struct btrace_snapshot *snap_mem;  /* its memory is the memory at
+				   * the fault: NULL not known */
 	struct facts *mem;
 };
 
@@ -433,6 +445,33 @@ static int in_stack(const struct vstate *s, uint64_t a, unsigned size)
 	       a + size > a;
 }
 
+/* The snapshot's memory at [a, a + size) when nothing stored there since:
+ * 1 and *@v. */
+static int snap_get(const struct facts *f, uint64_t a, unsigned size,
+		    uint64_t *v)
+{
+	const struct btrace_snapshot *sn = f->snap;
+
+	if (!sn || size > 8 || !size)
+		return 0;
+	for (size_t k = 0; k < f->nkilled; k++)
+		if (a < f->killed[k].addr + f->killed[k].size &&
+		    f->killed[k].addr < a + size)
+			return 0;
+	for (size_t k = 0; k < sn->nmemory; k++) {
+		const struct btrace_memory *m = &sn->memory[k];
+		if (a < m->vaddr || a - m->vaddr > m->size ||
+		    m->size - (a - m->vaddr) < size)
+			continue;
+		uint64_t x = 0;
+		for (unsigned b = 0; b < size; b++)
+			x |= (uint64_t)m->data[a - m->vaddr + b] << (8 * b);
+		*v = x;
+		return 1;
+	}
+	return 0;
+}
+
 static int fact_get(const struct facts *f, uint64_t a, unsigned size,
 		    uint64_t *v)
 {
@@ -441,12 +480,31 @@ static int fact_get(const struct facts *f, uint64_t a, unsigned size,
 			*v = f->f[k].val;
 			return 1;
 		}
-	return 0;
+	return snap_get(f, a, size, v);
+}
+
+/* Nothing is known of memory any more. */
+static void fact_clear(struct facts *f)
+{
+	f->n = 0;
+	f->snap = NULL;
 }
 
 static void fact_kill(struct facts *f, uint64_t a, unsigned size)
 {
 	size_t w = 0;
+
+	int in_snap = 0;
+
+	for (size_t k = 0; f->snap && k < f->snap->nmemory; k++)
+		in_snap |= a < f->snap->memory[k].vaddr + f->snap->memory[k].size &&
+			   f->snap->memory[k].vaddr < a + size;
+	if (in_snap) {
+		if (f->nkilled == MAX_FACTS)
+			f->snap = NULL;
+		else
+			f->killed[f->nkilled++] = (struct fact){ a, 0, (uint8_t)size };
+	}
 
 	for (size_t k = 0; k < f->n; k++)
 		if (f->f[k].addr + f->f[k].size <= a || a + size <= f->f[k].addr)
@@ -528,7 +586,7 @@ static void other_writes(const struct vstate *s, size_t i, struct facts *f,
 	uint64_t a;
 
 	if (in->clobber) {
-		f->n = 0;
+		fact_clear(f);
 		return;
 	}
 	if (stored)
@@ -542,14 +600,16 @@ static void other_writes(const struct vstate *s, size_t i, struct facts *f,
 		if (addr_of(s, i, o, &a))
 			fact_kill(f, a, o->width);
 		else
-			f->n = 0;
+			fact_clear(f);
 	}
-	/* push of memory, and the like: a store at rsp - 8 */
-	if (in->id == X86_INS_PUSH || in->id == X86_INS_PUSHFQ) {
+	/* push of memory, and the like (a call whose stack pointer is not
+	 * known): a store at rsp - 8 */
+	if (in->id == X86_INS_PUSH || in->id == X86_INS_PUSHFQ ||
+	    in->id == X86_INS_CALL) {
 		if (kn(s, i, BTRACE_VREG_RSP))
 			fact_kill(f, get(s, i, BTRACE_VREG_RSP) - 8, 8);
 		else
-			f->n = 0;
+			fact_clear(f);
 	}
 }
 
@@ -657,7 +717,7 @@ static void mem_step(struct vstate *s, size_t i, struct facts *f, int back)
 		other_writes(s, i, f, st);
 	}
 	if (in->id == X86_INS_SYSCALL || in->clobber)
-		f->n = 0;
+		fact_clear(f);
 }
 
 /* --- register relations --- */
@@ -931,14 +991,18 @@ static void solve(struct vstate *s)
 {
 	for (int pass = 0; pass < 64; pass++) {
 		s->changed = 0;
-		s->mem->n = 0;
+		fact_clear(s->mem);
 		for (size_t i = 0; i < s->n; i++) {
 			relate(s, i, s->mem);
 			mem_step(s, i, s->mem, 0);
 			relate(s, i, s->mem);
 		}
-		s->mem->n = 0;
+		fact_clear(s->mem);
+		/* backwards from the fault: memory is the snapshot's */
+		s->mem->snap = s->snap_mem;
+		s->mem->nkilled = 0;
 		for (size_t i = s->n; i-- > 0;) {
+			relate(s, i, s->mem);
 			mem_step(s, i, s->mem, 1);
 			relate(s, i, s->mem);
 		}
@@ -1335,6 +1399,29 @@ static void find_origin(struct bt_values *v, struct vstate *s,
 	chain_of(v, s, (unsigned)reg, s->n);
 }
 
+/*
+ * The snapshot's memory is the memory after the path's last instruction
+ * when it is the crashed thread's, taken at the fault: nothing ran after it
+ * (no signal handler), and the faulting instruction wrote nothing (no
+ * instruction commits a store and then faults, but a rep string
+ * instruction may have done some of its iterations).
+ */
+static const struct btrace_snapshot *memory_at_fault(struct bt_ctx *c,
+	const struct btrace_thread *t, cs_insn *ci, uint64_t fault_ip)
+{
+	const struct btrace_snapshot *sn = c->snap;
+	struct vinsn f;
+
+	if (!sn->nmemory || t->fault.after_blocks || t->fault.death_ip ||
+	    btrace_snapshot_meta(sn, "qemu.final_signal"))
+		return NULL;
+	for (size_t k = 0; k < sn->nmemory; k++)
+		if (sn->memory[k].tid != t->tid)
+			return NULL;
+	decode_one(c, ci, fault_ip, &f);
+	return f.id && !f.rep ? sn : NULL;
+}
+
 /* --- the API --- */
 
 int btrace_values_build(const struct btrace_decode_result *res, size_t thread,
@@ -1410,6 +1497,7 @@ int btrace_values_build(const struct btrace_decode_result *res, size_t thread,
 				s.stk_hi = m->end;
 			}
 		}
+		s.snap_mem = memory_at_fault(c, t, ci, fault_ip);
 	}
 	solve(&s);
 	for (size_t i = 0; i < n; i++)

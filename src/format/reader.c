@@ -49,6 +49,7 @@ static uint64_t type_limit(uint32_t type)
 	case BT_SEC_META:
 		return 64u << 20;
 	case BT_SEC_CODE:
+	case BT_SEC_MEMORY:
 		return BT_MAX_CODE_END;
 	default:
 		return BT_MAX_RAW_SIZE;   /* trace buffers */
@@ -62,7 +63,7 @@ struct snap_priv {
 	int owns_map;                  /* map is ours to munmap */
 	void **blocks;                 /* allocations owned by the snapshot */
 	size_t nblocks, cblocks;
-	size_t cbuf, ctask, cmap, ccode, cmeta, csec, cwarn;
+	size_t cbuf, ctask, cmap, ccode, cmeta, csec, cwarn, cmem;
 };
 
 struct rd {
@@ -90,6 +91,7 @@ static const char *const sec_names[] = {
 	[BT_SEC_CODE] = "code",
 	[BT_SEC_SIGNAL] = "signal",
 	[BT_SEC_META] = "metadata",
+	[BT_SEC_MEMORY] = "memory",
 };
 
 const char *btrace_section_name(uint32_t type)
@@ -482,6 +484,40 @@ static int parse_code(struct rd *r, struct fit *it)
 		      &c, sizeof(c));
 }
 
+static int parse_memory(struct rd *r, struct fit *it)
+{
+	struct snap_priv *sp = r->sp;
+	struct btrace_memory m = { 0 };
+	int have_data = 0, ret;
+	struct field f;
+
+	while ((ret = fit_next(r, it, &f)) > 0) {
+		switch (f.tag) {
+		case BT_YF_TID: U64_INTO(m.tid); break;
+		case BT_YF_VADDR: U64_INTO(m.vaddr); break;
+		case BT_YF_DATA:
+			m.data = f.val;
+			m.size = f.len;
+			have_data = 1;
+			ret = 0;
+			break;
+		default: ret = 0; break;
+		}
+		if (ret < 0)
+			return ret;
+	}
+	if (ret < 0)
+		return ret;
+	if (!have_data)
+		return sec_error(r, -BTRACE_ERR_FORMAT, 0,
+				 "memory section without bytes");
+	if (m.vaddr + m.size < m.vaddr)
+		return sec_error(r, -BTRACE_ERR_FORMAT, 0,
+				 "memory bytes run past the end of the address space");
+	return append((void **)&sp->pub.memory, &sp->cmem, &sp->pub.nmemory,
+		      &m, sizeof(m));
+}
+
 static int parse_signal(struct rd *r, struct fit *it)
 {
 	struct btrace_signal *s;
@@ -719,6 +755,7 @@ static int parse_payload(struct rd *r, uint32_t type, const uint8_t *p,
 	case BT_SEC_TASKS: return parse_list(r, &it, parse_task);
 	case BT_SEC_MAPPINGS: return parse_list(r, &it, parse_mapping);
 	case BT_SEC_CODE: return parse_code(r, &it);
+	case BT_SEC_MEMORY: return parse_memory(r, &it);
 	case BT_SEC_SIGNAL: return parse_signal(r, &it);
 	case BT_SEC_META: return parse_list(r, &it, parse_meta);
 	case BT_SEC_END: return parse_end(r, &it, seen);
@@ -1083,6 +1120,7 @@ void btrace_snapshot_free(struct btrace_snapshot *snap)
 	free(sp->pub.tasks);
 	free(sp->pub.mappings);
 	free(sp->pub.code);
+	free(sp->pub.memory);
 	free(sp->pub.meta);
 	free(sp->pub.sections);
 	free(sp->pub.warnings);

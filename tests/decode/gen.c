@@ -48,6 +48,7 @@ struct captured {
 	siginfo_t first_si;     /* of the first signal (gen_opts.first_siginfo) */
 	struct user_regs_struct regs;
 	int have;
+	struct btrace_memory stack;   /* gen_opts.stack: data malloc'd */
 };
 
 struct insn_cache {
@@ -110,6 +111,7 @@ static void free_captured(struct captured *c)
 	}
 	free(c->maps);
 	free(c->code);
+	free((void *)c->stack.data);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -152,7 +154,7 @@ static void *read_file(const char *path, uint64_t off, uint64_t *len)
 	return buf;
 }
 
-static int capture(int pid, struct captured *c, int embed)
+static int capture(int pid, struct captured *c, int embed, uint64_t stack)
 {
 	char p[64], line[4600];
 	FILE *f;
@@ -216,6 +218,22 @@ static int capture(int pid, struct captured *c, int embed)
 	ptrace(PTRACE_GETSIGINFO, pid, 0, &c->si);
 	ptrace(PTRACE_GETREGS, pid, 0, &c->regs);
 	c->have = 1;
+	/* the stack around rsp: a quarter of what is asked below it (the
+	 * frames that returned before the fault, not yet overwritten), the
+	 * rest above, as mapped */
+	for (size_t i = 0; stack && i < c->nmaps; i++) {
+		const struct btrace_mapping *m = &c->maps[i];
+		uint64_t lo, hi;
+		if (c->regs.rsp < m->start || c->regs.rsp >= m->end)
+			continue;
+		lo = c->regs.rsp - m->start > stack / 4 ? c->regs.rsp - stack / 4 :
+		     m->start;
+		hi = m->end - lo > stack ? lo + stack : m->end;
+		c->stack.data = read_mem(pid, lo, hi - lo);
+		c->stack.vaddr = lo;
+		c->stack.size = c->stack.data ? hi - lo : 0;
+		c->stack.tid = pid;
+	}
 	return 0;
 }
 
@@ -292,7 +310,7 @@ static int trace_child(const struct gen_opts *o, struct step **steps,
 		return fail(eb, el, "%s: no symbol %s", real, o->repeat_sym);
 	if (dyn) {
 		struct captured tmp = { 0 };
-		capture(pid, &tmp, 0);
+		capture(pid, &tmp, 0, 0);
 		for (size_t i = 0; i < tmp.nmaps; i++)
 			if (!strcmp(tmp.maps[i].path, real) && tmp.maps[i].pgoff == 0) {
 				main_ip += tmp.maps[i].start;
@@ -352,7 +370,7 @@ static int trace_child(const struct gen_opts *o, struct step **steps,
 		sig = WSTOPSIG(st);
 		siginfo_t first = cap->first_si;
 		int had = cap->have;
-		capture(pid, cap, !o->no_code);
+		capture(pid, cap, !o->no_code, o->stack);
 		cap->first_si = had ? first : cap->si;
 		ptrace(PTRACE_GETREGS, pid, 0, &regs);
 		if (n && (*steps)[n - 1].ip == regs.rip)
@@ -596,6 +614,8 @@ static int write_snapshot(const struct gen_opts *o, const struct btrace_buffer *
 		sig.sender_pid = si->si_pid;   /* kill(), tgkill(): the sender */
 	if (!rc)
 		rc = btrace_writer_set_signal(w, &sig, &err);
+	if (!rc && cap->stack.size)
+		rc = btrace_writer_add_memory(w, &cap->stack, &err);
 	if (!rc)
 		return btrace_writer_commit(w, &err) ? fail(eb, el, "%s", err.msg) : 0;
 	btrace_writer_free(w);

@@ -39,6 +39,9 @@ struct gen_opts {
 				 * more times (big traces without stepping);
 				 * the truth then holds no IPs, only the count */
 	uint64_t repeat;
+	uint64_t stack;         /* store up to this many bytes of the
+				 * crashed thread's stack at the fatal signal
+				 * (a quarter below rsp), 0: none */
 	int regs;               /* record the true registers before each of
 				 * the last instructions (gen_truth.regs);
 				 * not with @repeat */

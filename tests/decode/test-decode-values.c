@@ -5,12 +5,15 @@
  * true registers before every one of its last instructions (gen.c), the
  * snapshot decoded, and the values recovered along the last 1,000
  * instructions before the fault compared with the true ones: a single
- * wrong value fails the program.  The share recovered is printed per
+ * wrong value fails the program, and so does a conflict (two derivations
+ * of one value that disagree: one was wrong, even if not the one kept).  The share recovered is printed per
  * program and in total (--table: a Markdown table, for bench/).
  *
- *	test-decode-values [--table] [--min PERCENT] PROG[=ARG] ...
+ *	test-decode-values [--table] [--min PERCENT] [--stack BYTES] PROG[=ARG] ...
  *
- * --min: fail a program whose share is below PERCENT.
+ * --min: fail a program whose share is below PERCENT.  --stack: the
+ * snapshot holds up to BYTES of the crashed thread's stack at the fault
+ * (the memory section), as btrace record stores it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -44,6 +47,8 @@ static const char *base(const char *p)
 }
 
 /* One program: 0 compared (*@c filled), -1 the run failed (@why). */
+static uint64_t stack;
+
 static int run(const char *dir, char *spec, struct count *c, char *why,
 	       size_t wl, int verbose)
 {
@@ -67,6 +72,7 @@ static int run(const char *dir, char *spec, struct count *c, char *why,
 	o.argv = argv;
 	o.out = path;
 	o.regs = 1;
+	o.stack = stack;
 	if (gen_run(&o, &tr, eb, sizeof(eb))) {
 		snprintf(why, wl, "generator: %s", eb);
 		return -1;
@@ -153,8 +159,10 @@ int main(int argc, char **argv)
 			table = 1;
 		else if (!strcmp(argv[first], "--min") && first + 1 < argc)
 			min = atof(argv[++first]);
+		else if (!strcmp(argv[first], "--stack") && first + 1 < argc)
+			stack = strtoull(argv[++first], NULL, 0);
 		else {
-			fprintf(stderr, "usage: %s [--table] [--min PCT] PROG[=ARG]...\n",
+			fprintf(stderr, "usage: %s [--table] [--min PCT] [--stack BYTES] PROG[=ARG]...\n",
 				argv[0]);
 			return 2;
 		}
@@ -189,7 +197,8 @@ int main(int argc, char **argv)
 		all.wrong += c.wrong;
 		all.insns += c.insns;
 		all.conflicts += c.conflicts;
-		int bad = c.wrong || pct(c.known, c.total) < min;
+		/* two derivations that disagree: one of them was wrong */
+		int bad = c.wrong || c.conflicts || pct(c.known, c.total) < min;
 		failed |= bad;
 		if (table)
 			printf("| %s | %llu | %llu | %llu | %.1f%% | %llu |\n", name,
