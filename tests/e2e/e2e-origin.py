@@ -10,10 +10,13 @@ user.  The report's origin says so: the faulting instruction's base
 register rax is 0x0, because find_user returned it into greet at
 crashdemo.c:38, from its `mov eax, 0` at crashdemo.c:33 (the source, a
 constant).  The text report says the same, and `btrace decode --insn
---values` shows rax = 0x0 after that instruction and at the fault.
+--values` shows rax = 0x0 after that instruction and at the fault.  The
+snapshot holds the crashed thread's stack (`btrace info --json`: one
+memory range, its size and its stored size).
 Skipped (TAP "1..0 # SKIP") when this machine's qemu-x86_64 is missing or
 has no plugin support.
 """
+import json
 import os
 import subprocess
 import sys
@@ -35,6 +38,15 @@ def main():
         snap = os.path.join(d, 'demo.btrace')
         p = e2elib.record(btrace, snap, [demo])
         ok(p.returncode == 128 + 11, 'the demo dies of SIGSEGV (%d)' % p.returncode)
+        info = json.loads(subprocess.run([btrace, 'info', '--json', snap],
+                                         capture_output=True, text=True).stdout)
+        mem = info.get('memory') or []
+        T.diag('memory: %s' % mem)
+        ok(len(mem) == 1 and mem[0]['bytes'] > 0 and
+           info['memory_bytes'] == mem[0]['bytes'] and
+           0 < info['memory_stored_bytes'],
+           'the snapshot holds the stack at the fault (btrace info: %s bytes, '
+           '%s stored)' % (info.get('memory_bytes'), info.get('memory_stored_bytes')))
         rep = e2elib.report_json(btrace, snap)
         o = rep.get('origin')
         T.diag('origin: %s' % o)
