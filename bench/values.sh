@@ -4,7 +4,7 @@
 # fault, against the truth (tests/decode/test-decode-values: the programs
 # single-stepped under ptrace with their registers at every step): the
 # share recovered and the wrong values, per program and in total, as a
-# Markdown table.  Then the time of `btrace report` (which now computes the
+# Markdown table, without and with the stack at the fault in the snapshot.  Then the time of `btrace report` (which now computes the
 # origin) against a baseline btrace without it on the same snapshots (the
 # recorded fixtures and the demo program's): CPU time (user + sys) of the
 # fastest of 9 runs each, in the same run (CPU time, not wall clock: the
@@ -28,7 +28,14 @@ for p in $progs; do targets="$targets tests/decode/fx-crash-$p"; done
 ninja -C "$build" $targets >/dev/null
 set --
 for p in $progs; do set -- "$@" "$build/tests/decode/fx-crash-$p"; done
+echo "Registers at the fault only:"
+echo
 "$build/tests/decode/test-decode-values" --table "$@" \
+	"$build/fixtures/demo/crashdemo" || true
+echo
+echo "With the stack at the fault in the snapshot (64 KiB, as btrace record stores it):"
+echo
+"$build/tests/decode/test-decode-values" --table --stack 65536 "$@" \
 	"$build/fixtures/demo/crashdemo" || true
 [ -n "$base" ] || exit 0
 
