@@ -6,7 +6,7 @@
 # share recovered and the wrong values, per program and in total, as a
 # Markdown table, without and with the stack at the fault in the snapshot.  Then the time of `btrace report` (which now computes the
 # origin) against a baseline btrace without it on the same snapshots (the
-# recorded fixtures and the demo program's): CPU time (user + sys) of the
+# recorded fixtures and the demo program's, with its stack): CPU time (user + sys) of the
 # fastest of 9 runs each, in the same run (CPU time, not wall clock: the
 # machine is shared).  (docs/performance.md, "Values and the
 # origin")
@@ -40,12 +40,15 @@ echo
 [ -n "$base" ] || exit 0
 
 btrace=$build/src/cli/btrace
-"$build/tests/decode/bt-gen-fixture" -o "$work/crashdemo.btrace" \
+"$build/tests/decode/bt-gen-fixture" -K 65536 -o "$work/crashdemo.btrace" \
 	"$build/fixtures/demo/crashdemo" >/dev/null
+# the demo recorded by this machine's backend (QEMU here), with its stack
+"$btrace" record -q -o "$work/crashdemo-recorded.btrace" -- \
+	"$build/fixtures/demo/crashdemo" >/dev/null 2>&1 || true
 echo
 printf '| snapshot | baseline report (CPU s) | report with the origin (CPU s) | ratio |\n'
 printf '|---|---:|---:|---:|\n'
-for f in "$work/crashdemo.btrace" "$top"/fixtures/recorded/*/*.btrace; do
+for f in "$work"/crashdemo*.btrace "$top"/fixtures/recorded/*/*.btrace; do
 	b=$($m -- "$base" report "$f" | cut -d' ' -f2)
 	n=$($m -- "$btrace" report "$f" | cut -d' ' -f2)
 	printf '| %s | %s | %s | %.2f |\n' "$(basename "$f")" \
