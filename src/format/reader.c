@@ -440,6 +440,36 @@ static int parse_list(struct rd *r, struct fit *it,
 	return ret;
 }
 
+/* A data field: its bytes (in the file or the inflated section). */
+static int get_data(const struct field *f, const uint8_t **data,
+		    uint64_t *size, int *have)
+{
+	*data = f->val;
+	*size = f->len;
+	*have = 1;
+	return 0;
+}
+
+/* The bytes of a code or memory section: present, and not past the end
+ * of the address space. */
+static int blob_check(struct rd *r, int have_data, uint64_t vaddr,
+		      uint64_t size)
+{
+	const char *sname = btrace_section_name(r->sec_type);
+	char msg[96];
+
+	if (!have_data) {
+		snprintf(msg, sizeof(msg), "%s section without bytes", sname);
+		return sec_error(r, -BTRACE_ERR_FORMAT, 0, msg);
+	}
+	if (vaddr + size < vaddr) {
+		snprintf(msg, sizeof(msg), "%s bytes run past the end of the "
+			 "address space", sname);
+		return sec_error(r, -BTRACE_ERR_FORMAT, 0, msg);
+	}
+	return 0;
+}
+
 static int parse_code(struct rd *r, struct fit *it)
 {
 	struct snap_priv *sp = r->sp;
@@ -457,24 +487,15 @@ static int parse_code(struct rd *r, struct fit *it)
 		case BT_XF_FILE_OFFSET: U64_INTO(c.file_offset); break;
 		case BT_XF_PATH: ret = get_str(r, &f, &c.path); break;
 		case BT_XF_DATA:
-			c.data = f.val;
-			c.size = f.len;
-			have_data = 1;
-			ret = 0;
+			ret = get_data(&f, &c.data, &c.size, &have_data);
 			break;
 		default: ret = 0; break;
 		}
 		if (ret < 0)
 			return ret;
 	}
-	if (ret < 0)
+	if (ret < 0 || (ret = blob_check(r, have_data, c.vaddr, c.size)) < 0)
 		return ret;
-	if (!have_data)
-		return sec_error(r, -BTRACE_ERR_FORMAT, 0,
-				 "code section without bytes");
-	if (c.vaddr + c.size < c.vaddr)
-		return sec_error(r, -BTRACE_ERR_FORMAT, 0,
-				 "code bytes run past the end of the address space");
 	if (c.kind == BTRACE_CODE_FILE &&
 	    (c.file_offset > BT_MAX_CODE_END ||
 	     c.size > BT_MAX_CODE_END - c.file_offset))
@@ -496,24 +517,15 @@ static int parse_memory(struct rd *r, struct fit *it)
 		case BT_YF_TID: U64_INTO(m.tid); break;
 		case BT_YF_VADDR: U64_INTO(m.vaddr); break;
 		case BT_YF_DATA:
-			m.data = f.val;
-			m.size = f.len;
-			have_data = 1;
-			ret = 0;
+			ret = get_data(&f, &m.data, &m.size, &have_data);
 			break;
 		default: ret = 0; break;
 		}
 		if (ret < 0)
 			return ret;
 	}
-	if (ret < 0)
+	if (ret < 0 || (ret = blob_check(r, have_data, m.vaddr, m.size)) < 0)
 		return ret;
-	if (!have_data)
-		return sec_error(r, -BTRACE_ERR_FORMAT, 0,
-				 "memory section without bytes");
-	if (m.vaddr + m.size < m.vaddr)
-		return sec_error(r, -BTRACE_ERR_FORMAT, 0,
-				 "memory bytes run past the end of the address space");
 	return append((void **)&sp->pub.memory, &sp->cmem, &sp->pub.nmemory,
 		      &m, sizeof(m));
 }
