@@ -89,6 +89,8 @@ struct vstate {
 	uint64_t conflicts;
 	int changed;
 	uint64_t stk_lo, stk_hi;  /* the stack's mapping, 0: none known */
+	uint64_t fault_ip;        /* where the path goes after its last
+				   * instruction, 0 not known */
 	const struct btrace_snapshot *snap_mem;  /* its memory is the memory at
 				   * the fault: NULL not known */
 	struct facts *mem;
@@ -774,6 +776,79 @@ static uint16_t syscall_writes(const struct vstate *s, size_t i)
 }
 
 /*
+ * What the path says a compare found: a je taken (or a jne not taken, the
+ * path goes on where it went) right after cmp r64, imm / cmp r64, r64 /
+ * test r64, r64 means the operands were equal (the tested register 0).
+ * Sets the registers in state @i (before the jump @i; the compare wrote no
+ * general-purpose register).
+ */
+/* Register @r holds a zero-extended 32-bit value before instruction @i:
+ * its last writer on the path (close before) wrote it as a 32-bit
+ * destination (not bsf/bsr, which leave it as it was for a source 0). */
+static int upper_zero(const struct vstate *s, size_t i, unsigned r)
+{
+	for (size_t k = i; k-- > 0 && i - k <= 64;) {
+		const struct vinsn *w = &s->in[k];
+		if (!((w->wr >> r) & 1))
+			continue;
+		return w->id && w->id != X86_INS_XCHG && w->id != X86_INS_CMPXCHG &&
+		       w->id != X86_INS_XADD && w->id != X86_INS_BSF &&
+		       w->id != X86_INS_BSR && w->nop >= 1 &&
+		       w->op[0].type == X86_OP_REG && w->op[0].reg == r &&
+		       w->op[0].width == 4 && !w->op[0].hi8 &&
+		       (w->op[0].access & CS_AC_WRITE) &&
+		       !((implicit_writes(w->id) >> r) & 1);
+	}
+	return 0;
+}
+
+static void branch_facts(struct vstate *s, size_t i)
+{
+	const struct vinsn *j = &s->in[i], *c;
+	uint64_t next;
+
+	if (!i || (j->id != X86_INS_JE && j->id != X86_INS_JNE) || j->nop != 1 ||
+	    j->op[0].type != X86_OP_IMM)
+		return;
+	c = &s->in[i - 1];
+	next = i + 1 < s->n ? s->in[i + 1].ip : s->fault_ip;
+	if (!next)
+		return;
+	int taken = next == (uint64_t)j->op[0].imm &&
+		    next != j->ip + j->size;
+	int fall = next == j->ip + j->size && next != (uint64_t)j->op[0].imm;
+	if (!(j->id == X86_INS_JE ? taken : fall))
+		return;
+	if (c->nop != 2 || c->op[0].type != X86_OP_REG || c->op[0].reg == NOREG ||
+	    c->op[0].hi8 || (c->op[0].width != 8 && c->op[0].width != 4))
+		return;
+	unsigned r0 = c->op[0].reg;
+	const struct vop *o1 = &c->op[1];
+	if (c->op[0].width == 4) {
+		/* the low half is what was compared: the whole register
+		 * when its upper half is known to be zero */
+		if (!upper_zero(s, i - 1, r0))
+			return;
+		if (c->id == X86_INS_TEST && o1->type == X86_OP_REG && o1->reg == r0)
+			set(s, i, r0, 0);
+		else if (c->id == X86_INS_CMP && o1->type == X86_OP_IMM)
+			set(s, i, r0, (uint64_t)o1->imm & 0xffffffffull);
+		return;
+	}
+	if (c->id == X86_INS_TEST && o1->type == X86_OP_REG && o1->reg == r0) {
+		set(s, i, r0, 0);
+	} else if (c->id == X86_INS_CMP && o1->type == X86_OP_IMM) {
+		set(s, i, r0, (uint64_t)o1->imm);
+	} else if (c->id == X86_INS_CMP && o1->type == X86_OP_REG &&
+		   o1->reg != NOREG && o1->width == 8) {
+		if (kn(s, i, o1->reg))
+			set(s, i, r0, get(s, i, o1->reg));
+		else if (kn(s, i, r0))
+			set(s, i, o1->reg, get(s, i, r0));
+	}
+}
+
+/*
  * The relation of instruction @i between states @i and @i + 1 (both
  * directions).  @f: facts about memory before it (forward pass) or after
  * it (backward pass); a load is the same either way.
@@ -786,6 +861,7 @@ static void relate(struct vstate *s, size_t i, const struct facts *f)
 	unsigned rsp = BTRACE_VREG_RSP;
 	uint16_t wr = in->id == X86_INS_SYSCALL ? syscall_writes(s, i) : in->wr;
 
+	branch_facts(s, i);
 	/* registers it does not write are the same on both sides */
 	for (unsigned r = 0; r < NR; r++) {
 		if ((wr >> r) & 1)
@@ -1499,6 +1575,7 @@ int btrace_values_build(const struct btrace_decode_result *res, size_t thread,
 		}
 		s.snap_mem = memory_at_fault(c, t, ci, fault_ip);
 	}
+	s.fault_ip = fault_ip;
 	solve(&s);
 	for (size_t i = 0; i < n; i++)
 		if (s.in[i].id == X86_INS_SYSCALL)
