@@ -882,10 +882,15 @@ static void relate(struct vstate *s, size_t i, const struct facts *f)
 			break;
 		if (src_val(s, i, o1, f, &x))
 			put(s, i, d, x);
-		/* mov r64, r64: the source before is the destination after */
+		/* mov r64, r64: the source before is the destination after;
+		 * mov r32, r32 too when the source's upper half is zero */
 		if (full && o1->type == X86_OP_REG && o1->reg != NOREG &&
 		    o1->width == 8 && kn(s, i + 1, dreg))
 			set(s, i, o1->reg, get(s, i + 1, dreg));
+		else if (d->width == 4 && o1->type == X86_OP_REG &&
+			 o1->reg != NOREG && o1->width == 4 && !o1->hi8 &&
+			 kn(s, i + 1, dreg) && upper_zero(s, i, o1->reg))
+			set(s, i, o1->reg, get(s, i + 1, dreg) & 0xffffffffull);
 		break;
 	case X86_INS_MOVZX:
 		if (in->nop == 2 && dreg != NOREG && src_val(s, i, o1, f, &x))
@@ -951,15 +956,17 @@ static void relate(struct vstate *s, size_t i, const struct facts *f)
 		} else if (hy && in->id == X86_INS_AND && !(y & mask_of(d->width))) {
 			put(s, i, d, 0);
 		}
-		/* invert: the destination before from after */
-		if (full && hy && !same && kn(s, i + 1, dreg)) {
-			uint64_t o = get(s, i + 1, dreg);
+		/* invert: the destination before from after (a 32-bit one
+		 * when its upper half was zero before) */
+		if ((full || (d->width == 4 && upper_zero(s, i, dreg))) && hy &&
+		    !same && kn(s, i + 1, dreg)) {
+			uint64_t o = get(s, i + 1, dreg), m = mask_of(d->width);
 			if (in->id == X86_INS_ADD)
-				set(s, i, dreg, o - y);
+				set(s, i, dreg, (o - y) & m);
 			else if (in->id == X86_INS_SUB)
-				set(s, i, dreg, o + y);
+				set(s, i, dreg, (o + y) & m);
 			else if (in->id == X86_INS_XOR)
-				set(s, i, dreg, o ^ y);
+				set(s, i, dreg, (o ^ y) & m);
 		}
 		break;
 	}
@@ -972,11 +979,12 @@ static void relate(struct vstate *s, size_t i, const struct facts *f)
 				     in->id == X86_INS_NEG ? 0 - x : ~x;
 			put(s, i, d, r & mask_of(d->width));
 		}
-		if (full && kn(s, i + 1, dreg)) {
-			uint64_t o = get(s, i + 1, dreg);
-			set(s, i, dreg, in->id == X86_INS_INC ? o - 1 :
-					in->id == X86_INS_DEC ? o + 1 :
-					in->id == X86_INS_NEG ? 0 - o : ~o);
+		if ((full || (d->width == 4 && upper_zero(s, i, dreg))) &&
+		    kn(s, i + 1, dreg)) {
+			uint64_t o = get(s, i + 1, dreg), m = mask_of(d->width);
+			set(s, i, dreg, (in->id == X86_INS_INC ? o - 1 :
+					 in->id == X86_INS_DEC ? o + 1 :
+					 in->id == X86_INS_NEG ? 0 - o : ~o) & m);
 		}
 		break;
 	case X86_INS_SHL: case X86_INS_SHR: case X86_INS_SAR: {
@@ -1095,7 +1103,8 @@ static int collect(struct bt_ctx *c, const struct btrace_thread *t,
 		   uint64_t max, uint64_t **out, size_t *n)
 {
 	const struct btrace_fault *ft = &t->fault;
-	size_t end = ft->found && ft->block_index < t->nblocks ?
+	/* a per-CPU buffer interleaves threads: no single path */
+	size_t end = t->tid < 0 ? 0 : ft->found && ft->block_index < t->nblocks ?
 		     (size_t)ft->block_index : t->nblocks;
 	size_t first = end, total = 0;
 
@@ -1553,8 +1562,7 @@ int btrace_values_build(const struct btrace_decode_result *res, size_t thread,
 	if (t->fault.found && t->fault.exact)
 		fault_ip = t->fault.ip;
 	if (fault_ip && t->crashed && sig && sig->has_regs &&
-	    sig->regs[BTRACE_REG_RIP] == fault_ip &&
-	    (sig->tid == t->tid || t->tid < 0)) {
+	    sig->regs[BTRACE_REG_RIP] == fault_ip && sig->tid == t->tid) {
 		static const uint8_t map[NR] = {
 			BTRACE_REG_RAX, BTRACE_REG_RCX, BTRACE_REG_RDX,
 			BTRACE_REG_RBX, BTRACE_REG_RSP, BTRACE_REG_RBP,
