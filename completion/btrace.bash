@@ -10,7 +10,7 @@ _btrace_opts()
 	snapshot) echo "-o --output -h --help" ;;
 	report) echo "--json --calls --blocks --thread --all-threads --full
 		--debug-dir --no-disk --no-debuginfod -v --verbose -h --help" ;;
-	decode) echo "--insn --blocks --calls --last --thread --debug-dir
+	decode) echo "--insn --blocks --calls --values --last --thread --debug-dir
 		--all-threads --no-disk --no-debuginfod -v --verbose -h --help" ;;
 	info) echo "--json -h --help" ;;
 	export) echo "-o --perf-data --timeline --last --buildid-dir --no-cache

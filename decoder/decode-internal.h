@@ -166,6 +166,9 @@ const char *bt_ctx_printf(struct bt_ctx *c, const char *fmt, ...)
 int bt_ctx_note(struct bt_ctx *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* decode.c: the context a result was decoded with (values.c) */
+struct bt_ctx *bt_result_ctx(struct btrace_decode_result *res);
+
 /* image.c */
 int bt_image_build(struct bt_ctx *c);
 void bt_image_free(struct bt_ctx *c);

@@ -530,6 +530,11 @@ int btrace_decode_block_insns(struct btrace_decode_result *res,
 	return (int)k;
 }
 
+struct bt_ctx *bt_result_ctx(struct btrace_decode_result *res)
+{
+	return &RES(res)->ctx;
+}
+
 int btrace_decode_symbolize(struct btrace_decode_result *res, uint64_t ip,
 			    struct btrace_symbol *out)
 {

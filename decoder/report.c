@@ -22,6 +22,7 @@ struct bt_report {
 	char cause[256];
 	char untraced[256];
 	char not_exact[256];
+	struct btrace_values *values;  /* pub.values, owned */
 	struct btrace_report_limit limits[];
 };
 
@@ -489,6 +490,30 @@ static int find_timeline(struct btrace_report *p)
 	return 0;
 }
 
+/* The origin of the faulting operand: values along the crashed thread's
+ * last BT_ORIGIN_INSNS instructions (an exact fault only). */
+#define BT_ORIGIN_INSNS 1000
+
+static int find_origin(struct bt_report *r,
+		       const struct btrace_decode_result *res,
+		       struct btrace_error *err)
+{
+	struct btrace_report *p = &r->pub;
+	struct btrace_values *v;
+	const struct btrace_thread *t = p->crashed ? p->crashed->thread : NULL;
+
+	if (!t || !t->fault.found || !t->fault.exact ||
+	    t->fault.kind == BTRACE_FAULT_KIND_SENT)
+		return 0;
+	if (btrace_values_build(res, (size_t)res->crashed_thread,
+				BT_ORIGIN_INSNS, &v, err) < 0)
+		return -1;
+	p->values = r->values = v;
+	if (v->origin.found)
+		p->origin = &v->origin;
+	return 0;
+}
+
 int btrace_report_build(const struct btrace_snapshot *snap,
 			const struct btrace_decode_result *res,
 			struct btrace_report **out, struct btrace_error *err)
@@ -540,6 +565,10 @@ int btrace_report_build(const struct btrace_snapshot *snap,
 		btrace_report_free(p);
 		return bt_error(err, -ENOMEM, "report: out of memory");
 	}
+	if (find_origin(r, res, err) < 0) {
+		btrace_report_free(p);
+		return -ENOMEM;
+	}
 	*out = p;
 	return 0;
 }
@@ -549,6 +578,7 @@ void btrace_report_free(struct btrace_report *rep)
 	if (!rep)
 		return;
 	free(rep->timeline);
+	btrace_values_free(((struct bt_report *)(void *)rep)->values);
 	free(rep->threads);
 	free(rep);
 }

@@ -315,6 +315,48 @@ int bt_snapbuild_add_code(struct bt_snapbuild *b, const struct btrace_code *c)
 	return btrace_writer_add_code(b->w, c, b->err);
 }
 
+int bt_snapbuild_add_memory(struct bt_snapbuild *b,
+			    const struct btrace_memory *m)
+{
+	return btrace_writer_add_memory(b->w, m, b->err);
+}
+
+void bt_snap_stack_window(uint64_t sp, uint64_t start, uint64_t end,
+			  uint64_t *lo, uint64_t *hi)
+{
+	*lo = sp - start > BT_SNAP_STACK / 4 ? sp - BT_SNAP_STACK / 4 : start;
+	*hi = end - *lo > BT_SNAP_STACK ? *lo + BT_SNAP_STACK : end;
+}
+
+int bt_snapbuild_add_stack(struct bt_snapbuild *b,
+			   const struct btrace_signal *sig,
+			   const struct btrace_mapping *maps, size_t nmaps)
+{
+	uint64_t sp = sig->regs[BTRACE_REG_RSP], lo, hi;
+	struct btrace_memory m = { .tid = sig->tid };
+	uint8_t *buf;
+	int r;
+
+	if (!sig->has_regs)
+		return 0;
+	for (size_t i = 0; i < nmaps; i++) {
+		if (sp < maps[i].start || sp >= maps[i].end ||
+		    !(maps[i].prot & 2))   /* PROT_WRITE */
+			continue;
+		bt_snap_stack_window(sp, maps[i].start, maps[i].end, &lo, &hi);
+		/* a stack that cannot be read is left out, not an error */
+		if (copy_mem(b->pid, lo, hi - lo, &buf) < 0)
+			return 0;
+		m.vaddr = lo;
+		m.data = buf;
+		m.size = hi - lo;
+		r = bt_snapbuild_add_memory(b, &m);
+		free(buf);
+		return r;
+	}
+	return 0;
+}
+
 int bt_snapbuild_set_signal(struct bt_snapbuild *b,
 			    const struct btrace_signal *sig)
 {

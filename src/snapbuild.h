@@ -89,6 +89,23 @@ int bt_snapbuild_add_mappings(struct bt_snapbuild *b,
 			      const struct btrace_mapping *maps, size_t nmaps,
 			      bool code, bool alive);
 int bt_snapbuild_add_code(struct bt_snapbuild *b, const struct btrace_code *c);
+/* A range of the process's memory (btrace_writer_add_memory()). */
+int bt_snapbuild_add_memory(struct bt_snapbuild *b,
+			    const struct btrace_memory *m);
+/*
+ * The crashed thread's stack stored at a fault (docs/format.md, "memory"):
+ * BT_SNAP_STACK bytes around the stack pointer @sp in the mapping [@start,
+ * @end) that holds it, a quarter below it (the frames that returned before
+ * the fault, not yet overwritten) and the rest above; [*@lo, *@hi).
+ */
+#define BT_SNAP_STACK (64u << 10)
+void bt_snap_stack_window(uint64_t sp, uint64_t start, uint64_t end,
+			  uint64_t *lo, uint64_t *hi);
+/* That window of live process @pid stopped at the signal @sig (registers
+ * known), read from /proc/PID/mem; nothing when it cannot be read. */
+int bt_snapbuild_add_stack(struct bt_snapbuild *b,
+			   const struct btrace_signal *sig,
+			   const struct btrace_mapping *maps, size_t nmaps);
 /* The signal and registers of the death (btrace_writer_set_signal()). */
 int bt_snapbuild_set_signal(struct bt_snapbuild *b,
 			    const struct btrace_signal *sig);

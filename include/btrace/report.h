@@ -28,6 +28,7 @@
 #include <btrace/btrace.h>
 #include <btrace/decode.h>
 #include <btrace/snapshot.h>
+#include <btrace/values.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -171,6 +172,13 @@ struct btrace_report {
 	struct btrace_report_event *timeline;
 	size_t ntimeline;
 	int timeline_timed;
+	/* Why the faulting instruction's operand had its value (values.h):
+	 * the register, its value, the instructions that produced it.
+	 * NULL: not known (no exact fault with its registers, no register
+	 * operand).  @values: the values along the crashed thread's last
+	 * instructions it comes from (NULL with it). */
+	const struct btrace_origin *origin;
+	const struct btrace_values *values;
 	size_t :0;
 };
 

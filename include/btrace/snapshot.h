@@ -161,6 +161,16 @@ struct btrace_code {
 	char *path;                /* file path, may be NULL */
 };
 
+/* Memory of the process at the snapshot: the crashed thread's stack
+ * (docs/format.md, section "memory"). */
+struct btrace_memory {
+	int32_t tid;               /* the thread whose stack it is, 0 none */
+	uint32_t reserved;
+	uint64_t vaddr;            /* address of data[0] */
+	const uint8_t *data;
+	uint64_t size;
+};
+
 /* x86-64 registers, in the order of the kernel's struct user_regs_struct. */
 enum btrace_reg {
 	BTRACE_REG_R15, BTRACE_REG_R14, BTRACE_REG_R13, BTRACE_REG_R12,
@@ -247,6 +257,8 @@ struct btrace_snapshot {
 	struct btrace_signal *signal;  /* NULL when no signal was recorded */
 	struct btrace_meta *meta;
 	size_t nmeta;
+	struct btrace_memory *memory;  /* memory ranges (the stack at the fault) */
+	size_t nmemory;
 
 	/* Reader observations. */
 	struct btrace_section_info *sections;
@@ -345,6 +357,11 @@ BTRACE_API int btrace_writer_add_mapping(struct btrace_writer *w,
 BTRACE_API int btrace_writer_add_code(struct btrace_writer *w,
 				      const struct btrace_code *code,
 				      struct btrace_error *err);
+/** @brief Add a range of the process's memory (copied to the file before
+ * it returns). */
+BTRACE_API int btrace_writer_add_memory(struct btrace_writer *w,
+					const struct btrace_memory *mem,
+					struct btrace_error *err);
 BTRACE_API int btrace_writer_set_signal(struct btrace_writer *w,
 					const struct btrace_signal *sig,
 					struct btrace_error *err);

@@ -813,6 +813,11 @@ int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 		goto fail;
 	if (sig && (r = bt_snapbuild_set_signal(sb, sig)) < 0)
 		goto fail;
+	/* the crashed thread's stack, stopped at the signal (the origin of
+	 * the report follows values through it) */
+	if (sig && alive && mode == BTRACE_CRASH_PRECISE &&
+	    (r = bt_snapbuild_add_stack(sb, sig, e->sb.maps, e->sb.nmaps)) < 0)
+		goto fail;
 	/* host, kernel, version, time, command: as every backend's */
 	if ((r = bt_snapbuild_std_meta(sb, e->rec->argv, alive ? e->pid : 0)) < 0)
 		goto fail;

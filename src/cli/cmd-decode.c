@@ -23,6 +23,7 @@
 #include <btrace/decode.h>
 #include <btrace/report.h>
 #include <btrace/snapshot.h>
+#include <btrace/values.h>
 
 #include "cli.h"
 
@@ -859,6 +860,72 @@ static int list_thread(struct btrace_decode_result *r, size_t i,
 	return ret;
 }
 
+/* " rax=0x0 rdi=?" for the registers of @mask in state @i of @v */
+static void print_regs(const struct btrace_values *v, size_t i, unsigned mask)
+{
+	for (unsigned r = 0; r < BTRACE_NVREGS; r++) {
+		uint64_t x;
+		if (!((mask >> r) & 1))
+			continue;
+		if (btrace_values_get(v, i, r, &x))
+			printf(" %s=0x%llx", btrace_vreg_name(r),
+			       (unsigned long long)x);
+		else
+			printf(" %s=?", btrace_vreg_name(r));
+	}
+}
+
+/*
+ * --values: the crashed thread's straight run of instructions before the
+ * fault (at most @last, 0: the default of btrace_values_build()), each
+ * with the registers it reads (before it) and writes (after it) where
+ * they are known, "?" where not.
+ */
+static int list_values(struct btrace_decode_result *r, size_t i, uint64_t last)
+{
+	const struct btrace_thread *t = &r->threads[i];
+	struct btrace_values *v;
+	struct btrace_error err;
+
+	if (btrace_values_build(r, i, last, &v, &err) < 0)
+		return cli_fail(CMD, &err);
+	printf("values along the last %zu instructions before %s (registers "
+	       "read ; -> written, ? not known)\n", v->ninsn,
+	       t->fault.found ? "the fault" : "the end");
+	for (size_t k = 0; k <= v->ninsn; k++) {
+		struct btrace_block b = { .kind = BTRACE_ITEM_BLOCK,
+					  .ip = v->ip[k], .end_ip = v->ip[k],
+					  .ninsn = 1 };
+		struct btrace_insn in;
+		char a[160], l[160];
+		if (k == v->ninsn) {
+			fault_line(stdout, t);
+			if (!t->fault.found)
+				break;
+			printf("   at the fault:");
+			print_regs(v, k, 0xffff);
+			printf("\n");
+			break;
+		}
+		if (btrace_decode_block_insns(r, &b, &in, 1) != 1) {
+			printf("0x%012llx  (no code)\n", (unsigned long long)v->ip[k]);
+			continue;
+		}
+		sym_str(a, sizeof(a), in.ip, &in.sym);
+		line_str(l, sizeof(l), &in.sym);
+		printf("0x%012llx  %-24s %-14s %-32s ;", (unsigned long long)in.ip,
+		       cli_esc(a), cli_esc(l), cli_esc(in.text));
+		print_regs(v, k, v->reads[k]);
+		if (v->writes[k]) {
+			printf(" ->");
+			print_regs(v, k + 1, v->writes[k]);
+		}
+		printf("\n");
+	}
+	btrace_values_free(v);
+	return CLI_EXIT_OK;
+}
+
 static void free_observer(struct observer *o)
 {
 	for (size_t i = 0; i < o->n; i++)
@@ -926,6 +993,10 @@ static void usage(FILE *f)
 		"  --insn             every instruction, disassembled, with source lines\n"
 		"  --blocks           straight-line blocks with symbols\n"
 		"  --calls            function-call history, indented by call depth\n"
+		"  --values           with --insn: the crashed thread's instructions\n"
+		"                     before the fault (the straight run, at most\n"
+		"                     --last N, default 4096), each with the register\n"
+		"                     values it reads and writes where they are known\n"
 		"  --last N           only the last N instructions/blocks/calls; decodes\n"
 		"                     only the tail of each buffer\n"
 		"  --all-threads      with --calls: every thread's calls in one listing,\n"
@@ -951,6 +1022,7 @@ int cmd_decode(int argc, char **argv)
 		{ "calls", no_argument, NULL, 'c' },
 		{ "last", required_argument, NULL, 'l' },
 		{ "all-threads", no_argument, NULL, 'A' },
+		{ "values", no_argument, NULL, 'V' },
 		CLI_DECODE_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -960,7 +1032,7 @@ int cmd_decode(int argc, char **argv)
 	struct btrace_snapshot *snap;
 	struct btrace_decode_result *r;
 	struct btrace_error err;
-	int mode = -1, c, ret = CLI_EXIT_OK, merged = 0;
+	int mode = -1, c, ret = CLI_EXIT_OK, merged = 0, values = 0;
 	uint64_t last = 0;
 	struct observer obs = { 0 };
 	const struct btrace_decode_sink obs_sink = {
@@ -984,6 +1056,9 @@ int cmd_decode(int argc, char **argv)
 				return cli_usage(CMD, "--last: '%s' is not a positive number", optarg);
 			break;
 		case 'A': merged = 1; break;
+		case 'V':
+			values = 1;
+			break;
 		case 'h': usage(stdout); return CLI_EXIT_OK;
 		default:
 			ret = cli_decode_option(CMD, c, optarg, &d);
@@ -997,6 +1072,8 @@ int cmd_decode(int argc, char **argv)
 		return cli_usage(CMD, "one of --insn, --blocks or --calls is required");
 	if (merged && mode != M_CALLS)
 		return cli_usage(CMD, "--all-threads goes with --calls");
+	if (values && mode != M_INSN)
+		return cli_usage(CMD, "--values goes with --insn");
 	ret = cli_decode_open(CMD, argc, argv, &d, &snap, dir);
 	if (ret)
 		return ret;
@@ -1029,7 +1106,11 @@ int cmd_decode(int argc, char **argv)
 		else
 			printf("cpu %d: %llu instructions\n", t->cpu,
 			       (unsigned long long)t->ninsn);
-		ret = list_thread(r, i, stat_of(&obs, t), mode, last, NULL);
+		if (values && (int)i == r->crashed_thread)
+			ret = list_values(r, i, last);
+		else if (!values)
+			ret = list_thread(r, i, stat_of(&obs, t), mode, last,
+					  NULL);
 	}
 	pg_next(NULL);
 	free_observer(&obs);

@@ -112,6 +112,24 @@ static uint64_t code_bytes(const struct btrace_snapshot *s)
 	return n;
 }
 
+/* Bytes of memory ranges (the stack at the fault): as the process had
+ * them, and as stored in the file (compressed). */
+static uint64_t memory_bytes(const struct btrace_snapshot *s, int stored)
+{
+	uint64_t n = 0;
+
+	if (!stored) {
+		for (size_t i = 0; i < s->nmemory; i++)
+			n += s->memory[i].size;
+		return n;
+	}
+	for (size_t i = 0; i < s->nsections; i++)
+		if (!strcmp(btrace_section_name(s->sections[i].type) ?
+			    btrace_section_name(s->sections[i].type) : "", "memory"))
+			n += s->sections[i].stored_size;
+	return n;
+}
+
 static size_t exec_mappings(const struct btrace_snapshot *s)
 {
 	size_t n = 0;
@@ -252,6 +270,19 @@ static void print_text(const char *path, const struct btrace_snapshot *s)
 	       exec_mappings(s));
 	printf("code:     %zu blobs, %s embedded\n", s->ncode,
 	       size_str(a, sizeof(a), code_bytes(s)));
+	if (s->nmemory) {
+		char st[32];
+		printf("memory:   %zu range%s, %s (%s in the file)\n", s->nmemory,
+		       s->nmemory == 1 ? "" : "s",
+		       size_str(a, sizeof(a), memory_bytes(s, 0)),
+		       size_str(st, sizeof(st), memory_bytes(s, 1)));
+		for (size_t i = 0; i < s->nmemory; i++)
+			printf("  0x%llx-0x%llx  stack of thread %d\n",
+			       (unsigned long long)s->memory[i].vaddr,
+			       (unsigned long long)(s->memory[i].vaddr +
+						    s->memory[i].size),
+			       s->memory[i].tid);
+	}
 
 	if (s->nwarnings) {
 		printf("\nwarnings: %zu\n", s->nwarnings);
@@ -383,6 +414,17 @@ static void print_json(const char *path, const struct btrace_snapshot *s)
 	json_uint(&j, "exec_mappings", exec_mappings(s));
 	json_uint(&j, "code_blobs", s->ncode);
 	json_uint(&j, "code_bytes", code_bytes(s));
+	json_begin_array(&j, "memory");
+	for (size_t i = 0; i < s->nmemory; i++) {
+		json_begin_object(&j, NULL);
+		json_int(&j, "tid", s->memory[i].tid);
+		json_hex(&j, "address", s->memory[i].vaddr);
+		json_uint(&j, "bytes", s->memory[i].size);
+		json_end_object(&j);
+	}
+	json_end_array(&j);
+	json_uint(&j, "memory_bytes", memory_bytes(s, 0));
+	json_uint(&j, "memory_stored_bytes", memory_bytes(s, 1));
 	json_begin_array(&j, "warnings");
 	for (size_t i = 0; i < s->nwarnings; i++)
 		json_str(&j, NULL, s->warnings[i]);

@@ -460,6 +460,32 @@ static void print_fault(FILE *f, const struct btrace_report_thread *rt)
 	}
 }
 
+/* The origin lines: why the faulting operand had its value (the links of
+ * the chain newest first, the last one its source). */
+static void print_origin(FILE *f, const struct btrace_report *rep)
+{
+	const struct btrace_origin *o = rep->origin;
+	char a[128], b[128];
+
+	if (!o)
+		return;
+	fprintf(f, "origin    %s = ", o->operand);
+	if (o->has_value)
+		fprintf(f, "0x%llx", (unsigned long long)o->value);
+	else
+		fprintf(f, "(value not known)");
+	fprintf(f, " (the faulting instruction's %s register)\n", o->role);
+	for (size_t i = 0; i < o->nchain; i++) {
+		const struct btrace_origin_link *l = &o->chain[i];
+		srcline(b, sizeof(b), &l->sym);
+		fprintf(f, "          %s %s%s%s%s  %s\n", i + 1 < o->nchain ? "<-" : "<=",
+			cli_esc(where(a, sizeof(a), l->ip, &l->sym)),
+			b[0] ? " (" : "", b[0] ? cli_esc(b) : "", b[0] ? ")" : "",
+			cli_esc(l->insn));
+		fprintf(f, "             %s\n", cli_esc(l->what));
+	}
+}
+
 static void print_thread(FILE *f, const struct btrace_report *rep,
 			 const struct btrace_report_thread *rt,
 			 const struct rep_opts *o)
@@ -471,6 +497,8 @@ static void print_thread(FILE *f, const struct btrace_report *rep,
 	else
 		fprintf(f, "\n== cpu %d (per-cpu buffer) ==\n", t->cpu);
 	print_fault(f, rt);
+	if (rt == rep->crashed)
+		print_origin(f, rep);
 	print_stack(f, t);
 	print_calls(f, rt, o->calls);
 	print_blocks(f, rt, o->blocks);
@@ -983,6 +1011,71 @@ static void j_fault(struct json *j, const struct btrace_report_thread *rt)
 	json_end_object(j);
 }
 
+static const char *origin_kind(uint32_t k)
+{
+	switch (k) {
+	case BTRACE_ORIGIN_CONSTANT: return "constant";
+	case BTRACE_ORIGIN_LOAD: return "load";
+	case BTRACE_ORIGIN_SYSCALL: return "syscall";
+	case BTRACE_ORIGIN_START: return "history_start";
+	case BTRACE_ORIGIN_COPY: return "copy";
+	case BTRACE_ORIGIN_COMPUTE: return "compute";
+	case BTRACE_ORIGIN_RETURN: return "return";
+	case BTRACE_ORIGIN_STORE: return "store";
+	}
+	return "other";
+}
+
+/* "origin": why the faulting operand had its value (null: not known) */
+static void j_origin(struct json *j, const struct btrace_report *rep)
+{
+	const struct btrace_origin *o = rep->origin;
+
+	if (!o) {
+		json_null(j, "origin");
+		return;
+	}
+	json_begin_object(j, "origin");
+	json_str(j, "operand", o->operand);
+	json_str(j, "role", o->role);
+	if (o->has_value)
+		json_hex(j, "value", o->value);
+	else
+		json_null(j, "value");
+	json_begin_array(j, "chain");
+	for (size_t i = 0; i < o->nchain; i++) {
+		const struct btrace_origin_link *l = &o->chain[i];
+		const char *fn = btrace_symbol_name(&l->sym, 0);
+		json_begin_object(j, NULL);
+		json_hex(j, "ip", l->ip);
+		json_str(j, "function", fn);
+		if (fn)
+			json_uint(j, "offset", l->sym.offset);
+		else
+			json_null(j, "offset");
+		json_str(j, "file", l->sym.file);
+		if (l->sym.line)
+			json_int(j, "line", l->sym.line);
+		else
+			json_null(j, "line");
+		json_str(j, "instruction", l->insn[0] ? l->insn : NULL);
+		json_str(j, "kind", origin_kind(l->kind));
+		json_str(j, "register", btrace_vreg_name((unsigned)l->reg));
+		if (l->has_value)
+			json_hex(j, "value", l->value);
+		else
+			json_null(j, "value");
+		if (l->has_addr)
+			json_hex(j, "address", l->addr);
+		else
+			json_null(j, "address");
+		json_str(j, "what", l->what);
+		json_end_object(j);
+	}
+	json_end_array(j);
+	json_end_object(j);
+}
+
 /* "death": what ended the process (the recorded signal, or with QEMU
  * after a handler went on qemu.final_signal); where the thread was then */
 static void j_death(struct json *j, const struct btrace_report *rep)
@@ -1095,6 +1188,7 @@ static void report_json(FILE *f, const struct btrace_report *rep,
 	 * the trace. */
 	json_str(&j, "native_exec", rep->native_exec);
 	j_fault(&j, rep->crashed);
+	j_origin(&j, rep);
 	j_death(&j, rep);
 	json_begin_array(&j, "limits");
 	for (size_t i = 0; i < rep->nlimits; i++) {

@@ -22,6 +22,7 @@ enum bt_section_type {
 	BT_SEC_CODE = 5,
 	BT_SEC_SIGNAL = 6,
 	BT_SEC_META = 7,
+	BT_SEC_MEMORY = 8,
 	BT_SEC_END = 0x7fff,
 };
 
@@ -64,6 +65,9 @@ enum {
 	BT_XF_KIND = 2, BT_XF_BUILD_ID, BT_XF_VADDR, BT_XF_FILE_OFFSET,
 	BT_XF_PATH, BT_XF_DATA,
 };
+
+/* MEMORY fields (one section per range). */
+enum { BT_YF_TID = 2, BT_YF_VADDR, BT_YF_DATA };
 
 /* SIGNAL fields. */
 enum {

@@ -49,6 +49,7 @@ static uint64_t type_limit(uint32_t type)
 	case BT_SEC_META:
 		return 64u << 20;
 	case BT_SEC_CODE:
+	case BT_SEC_MEMORY:
 		return BT_MAX_CODE_END;
 	default:
 		return BT_MAX_RAW_SIZE;   /* trace buffers */
@@ -62,7 +63,7 @@ struct snap_priv {
 	int owns_map;                  /* map is ours to munmap */
 	void **blocks;                 /* allocations owned by the snapshot */
 	size_t nblocks, cblocks;
-	size_t cbuf, ctask, cmap, ccode, cmeta, csec, cwarn;
+	size_t cbuf, ctask, cmap, ccode, cmeta, csec, cwarn, cmem;
 };
 
 struct rd {
@@ -90,6 +91,7 @@ static const char *const sec_names[] = {
 	[BT_SEC_CODE] = "code",
 	[BT_SEC_SIGNAL] = "signal",
 	[BT_SEC_META] = "metadata",
+	[BT_SEC_MEMORY] = "memory",
 };
 
 const char *btrace_section_name(uint32_t type)
@@ -438,6 +440,36 @@ static int parse_list(struct rd *r, struct fit *it,
 	return ret;
 }
 
+/* A data field: its bytes (in the file or the inflated section). */
+static int get_data(const struct field *f, const uint8_t **data,
+		    uint64_t *size, int *have)
+{
+	*data = f->val;
+	*size = f->len;
+	*have = 1;
+	return 0;
+}
+
+/* The bytes of a code or memory section: present, and not past the end
+ * of the address space. */
+static int blob_check(struct rd *r, int have_data, uint64_t vaddr,
+		      uint64_t size)
+{
+	const char *sname = btrace_section_name(r->sec_type);
+	char msg[96];
+
+	if (!have_data) {
+		snprintf(msg, sizeof(msg), "%s section without bytes", sname);
+		return sec_error(r, -BTRACE_ERR_FORMAT, 0, msg);
+	}
+	if (vaddr + size < vaddr) {
+		snprintf(msg, sizeof(msg), "%s bytes run past the end of the "
+			 "address space", sname);
+		return sec_error(r, -BTRACE_ERR_FORMAT, 0, msg);
+	}
+	return 0;
+}
+
 static int parse_code(struct rd *r, struct fit *it)
 {
 	struct snap_priv *sp = r->sp;
@@ -455,24 +487,15 @@ static int parse_code(struct rd *r, struct fit *it)
 		case BT_XF_FILE_OFFSET: U64_INTO(c.file_offset); break;
 		case BT_XF_PATH: ret = get_str(r, &f, &c.path); break;
 		case BT_XF_DATA:
-			c.data = f.val;
-			c.size = f.len;
-			have_data = 1;
-			ret = 0;
+			ret = get_data(&f, &c.data, &c.size, &have_data);
 			break;
 		default: ret = 0; break;
 		}
 		if (ret < 0)
 			return ret;
 	}
-	if (ret < 0)
+	if (ret < 0 || (ret = blob_check(r, have_data, c.vaddr, c.size)) < 0)
 		return ret;
-	if (!have_data)
-		return sec_error(r, -BTRACE_ERR_FORMAT, 0,
-				 "code section without bytes");
-	if (c.vaddr + c.size < c.vaddr)
-		return sec_error(r, -BTRACE_ERR_FORMAT, 0,
-				 "code bytes run past the end of the address space");
 	if (c.kind == BTRACE_CODE_FILE &&
 	    (c.file_offset > BT_MAX_CODE_END ||
 	     c.size > BT_MAX_CODE_END - c.file_offset))
@@ -480,6 +503,31 @@ static int parse_code(struct rd *r, struct fit *it)
 				 "code file offset and size end past 4 GiB");
 	return append((void **)&sp->pub.code, &sp->ccode, &sp->pub.ncode,
 		      &c, sizeof(c));
+}
+
+static int parse_memory(struct rd *r, struct fit *it)
+{
+	struct snap_priv *sp = r->sp;
+	struct btrace_memory m = { 0 };
+	int have_data = 0, ret;
+	struct field f;
+
+	while ((ret = fit_next(r, it, &f)) > 0) {
+		switch (f.tag) {
+		case BT_YF_TID: U64_INTO(m.tid); break;
+		case BT_YF_VADDR: U64_INTO(m.vaddr); break;
+		case BT_YF_DATA:
+			ret = get_data(&f, &m.data, &m.size, &have_data);
+			break;
+		default: ret = 0; break;
+		}
+		if (ret < 0)
+			return ret;
+	}
+	if (ret < 0 || (ret = blob_check(r, have_data, m.vaddr, m.size)) < 0)
+		return ret;
+	return append((void **)&sp->pub.memory, &sp->cmem, &sp->pub.nmemory,
+		      &m, sizeof(m));
 }
 
 static int parse_signal(struct rd *r, struct fit *it)
@@ -719,6 +767,7 @@ static int parse_payload(struct rd *r, uint32_t type, const uint8_t *p,
 	case BT_SEC_TASKS: return parse_list(r, &it, parse_task);
 	case BT_SEC_MAPPINGS: return parse_list(r, &it, parse_mapping);
 	case BT_SEC_CODE: return parse_code(r, &it);
+	case BT_SEC_MEMORY: return parse_memory(r, &it);
 	case BT_SEC_SIGNAL: return parse_signal(r, &it);
 	case BT_SEC_META: return parse_list(r, &it, parse_meta);
 	case BT_SEC_END: return parse_end(r, &it, seen);
@@ -1083,6 +1132,7 @@ void btrace_snapshot_free(struct btrace_snapshot *snap)
 	free(sp->pub.tasks);
 	free(sp->pub.mappings);
 	free(sp->pub.code);
+	free(sp->pub.memory);
 	free(sp->pub.meta);
 	free(sp->pub.sections);
 	free(sp->pub.warnings);

@@ -568,6 +568,25 @@ int btrace_writer_add_code(struct btrace_writer *w,
 	return ret ? ret : sec_end(w, err);
 }
 
+int btrace_writer_add_memory(struct btrace_writer *w,
+			     const struct btrace_memory *m,
+			     struct btrace_error *err)
+{
+	int ret;
+
+	if (!w || !m || (m->size && !m->data) || m->vaddr + m->size < m->vaddr)
+		return bt_error(err, -EINVAL, "snapshot writer: add memory "
+				"failed: invalid argument");
+	ret = sec_begin(w, BT_SEC_MEMORY, 1, err);
+	if (!ret)
+		ret = sec_u64(w, BT_YF_TID, (uint64_t)(int64_t)m->tid, err);
+	if (!ret)
+		ret = sec_u64(w, BT_YF_VADDR, m->vaddr, err);
+	if (!ret)
+		ret = sec_field(w, BT_YF_DATA, m->data, m->size, err);
+	return ret ? ret : sec_end(w, err);
+}
+
 int btrace_writer_set_signal(struct btrace_writer *w,
 			     const struct btrace_signal *s,
 			     struct btrace_error *err)

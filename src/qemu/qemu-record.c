@@ -1286,6 +1286,51 @@ static int bt_add_anon(struct bt_job *j, int fd, uint64_t s, uint64_t e)
 }
 
 /*
+ * The crashed thread's stack at the death, from the guest core (its
+ * PT_LOAD holding the stack pointer of the registers recorded): the window
+ * of bt_snap_stack_window() (docs/format.md, "memory").  Nothing without a
+ * core or registers.
+ */
+static int bt_write_stack(struct bt_job *j, const struct btrace_signal *sig)
+{
+	const struct bt_qemu_core *c = j->core;
+	uint64_t sp = sig->regs[BTRACE_REG_RSP], lo, hi;
+	int fd, rc = 0;
+
+	if (!c || !sig->has_regs)
+		return 0;
+	for (size_t i = 0; i < c->nloads; i++) {
+		const struct bt_qemu_core_load *l = &c->loads[i];
+		struct btrace_memory m = { .tid = sig->tid };
+		uint8_t *buf;
+
+		if (sp < l->vaddr || sp - l->vaddr >= l->filesz)
+			continue;
+		bt_snap_stack_window(sp, l->vaddr, l->vaddr + l->filesz, &lo, &hi);
+		fd = open(j->core_path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return 0;
+		buf = malloc(hi - lo);
+		if (!buf) {
+			close(fd);
+			return bt_error(j->err, -ENOMEM, "snapshot: the stack "
+					"failed: out of memory");
+		}
+		if (pread(fd, buf, hi - lo, (off_t)(l->offset + (lo - l->vaddr))) ==
+		    (ssize_t)(hi - lo)) {
+			m.vaddr = lo;
+			m.data = buf;
+			m.size = hi - lo;
+			rc = bt_snapbuild_add_memory(j->sb, &m);
+		}
+		free(buf);
+		close(fd);
+		return rc;
+	}
+	return 0;
+}
+
+/*
  * Anonymous executable memory (JIT code): the plugin marks the map lines
  * the guest made executable and keeps the exact ranges; the bytes come
  * from the guest core, which holds every such page.
@@ -2238,6 +2283,8 @@ static int bt_write_snapshot(struct bt_job *j, const char *ring_path,
 		rc = bt_write_maps(j, &d->r);
 	if (!rc && d->sig.signo)
 		rc = bt_snapbuild_set_signal(&sb, &d->sig);
+	if (!rc && d->sig.signo)
+		rc = bt_write_stack(j, &d->sig);
 	if (!rc)
 		rc = bt_death_end_meta(j, d);
 	if (!rc)

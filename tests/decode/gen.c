@@ -33,6 +33,12 @@ struct step {
 	int faulted;            /* did not complete: a signal was delivered */
 };
 
+/* gen_opts.regs: the registers before each of the last GEN_REGS_RING
+ * steps, by step index modulo GEN_REGS_RING */
+struct regs_ring {
+	uint64_t (*r)[GEN_NREGS];
+};
+
 struct captured {
 	struct btrace_mapping *maps;
 	size_t nmaps;
@@ -42,6 +48,7 @@ struct captured {
 	siginfo_t first_si;     /* of the first signal (gen_opts.first_siginfo) */
 	struct user_regs_struct regs;
 	int have;
+	struct btrace_memory stack;   /* gen_opts.stack: data malloc'd */
 };
 
 struct insn_cache {
@@ -104,6 +111,7 @@ static void free_captured(struct captured *c)
 	}
 	free(c->maps);
 	free(c->code);
+	free((void *)c->stack.data);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -146,7 +154,7 @@ static void *read_file(const char *path, uint64_t off, uint64_t *len)
 	return buf;
 }
 
-static int capture(int pid, struct captured *c, int embed)
+static int capture(int pid, struct captured *c, int embed, uint64_t stack)
 {
 	char p[64], line[4600];
 	FILE *f;
@@ -210,6 +218,22 @@ static int capture(int pid, struct captured *c, int embed)
 	ptrace(PTRACE_GETSIGINFO, pid, 0, &c->si);
 	ptrace(PTRACE_GETREGS, pid, 0, &c->regs);
 	c->have = 1;
+	/* the stack around rsp: a quarter of what is asked below it (the
+	 * frames that returned before the fault, not yet overwritten), the
+	 * rest above, as mapped */
+	for (size_t i = 0; stack && i < c->nmaps; i++) {
+		const struct btrace_mapping *m = &c->maps[i];
+		uint64_t lo, hi;
+		if (c->regs.rsp < m->start || c->regs.rsp >= m->end)
+			continue;
+		lo = c->regs.rsp - m->start > stack / 4 ? c->regs.rsp - stack / 4 :
+		     m->start;
+		hi = m->end - lo > stack ? lo + stack : m->end;
+		c->stack.data = read_mem(pid, lo, hi - lo);
+		c->stack.vaddr = lo;
+		c->stack.size = c->stack.data ? hi - lo : 0;
+		c->stack.tid = pid;
+	}
 	return 0;
 }
 
@@ -253,7 +277,7 @@ static const struct bt_insn_info *classify(csh cs, struct insn_cache *ic,
 
 static int trace_child(const struct gen_opts *o, struct step **steps,
 		       size_t *nsteps, struct captured *cap, int *pidp,
-		       uint64_t *repeat_ip,
+		       uint64_t *repeat_ip, struct regs_ring *ring,
 		       csh cs, struct insn_cache *ic, char *eb, size_t el)
 {
 	int pid = fork(), st;
@@ -286,7 +310,7 @@ static int trace_child(const struct gen_opts *o, struct step **steps,
 		return fail(eb, el, "%s: no symbol %s", real, o->repeat_sym);
 	if (dyn) {
 		struct captured tmp = { 0 };
-		capture(pid, &tmp, 0);
+		capture(pid, &tmp, 0, 0);
 		for (size_t i = 0; i < tmp.nmaps; i++)
 			if (!strcmp(tmp.maps[i].path, real) && tmp.maps[i].pgoff == 0) {
 				main_ip += tmp.maps[i].start;
@@ -323,6 +347,9 @@ static int trace_child(const struct gen_opts *o, struct step **steps,
 					c = c ? 2 * c : 65536;
 					*steps = realloc(*steps, c * sizeof(**steps));
 				}
+				if (ring->r)
+					memcpy(ring->r[n % GEN_REGS_RING], &regs,
+					       sizeof(ring->r[0]));
 				(*steps)[n++] = (struct step){ regs.rip, 0 };
 			}
 		}
@@ -343,7 +370,7 @@ static int trace_child(const struct gen_opts *o, struct step **steps,
 		sig = WSTOPSIG(st);
 		siginfo_t first = cap->first_si;
 		int had = cap->have;
-		capture(pid, cap, !o->no_code);
+		capture(pid, cap, !o->no_code, o->stack);
 		cap->first_si = had ? first : cap->si;
 		ptrace(PTRACE_GETREGS, pid, 0, &regs);
 		if (n && (*steps)[n - 1].ip == regs.rip)
@@ -587,10 +614,39 @@ static int write_snapshot(const struct gen_opts *o, const struct btrace_buffer *
 		sig.sender_pid = si->si_pid;   /* kill(), tgkill(): the sender */
 	if (!rc)
 		rc = btrace_writer_set_signal(w, &sig, &err);
+	if (!rc && cap->stack.size)
+		rc = btrace_writer_add_memory(w, &cap->stack, &err);
 	if (!rc)
 		return btrace_writer_commit(w, &err) ? fail(eb, el, "%s", err.msg) : 0;
 	btrace_writer_free(w);
 	return fail(eb, el, "%s", err.msg);
+}
+
+/* The registers of the ring for the truth: before each of the last
+ * completed instructions (those the truth lists: not the ones a signal
+ * interrupted), then before the faulting one (the last step). */
+static int keep_regs(const struct step *steps, size_t n,
+		     const struct regs_ring *ring, struct gen_truth *t,
+		     char *eb, size_t el)
+{
+	size_t lo = n > GEN_REGS_RING ? n - GEN_REGS_RING : 0, k = 0;
+	size_t cnt = 0;
+
+	if (!n || !steps[n - 1].faulted)
+		return 0;
+	for (size_t i = n - 1; i-- > lo;)
+		if (!steps[i].faulted)
+			cnt++;
+		else
+			break;   /* a signal before: the truth has a hole */
+	t->regs = malloc((cnt + 1) * sizeof(ring->r[0]));
+	if (!t->regs)
+		return fail(eb, el, "out of memory");
+	for (size_t i = n - 1 - cnt; i < n; i++, k++)
+		memcpy(t->regs + k * GEN_NREGS, ring->r[i % GEN_REGS_RING],
+		       sizeof(ring->r[0]));
+	t->nregs = cnt;
+	return 0;
 }
 
 int gen_run(const struct gen_opts *o, struct gen_truth *t, char *eb, size_t el)
@@ -604,12 +660,19 @@ int gen_run(const struct gen_opts *o, struct gen_truth *t, char *eb, size_t el)
 	csh cs;
 	int pid = 0, rc;
 	uint64_t rip = 0;
+	struct regs_ring ring = { NULL };
 
+	_Static_assert(sizeof(struct user_regs_struct) == sizeof(ring.r[0]),
+		       "user_regs_struct is GEN_NREGS registers");
 	memset(t, 0, sizeof(*t));
+	if (o->regs && !o->repeat &&
+	    !(ring.r = calloc(GEN_REGS_RING, sizeof(ring.r[0]))))
+		return fail(eb, el, "out of memory");
 	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
 		return fail(eb, el, "capstone");
 	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
-	rc = trace_child(o, &steps, &n, &cap, &pid, &rip, cs, &ic, eb, el);
+	rc = trace_child(o, &steps, &n, &cap, &pid, &rip, &ring, cs, &ic, eb,
+			 el);
 	if (!rc && !n)
 		rc = fail(eb, el, "no steps");
 	struct seq q = { steps, n, 0, 0, 0 };
@@ -640,8 +703,11 @@ int gen_run(const struct gen_opts *o, struct gen_truth *t, char *eb, size_t el)
 		 * filled while stepping; refill misses from the captured code */
 		rc = encode(o, &q, cap.regs.rip, cs, &ic, pid, t, &buf, encs, eb, el);
 	}
+	if (!rc && ring.r)
+		rc = keep_regs(steps, n, &ring, t, eb, el);
 	if (!rc && o->out)
 		rc = write_snapshot(o, &buf, &cap, pid, t, eb, el);
+	free(ring.r);
 	bt_pt_enc_free(encs[0]);
 	bt_bts_enc_free(encs[1]);
 	free_captured(&cap);
@@ -659,4 +725,7 @@ void gen_truth_free(struct gen_truth *t)
 	free(t->ip);
 	t->ip = NULL;
 	t->n = 0;
+	free(t->regs);
+	t->regs = NULL;
+	t->nregs = 0;
 }

@@ -39,7 +39,16 @@ struct gen_opts {
 				 * more times (big traces without stepping);
 				 * the truth then holds no IPs, only the count */
 	uint64_t repeat;
+	uint64_t stack;         /* store up to this many bytes of the
+				 * crashed thread's stack at the fatal signal
+				 * (a quarter below rsp), 0: none */
+	int regs;               /* record the true registers before each of
+				 * the last instructions (gen_truth.regs);
+				 * not with @repeat */
 };
+
+#define GEN_NREGS 27        /* BTRACE_NREGS: struct user_regs_struct */
+#define GEN_REGS_RING 4096  /* registers kept for the last steps */
 
 struct gen_truth {
 	uint64_t *ip;           /* every instruction that completed, in order
@@ -54,6 +63,11 @@ struct gen_truth {
 	uint64_t handler_block; /* ... of handler_fault */
 	uint64_t ovf_keep;      /* PT overflow: first truth index after the hole */
 	int pid;
+	/* gen_opts.regs: regs[k * GEN_NREGS + r] (BTRACE_REG_* order) before
+	 * the instruction ip[n - nregs + k], for k < nregs; then (k = nregs)
+	 * before the faulting instruction (fault_ip) */
+	uint64_t *regs;
+	uint64_t nregs;
 };
 
 int gen_run(const struct gen_opts *o, struct gen_truth *t, char *errbuf,

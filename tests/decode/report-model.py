@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # The report model from C (test-report-model.c) says what `btrace report
-# --json` says: signal, cause, exec, fault, death, limits and the crashed
+# --json` says: signal, cause, exec, fault, origin, death, limits and the crashed
 # thread's stack of each recorded fixture, and of synthetic snapshots with
 # the metadata behind the limits, the exec note and the death.
 #   report-model.py BTRACE TEST-REPORT-MODEL GEN-FIXTURE PROG FIXTURES-DIR
@@ -34,6 +34,10 @@ def s(v):
     return str(v)
 
 
+KINDS = {'constant': 1, 'load': 2, 'syscall': 3, 'history_start': 4,
+         'other': 5, 'copy': 6, 'compute': 7, 'return': 8, 'store': 9}
+
+
 def expected(rep):
     sig, cause, fault, death = (rep['signal'], rep['cause'], rep['fault'],
                                 rep['death'])
@@ -62,6 +66,12 @@ def expected(rep):
         'timeline.last': (lambda e: '%s:%s:%s' % (e['tid'], e['kind'],
                                                   s(e['function'])))(
             rep['timeline'][-1]) if rep['timeline'] else 'null',
+        'origin.operand': s(rep['origin'] and rep['origin']['operand']),
+        'origin.value': s(rep['origin'] and rep['origin']['value']),
+        'origin.chain': ','.join('%s/%d/%s' % (l['ip'], KINDS[l['kind']],
+                                               s(l['value']))
+                                 for l in rep['origin']['chain'])
+                        if rep['origin'] else 'null',
     }
     return ['%s=%s' % i for i in kv.items()]
 

@@ -14,7 +14,8 @@
  * death.exit_code, limits (names, comma-separated), stack (the crashed
  * thread's functions, innermost first, comma-separated), nthreads,
  * timeline_order ("time", "per_thread"), timeline.last (the last event of
- * the timeline: "tid:kind:function").  A
+ * the timeline: "tid:kind:function"), origin.operand, origin.value,
+ * origin.chain (each link's ip/kind/value, comma-separated).  A
  * value "null" is a NULL string or an absent object.  Prints TAP.
  */
 #include <libgen.h>
@@ -123,6 +124,28 @@ static const char *value(const struct btrace_report *rep, const char *key)
 		snprintf(buf, sizeof(buf), "%d:%s:%s", e->thread->thread->tid,
 			 btrace_event_kind_name(e->kind),
 			 str(btrace_symbol_name(e->sym, 0)));
+		return buf;
+	}
+	if (!strncmp(key, "origin.", 7) && !rep->origin)
+		return "null";
+	if (!strcmp(key, "origin.operand"))
+		return str(rep->origin->operand);
+	if (!strcmp(key, "origin.value"))
+		return rep->origin->has_value ? hex(rep->origin->value) : "null";
+	if (!strcmp(key, "origin.chain")) {
+		char one[128];
+		buf[0] = 0;
+		for (size_t i = 0; i < rep->origin->nchain; i++) {
+			const struct btrace_origin_link *l = &rep->origin->chain[i];
+			if (l->has_value)
+				snprintf(one, sizeof(one), "0x%llx/%u/0x%llx",
+					 (unsigned long long)l->ip, l->kind,
+					 (unsigned long long)l->value);
+			else
+				snprintf(one, sizeof(one), "0x%llx/%u/null",
+					 (unsigned long long)l->ip, l->kind);
+			add(&n, one);
+		}
 		return buf;
 	}
 	return NULL;

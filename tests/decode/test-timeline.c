@@ -124,9 +124,13 @@ static void thread(struct btrace_thread *t, int32_t tid, const struct ent *e,
 		b->time_ns = timed ? fault_t : 0;
 		b->time_flags = timed ? BTRACE_TIME_PACKET : 0;
 		f->found = 1;
-		f->exact = 1;
+		/* not exact: the report's origin (values.c) needs a result
+		 * of btrace_decode(), with its code, which this is not */
+		f->exact = 0;
+		f->block_ip = f->block_end_ip = b->ip;
+		f->block_end_sym = *t->calls[ne - 1].sym;
 		f->ip = b->ip;
-		f->how = "registers at the signal";
+		f->how = "trace: the block holding the fault";
 		f->sym = *t->calls[ne - 1].sym;
 		f->sym.offset = 8;
 		strcpy(f->insn, "mov dword ptr [rax], 1");

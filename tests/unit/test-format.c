@@ -96,6 +96,10 @@ static int write_sample(const char *path, unsigned wflags)
 		.data = code_bytes, .size = sizeof(code_bytes),
 		.path = (char *)"/usr/bin/prog",
 	};
+	struct btrace_memory mem = {
+		.tid = 4242, .vaddr = 0x7ffffffde000 - 64, .data = code_bytes,
+		.size = 64,
+	};
 	struct btrace_signal s = {
 		.tid = 4242, .signo = 11, .code = 1, .err = 0, .addr = 0,
 		.fault_source = BTRACE_FAULT_REGS, .fault_ip = 0x555555555123,
@@ -122,6 +126,7 @@ static int write_sample(const char *path, unsigned wflags)
 	    (ret = btrace_writer_add_mapping(w, &m, &err)) ||
 	    (ret = btrace_writer_add_code(w, &c, &err)) ||
 	    (ret = btrace_writer_set_signal(w, &s, &err)) ||
+	    (ret = btrace_writer_add_memory(w, &mem, &err)) ||
 	    (ret = btrace_writer_add_meta(w, "host", "testhost", &err)) ||
 	    (ret = btrace_writer_add_meta(w, "kernel", "6.1.0", &err))) {
 		btrace_writer_free(w);
@@ -179,6 +184,12 @@ static void check_sample(struct bt_test *t, const struct btrace_snapshot *s)
 	BT_EQ_INT(t, 1, s->signal->has_regs);
 	BT_EQ_U64(t, 0x2222222222222222ull, s->signal->regs[1]);
 	BT_EQ_INT(t, 139, s->signal->exit_status);
+
+	BT_REQUIRE(t, s->nmemory == 1);
+	BT_EQ_INT(t, 4242, s->memory[0].tid);
+	BT_EQ_U64(t, 0x7ffffffde000 - 64, s->memory[0].vaddr);
+	BT_EQ_U64(t, 64, s->memory[0].size);
+	BT_EQ_MEM(t, code_bytes, s->memory[0].data, 64);
 
 	BT_EQ_STR(t, "testhost", btrace_snapshot_meta(s, "host"));
 	BT_EQ_STR(t, "6.1.0", btrace_snapshot_meta(s, "kernel"));

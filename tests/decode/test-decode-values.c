@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Recovered register values against the truth (include/btrace/values.h).
+ * Each program given is single-stepped to its fault under ptrace with the
+ * true registers before every one of its last instructions (gen.c), the
+ * snapshot decoded, and the values recovered along the last 1,000
+ * instructions before the fault compared with the true ones: a single
+ * wrong value fails the program, and so does a conflict (two derivations
+ * of one value that disagree: one was wrong, even if not the one kept).  The share recovered is printed per
+ * program and in total (--table: a Markdown table, for bench/).
+ *
+ *	test-decode-values [--table] [--min PERCENT] [--stack BYTES] PROG[=ARG] ...
+ *
+ * --min: fail a program whose share is below PERCENT.  --stack: the
+ * snapshot holds up to BYTES of the crashed thread's stack at the fault
+ * (the memory section), as btrace record stores it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <btrace/decode.h>
+#include <btrace/snapshot.h>
+#include <btrace/values.h>
+
+#include "gen.h"
+
+#define WINDOW 1000
+
+static const unsigned reg_of[BTRACE_NVREGS] = {
+	BTRACE_REG_RAX, BTRACE_REG_RCX, BTRACE_REG_RDX, BTRACE_REG_RBX,
+	BTRACE_REG_RSP, BTRACE_REG_RBP, BTRACE_REG_RSI, BTRACE_REG_RDI,
+	BTRACE_REG_R8, BTRACE_REG_R9, BTRACE_REG_R10, BTRACE_REG_R11,
+	BTRACE_REG_R12, BTRACE_REG_R13, BTRACE_REG_R14, BTRACE_REG_R15,
+};
+
+struct count {
+	uint64_t total, known, wrong, conflicts, insns;
+};
+
+static const char *base(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+/* One program: 0 compared (*@c filled), -1 the run failed (@why). */
+static uint64_t stack;
+
+static int run(const char *dir, char *spec, struct count *c, char *why,
+	       size_t wl, int verbose)
+{
+	char path[512], eb[512];
+	char *arg = strchr(spec, '=');
+	char *argv[3] = { spec, NULL, NULL };
+	struct gen_opts o = { 0 };
+	struct gen_truth tr;
+	struct btrace_snapshot *snap = NULL;
+	struct btrace_decode_result *res = NULL;
+	struct btrace_values *v = NULL;
+	struct btrace_error err;
+	int rc = -1;
+
+	if (arg) {
+		*arg++ = 0;
+		argv[1] = arg;
+	}
+	memset(c, 0, sizeof(*c));
+	snprintf(path, sizeof(path), "%s/%s.btrace", dir, base(spec));
+	o.argv = argv;
+	o.out = path;
+	o.regs = 1;
+	o.stack = stack;
+	if (gen_run(&o, &tr, eb, sizeof(eb))) {
+		snprintf(why, wl, "generator: %s", eb);
+		return -1;
+	}
+	struct btrace_decode_opts d = { .sz = sizeof(d), .unit = BTRACE_UNIT_INSNS,
+					.last = 2 * WINDOW };
+	if (btrace_snapshot_read(path, 0, &snap, &err) < 0 ||
+	    btrace_decode(snap, &d, &res, &err) < 0 || res->crashed_thread < 0 ||
+	    btrace_values_build(res, (size_t)res->crashed_thread, WINDOW, &v,
+				&err) < 0) {
+		snprintf(why, wl, "%.500s", res && res->crashed_thread < 0 ?
+			 "no crashed thread" : err.msg);
+		goto out;
+	}
+	if (!tr.regs || v->ninsn > tr.nregs || v->ninsn > tr.n) {
+		snprintf(why, wl, "the truth has %llu instructions with "
+			 "registers, the path %zu", (unsigned long long)tr.nregs,
+			 v->ninsn);
+		goto out;
+	}
+	if (v->ip[v->ninsn] != tr.fault_ip) {
+		snprintf(why, wl, "fault at 0x%llx, truth 0x%llx",
+			 (unsigned long long)v->ip[v->ninsn],
+			 (unsigned long long)tr.fault_ip);
+		goto out;
+	}
+	/* position k of the path is truth instruction n - ninsn + k, its
+	 * registers at nregs - ninsn + k; k = ninsn: the fault */
+	for (size_t k = 0; k <= v->ninsn; k++) {
+		const uint64_t *truth = tr.regs + (tr.nregs - v->ninsn + k) * GEN_NREGS;
+		if (k < v->ninsn && v->ip[k] != tr.ip[tr.n - v->ninsn + k]) {
+			snprintf(why, wl, "path instruction %zu at 0x%llx, "
+				 "truth 0x%llx", k, (unsigned long long)v->ip[k],
+				 (unsigned long long)tr.ip[tr.n - v->ninsn + k]);
+			goto out;
+		}
+		if (k == v->ninsn)
+			break;   /* the fault's are the recorded ones */
+		c->insns++;
+		for (unsigned r = 0; r < BTRACE_NVREGS; r++) {
+			uint64_t x;
+			c->total++;
+			if (!btrace_values_get(v, k, r, &x))
+				continue;
+			c->known++;
+			if (x != truth[reg_of[r]]) {
+				if (verbose && c->wrong < 20)
+					printf("# %s: wrong %s before 0x%llx "
+					       "(#%zu): 0x%llx, true 0x%llx\n",
+					       base(spec), btrace_vreg_name(r),
+					       (unsigned long long)v->ip[k], k,
+					       (unsigned long long)x,
+					       (unsigned long long)truth[reg_of[r]]);
+				c->wrong++;
+			}
+		}
+	}
+	c->conflicts = v->conflicts;
+	rc = 0;
+out:
+	btrace_values_free(v);
+	btrace_decode_result_free(res);
+	btrace_snapshot_free(snap);
+	unlink(path);
+	gen_truth_free(&tr);
+	return rc;
+}
+
+static double pct(uint64_t a, uint64_t b)
+{
+	return b ? 100.0 * (double)a / (double)b : 0.0;
+}
+
+int main(int argc, char **argv)
+{
+	char tmpl[] = "/tmp/bt-values-XXXXXX";
+	char why[1024];
+	struct count all = { 0 };
+	int table = 0, failed = 0, first = 1;
+	double min = 0;
+
+	while (first < argc && argv[first][0] == '-') {
+		if (!strcmp(argv[first], "--table"))
+			table = 1;
+		else if (!strcmp(argv[first], "--min") && first + 1 < argc)
+			min = atof(argv[++first]);
+		else if (!strcmp(argv[first], "--stack") && first + 1 < argc)
+			stack = strtoull(argv[++first], NULL, 0);
+		else {
+			fprintf(stderr, "usage: %s [--table] [--min PCT] [--stack BYTES] PROG[=ARG]...\n",
+				argv[0]);
+			return 2;
+		}
+		first++;
+	}
+	if (!mkdtemp(tmpl)) {
+		fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
+		return 1;
+	}
+	if (table) {
+		printf("| program | instructions | register values | recovered | share | wrong |\n");
+		printf("|---|---:|---:|---:|---:|---:|\n");
+	} else {
+		printf("1..%d\n", argc - first + 1);
+	}
+	for (int i = first; i < argc; i++) {
+		struct count c;
+		char *spec = strdup(argv[i]);
+		const char *name = base(argv[i]);
+		int rc = spec ? run(tmpl, spec, &c, why, sizeof(why), !table) : -1;
+		free(spec);
+		if (rc < 0) {
+			failed = 1;
+			if (table)
+				printf("| %s | failed: %s | | | | |\n", name, why);
+			else
+				printf("not ok %d - %s: %s\n", i - first + 1, name, why);
+			continue;
+		}
+		all.total += c.total;
+		all.known += c.known;
+		all.wrong += c.wrong;
+		all.insns += c.insns;
+		all.conflicts += c.conflicts;
+		/* two derivations that disagree: one of them was wrong */
+		int bad = c.wrong || c.conflicts || pct(c.known, c.total) < min;
+		failed |= bad;
+		if (table)
+			printf("| %s | %llu | %llu | %llu | %.1f%% | %llu |\n", name,
+			       (unsigned long long)c.insns,
+			       (unsigned long long)c.total,
+			       (unsigned long long)c.known,
+			       pct(c.known, c.total), (unsigned long long)c.wrong);
+		else
+			printf("%s %d - %s: %llu instructions, %llu of %llu "
+			       "register values recovered (%.1f%%), %llu wrong, "
+			       "%llu conflicts\n", bad ? "not ok" : "ok",
+			       i - first + 1, name, (unsigned long long)c.insns,
+			       (unsigned long long)c.known,
+			       (unsigned long long)c.total, pct(c.known, c.total),
+			       (unsigned long long)c.wrong,
+			       (unsigned long long)c.conflicts);
+	}
+	if (table)
+		printf("| **total** | %llu | %llu | %llu | %.1f%% | %llu |\n",
+		       (unsigned long long)all.insns,
+		       (unsigned long long)all.total,
+		       (unsigned long long)all.known, pct(all.known, all.total),
+		       (unsigned long long)all.wrong);
+	else
+		printf("%s %d - total: %llu of %llu register values recovered "
+		       "(%.1f%%), %llu wrong\n", all.wrong ? "not ok" : "ok",
+		       argc - first + 1, (unsigned long long)all.known,
+		       (unsigned long long)all.total, pct(all.known, all.total),
+		       (unsigned long long)all.wrong);
+	rmdir(tmpl);
+	return failed || all.wrong ? 1 : 0;
+}
