@@ -564,9 +564,10 @@ static int min_depth_from(const struct tstat *s, uint64_t from)
  * --calls --all-threads: every thread's listing goes into one buffer
  * (@f); each call entry is a part of it (with the fault line before it,
  * if any) with its thread, its place in the thread and its time (0: not
- * known; a gap's is taken as the entry's before it, whose time it
- * follows).  When every entry but the gaps has a time, the parts are
- * printed in time order; else thread after thread, the crashed one last.
+ * known: it sorts as the entry before it in its thread, which it
+ * follows, or first).  When every thread that has entries has times
+ * (docs/report.md "Timeline"), the parts are printed in time order; else
+ * thread after thread, the crashed one last.
  */
 struct part {
 	uint64_t key;              /* the time it sorts by */
@@ -583,10 +584,11 @@ struct merge {
 	size_t n, cap;
 	size_t thread;             /* the thread being listed */
 	uint64_t last;             /* its last known time */
-	int untimed;               /* an entry (not a gap) without a time */
+	int thread_timed;          /* it has an entry with a time */
+	int untimed;               /* a thread with entries, none with a time */
 };
 
-static int merge_add(struct merge *mg, FILE *f, uint64_t time_ns, int follows)
+static int merge_add(struct merge *mg, FILE *f, uint64_t time_ns)
 {
 	long off;
 
@@ -600,10 +602,10 @@ static int merge_add(struct merge *mg, FILE *f, uint64_t time_ns, int follows)
 	}
 	if (fflush(f) || (off = ftell(f)) < 0)
 		return -ENOMEM;
-	if (time_ns)
+	if (time_ns) {
 		mg->last = time_ns;
-	else if (!follows)
-		mg->untimed = 1;
+		mg->thread_timed = 1;
+	}
 	mg->parts[mg->n++] = (struct part){ .key = mg->last, .off = (size_t)off,
 					    .thread = mg->thread,
 					    .timed = time_ns != 0 };
@@ -772,8 +774,7 @@ static int pr_call(void *arg, const struct btrace_thread *t,
 	if (p->m != M_CALLS || index < p->cstart)
 		return 0;
 	if (p->mg && merge_add(p->mg, f, c->flags & BTRACE_CALL_GAP ? 0 :
-			       btrace_time_known(c->time_ns, c->time_flags),
-			       !!(c->flags & BTRACE_CALL_GAP)) < 0)
+			       btrace_time_known(c->time_ns, c->time_flags)) < 0)
 		return -ENOMEM;
 	if (p->rt->fault.found && c->first_block >= p->fault &&
 	    (index == p->cstart || p->prev_first < p->fault))
@@ -848,7 +849,7 @@ static int list_thread(struct btrace_decode_result *r, size_t i,
 		out_flush(&p.l);
 	if (ret == CLI_EXIT_OK && m == M_CALLS && rt->fault.found && st &&
 	    p.fault >= st->nitems - 1) {
-		if (mg && merge_add(mg, p.out, 0, 1) < 0)
+		if (mg && merge_add(mg, p.out, 0) < 0)
 			ret = cli_failf(CMD, NULL, "out of memory");
 		else
 			fault_line(p.out, rt);
@@ -955,9 +956,13 @@ static int list_merged(struct btrace_decode_result *r, struct observer *obs,
 		tidx[n++] = (size_t)r->crashed_thread;
 	for (size_t k = 0; k < n && ret == CLI_EXIT_OK; k++) {
 		const struct btrace_thread *t = &r->threads[tidx[k]];
+		size_t n0 = mg.n;
 		mg.thread = k;
 		mg.last = 0;
+		mg.thread_timed = 0;
 		ret = list_thread(r, tidx[k], stat_of(obs, t), M_CALLS, last, &mg);
+		if (mg.n > n0 && !mg.thread_timed)
+			mg.untimed = 1;
 	}
 	if (ret == CLI_EXIT_OK && (fflush(mg.f) || ferror(mg.f)))
 		ret = cli_failf(CMD, NULL, "out of memory");
