@@ -2442,8 +2442,8 @@ static int bt_snapshot_ondemand(void *ctx, pid_t pid, const char *path,
 }
 
 /* The wait status of a forked child that is not ours (its parent is the
- * emulated parent), or -1. */
-static int bt_child_status(struct bt_proc *p)
+ * emulated parent), or -1: one look. */
+static int bt_child_status_1(struct bt_proc *p)
 {
 	struct bt_pidfd_info info;
 	char path[64], buf[1024], *c;
@@ -2474,6 +2474,28 @@ static int bt_child_status(struct bt_proc *p)
 	for (int f = 2; c && f < 52; f++)
 		c = strchr(c + 1, ' ');
 	return c ? atoi(c + 1) : -1;
+}
+
+/* The wait status of a forked child that died, or -1.  Each way of
+ * reading it has a moment where it fails: the pidfd's exit information
+ * is there once the parent reaped the child, its stat's exit code while
+ * it is a zombie, and the parent may reap it between the two looks (or
+ * it may not be a zombie yet).  So, with a pidfd, look again for up to
+ * a second (a full TMPDIR, where no guest core says how it died, lost
+ * the snapshot of a crashed child about 1 run in 4). */
+static int bt_child_status(struct bt_proc *p)
+{
+	int st = -1;
+
+	/* without a pidfd, a reaped child's status is gone: one look */
+	for (int i = 0; i < (p->pidfd >= 0 ? 200 : 1) && st == -1; i++) {
+		if (i) {
+			struct timespec ts = { 0, 5 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+		}
+		st = bt_child_status_1(p);
+	}
+	return st;
 }
 
 /* The forked children of the process whose ring is @ring_path that ran
