@@ -278,7 +278,7 @@ const char *btrace_event_kind_name(uint32_t kind)
 struct tl_build {
 	struct btrace_report_event *ev;
 	uint64_t *key;
-	size_t n, cap;
+	size_t n, cap, kcap;       /* cap: of ev, kcap: of key */
 	size_t tidx;               /* index of the thread being added */
 	int untimed;               /* a thread with events, none with a time */
 	int thread_timed;          /* the thread being added has a time */
@@ -287,18 +287,9 @@ struct tl_build {
 
 static int tl_add(struct tl_build *b, const struct btrace_report_event *e)
 {
-	if (b->n == b->cap) {
-		size_t nc = b->cap ? 2 * b->cap : 64;
-		void *p = realloc(b->ev, nc * sizeof(*b->ev));
-		if (!p)
-			return -ENOMEM;
-		b->ev = p;
-		p = realloc(b->key, nc * sizeof(*b->key));
-		if (!p)
-			return -ENOMEM;
-		b->key = p;
-		b->cap = nc;
-	}
+	if (bt_grow((void **)&b->ev, &b->cap, b->n, sizeof(*b->ev)) ||
+	    bt_grow((void **)&b->key, &b->kcap, b->n, sizeof(*b->key)))
+		return -ENOMEM;
 	if (e->time_ns) {
 		b->last = e->time_ns;
 		b->thread_timed = 1;
