@@ -198,7 +198,8 @@ const struct bt_insn_info *bt_insn_classify_miss(struct bt_ctx *c, uint64_t ip);
 static inline const struct bt_insn_info *bt_insn_classify(struct bt_ctx *c,
 							  uint64_t ip)
 {
-	if (c->icache) {
+	/* the empty slot's ip is all ones: that address never hits */
+	if (c->icache && ip != UINT64_MAX) {
 		struct bt_icache *e = &c->icache[bt_cache_slot(ip)];
 
 		if (e->ip == ip)

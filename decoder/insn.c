@@ -231,7 +231,9 @@ const struct bt_insn_info *bt_insn_classify_miss(struct bt_ctx *c, uint64_t ip)
 {
 	struct bt_icache *e;
 
-	if (!c->icache)
+	/* all ones marks an empty slot: never cached (a hostile trace can
+	 * name that address) */
+	if (!c->icache || ip == UINT64_MAX)
 		return classify_slow(c, ip);
 	e = &c->icache[bt_cache_slot(ip)];
 	if (e->ip != ip) {

@@ -867,6 +867,10 @@ const struct btrace_symbol *bt_syms_lookup(struct bt_ctx *c, uint64_t ip)
 
 	/* direct-mapped cache in front of the map: one probe per block of
 	 * the history when loops repeat */
+	/* all ones marks an empty slot: that address is never cached (a
+	 * hostile trace can name it) */
+	if (ip == UINT64_MAX)
+		return lookup_slow(c, ip);
 	if (!c->scache) {
 		c->scache = malloc(BT_CACHE_SLOTS * sizeof(*c->scache));
 		if (!c->scache)
@@ -919,7 +923,8 @@ uint64_t bt_syms_func_start(struct bt_ctx *c, uint64_t ip, int *tramp)
 	struct bt_fcache *e;
 	int tr;
 
-	if (!c->fcache)
+	/* all ones marks an empty slot: never cached */
+	if (!c->fcache || ip == UINT64_MAX)
 		return func_start_slow(c, ip, tramp);
 	e = &c->fcache[bt_cache_slot(ip)];
 	if (e->ip != ip) {
