@@ -57,12 +57,14 @@ struct vinsn {
 			      * (clear every fact) */
 	uint16_t rd, wr;     /* GPRs read / written */
 	int32_t depth;       /* call depth it runs at */
+	uint64_t eflags;     /* capstone's X86_EFLAGS_* of it */
 	struct vop op[4];
 };
 
 struct fact {
 	uint64_t addr, val;
-	uint8_t size;
+	uint32_t size;       /* a killed range: up to what a system call
+			      * may write */
 };
 
 /*
@@ -94,6 +96,14 @@ struct vstate {
 	const struct btrace_snapshot *snap_mem;  /* its memory is the memory at
 				   * the fault: NULL not known */
 	struct facts *mem;
+	/* the process's private mappings, by address, when the crashed
+	 * thread is its only thread (its memory then changes only by the
+	 * instructions of the path and by system calls): facts follow its
+	 * memory there as on the stack; NULL otherwise */
+	struct priv { uint64_t lo, hi; int ro; } *priv;
+	size_t npriv;
+	size_t remap_after;       /* loads from 0..remap_after - 1 come before a
+				   * system call that may change mappings */
 };
 
 struct bt_values {
@@ -283,6 +293,12 @@ static void decode_one(struct bt_ctx *c, cs_insn *ci, uint64_t ip,
 		out->clobber = 1;
 	}
 	out->wr |= implicit_writes(ci->id);
+	/* compares write no register (capstone 4 lists test's first
+	 * operand, `test al, 1`, as written) */
+	if (ci->id == X86_INS_TEST || ci->id == X86_INS_CMP ||
+	    ci->id == X86_INS_BT)
+		out->wr = 0;
+	out->eflags = x->eflags;
 	out->nop = x->op_count < 4 ? x->op_count : 4;
 	for (unsigned i = 0; i < out->nop; i++) {
 		const cs_x86_op *o = &x->operands[i];
@@ -331,12 +347,9 @@ static void decode_one(struct bt_ctx *c, cs_insn *ci, uint64_t ip,
 		}
 	}
 	switch (ci->id) {
-	case X86_INS_SYSCALL: case X86_INS_SYSENTER: case X86_INS_INT:
+	case X86_INS_SYSENTER: case X86_INS_INT:
 	case X86_INS_INT1: case X86_INS_INT3: case X86_INS_INTO:
-	case X86_INS_XSAVE: case X86_INS_XSAVEC: case X86_INS_XSAVEOPT:
-	case X86_INS_XSAVES: case X86_INS_FXSAVE: case X86_INS_FXSAVE64:
-	case X86_INS_XSAVE64: case X86_INS_XSAVEC64: case X86_INS_XSAVEOPT64:
-	case X86_INS_XSAVES64: case X86_INS_ENTER: case X86_INS_PUSHAL:
+	case X86_INS_ENTER: case X86_INS_PUSHAL:
 		out->clobber = 1;
 		break;
 	}
@@ -447,6 +460,61 @@ static int in_stack(const struct vstate *s, uint64_t a, unsigned size)
 	       a + size > a;
 }
 
+/* The private mapping holding [a, a + size), NULL none. */
+static const struct priv *priv_of(const struct vstate *s, uint64_t a,
+				  unsigned size)
+{
+	size_t lo = 0, hi = s->npriv;
+
+	if (!size || a + size < a)
+		return NULL;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (s->priv[mid].hi <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < s->npriv && s->priv[lo].lo <= a &&
+	       a + size <= s->priv[lo].hi ? &s->priv[lo] : NULL;
+}
+
+/* Memory facts can follow [a, a + size): the thread's stack, or the
+ * private memory of a process whose only thread it is. */
+static int trusted(const struct vstate *s, uint64_t a, unsigned size)
+{
+	return in_stack(s, a, size) || priv_of(s, a, size);
+}
+
+static int mem_read(const struct btrace_snapshot *sn, uint64_t a,
+		    unsigned size, uint64_t *v)
+{
+	for (size_t k = 0; sn && size <= 8 && size && k < sn->nmemory; k++) {
+		const struct btrace_memory *m = &sn->memory[k];
+		if (a < m->vaddr || a - m->vaddr > m->size ||
+		    m->size - (a - m->vaddr) < size)
+			continue;
+		uint64_t x = 0;
+		for (unsigned b = 0; b < size; b++)
+			x |= (uint64_t)m->data[a - m->vaddr + b] << (8 * b);
+		*v = x;
+		return 1;
+	}
+	return 0;
+}
+
+/* A load by instruction @i from a mapping that is read-only at the fault
+ * and stays mapped as it is from @i to the fault (no system call after @i
+ * that may change mappings or their protection): what the snapshot holds,
+ * whatever was stored anywhere else (a store there would have faulted). */
+static int ro_get(const struct vstate *s, size_t i, uint64_t a,
+		  unsigned size, uint64_t *v)
+{
+	const struct priv *p = priv_of(s, a, size);
+
+	return p && p->ro && i >= s->remap_after && mem_read(s->snap_mem, a, size, v);
+}
+
 /* The snapshot's memory at [a, a + size) when nothing stored there since:
  * 1 and *@v. */
 static int snap_get(const struct facts *f, uint64_t a, unsigned size,
@@ -460,18 +528,7 @@ static int snap_get(const struct facts *f, uint64_t a, unsigned size,
 		if (a < f->killed[k].addr + f->killed[k].size &&
 		    f->killed[k].addr < a + size)
 			return 0;
-	for (size_t k = 0; k < sn->nmemory; k++) {
-		const struct btrace_memory *m = &sn->memory[k];
-		if (a < m->vaddr || a - m->vaddr > m->size ||
-		    m->size - (a - m->vaddr) < size)
-			continue;
-		uint64_t x = 0;
-		for (unsigned b = 0; b < size; b++)
-			x |= (uint64_t)m->data[a - m->vaddr + b] << (8 * b);
-		*v = x;
-		return 1;
-	}
-	return 0;
+	return mem_read(sn, a, size, v);
 }
 
 static int fact_get(const struct facts *f, uint64_t a, unsigned size,
@@ -505,7 +562,7 @@ static void fact_kill(struct facts *f, uint64_t a, unsigned size)
 		if (f->nkilled == MAX_FACTS)
 			f->snap = NULL;
 		else
-			f->killed[f->nkilled++] = (struct fact){ a, 0, (uint8_t)size };
+			f->killed[f->nkilled++] = (struct fact){ a, 0, size };
 	}
 
 	for (size_t k = 0; k < f->n; k++)
@@ -517,14 +574,14 @@ static void fact_kill(struct facts *f, uint64_t a, unsigned size)
 static void fact_set(const struct vstate *s, struct facts *f, uint64_t a,
 		     unsigned size, uint64_t v)
 {
-	if (!in_stack(s, a, size))
+	if (!trusted(s, a, size))
 		return;
 	fact_kill(f, a, size);
 	if (f->n == MAX_FACTS) {
 		memmove(f->f, f->f + 1, (f->n - 1) * sizeof(f->f[0]));
 		f->n--;
 	}
-	f->f[f->n++] = (struct fact){ a, v & mask_of(size), (uint8_t)size };
+	f->f[f->n++] = (struct fact){ a, v & mask_of(size), size };
 }
 
 /*
@@ -673,6 +730,99 @@ static uint64_t loaded(uint64_t m, unsigned size, const struct vop *dst,
 	return dst && dst->width == 4 ? v & 0xffffffffull : v;
 }
 
+/* xsave and the like: a store of the extended state at the operand's
+ * address, of a size this CPU's features set (xsave's area is at most
+ * 11,008 bytes with every feature defined today, AMX included). */
+#define XSAVE_MAX 12288
+
+static int xsave_area(unsigned id)
+{
+	switch (id) {
+	case X86_INS_XSAVE: case X86_INS_XSAVEC: case X86_INS_XSAVEOPT:
+	case X86_INS_XSAVES: case X86_INS_FXSAVE: case X86_INS_FXSAVE64:
+	case X86_INS_XSAVE64: case X86_INS_XSAVEC64: case X86_INS_XSAVEOPT64:
+	case X86_INS_XSAVES64:
+		return 1;
+	}
+	return 0;
+}
+
+static void xsave_mem(const struct vstate *s, size_t i, struct facts *f)
+{
+	const struct vinsn *in = &s->in[i];
+	uint64_t a;
+
+	if (in->nop >= 1 && addr_of(s, i, &in->op[0], &a) &&
+	    a + XSAVE_MAX > a)
+		fact_kill(f, a, XSAVE_MAX);
+	else
+		fact_clear(f);
+}
+
+/*
+ * The user memory system call @i may write, by its number (rax before it)
+ * and its pointer arguments: what it may change is no longer known in
+ * @f.  A system call not listed here, or whose number or pointer is not
+ * known, may have written anything.
+ */
+static void syscall_mem(const struct vstate *s, size_t i, struct facts *f)
+{
+	enum { RAX = BTRACE_VREG_RAX, RDI = BTRACE_VREG_RDI,
+	       RSI = BTRACE_VREG_RSI, RDX = BTRACE_VREG_RDX,
+	       R10 = BTRACE_VREG_R10 };
+	unsigned ptr;
+	uint64_t len;
+
+	if (!kn(s, i, RAX)) {
+		fact_clear(f);
+		return;
+	}
+	switch (get(s, i, RAX)) {
+	case 1: case 3: case 8: case 10: case 11: case 12: case 15: case 20:
+	case 24: case 39: case 60: case 62: case 102: case 104: case 107:
+	case 108: case 110: case 186: case 200: case 231: case 234:
+		/* write, close, lseek, mprotect, munmap, brk, rt_sigreturn,
+		 * writev, sched_yield, getpid, exit, kill, get[ug]id,
+		 * gete[ug]id, getppid, gettid, tkill, exit_group, tgkill:
+		 * no user memory (munmap and brk only add or remove it) */
+		return;
+	case 13:     /* rt_sigaction: the old action, 32 bytes, at rdx */
+		ptr = RDX;
+		len = 32;
+		break;
+	case 14:     /* rt_sigprocmask: the old set at rdx, r10 bytes */
+		if (!kn(s, i, R10) || get(s, i, R10) > 128) {
+			fact_clear(f);
+			return;
+		}
+		ptr = RDX;
+		len = get(s, i, R10);
+		break;
+	case 0:      /* read: rdx bytes at rsi */
+		if (!kn(s, i, RDX)) {
+			fact_clear(f);
+			return;
+		}
+		ptr = RSI;
+		len = get(s, i, RDX);
+		break;
+	default:
+		fact_clear(f);
+		return;
+	}
+	if (!kn(s, i, ptr)) {
+		fact_clear(f);
+		return;
+	}
+	uint64_t a = get(s, i, ptr);
+	if (!a || !len)
+		return;
+	if (len > UINT32_MAX || a + len < a)
+		fact_clear(f);
+	else
+		fact_kill(f, a, (unsigned)len);
+}
+
 /* The memory relation of @i, with @f the facts about memory before it
  * (forwards) or after it (backwards: @back). */
 static void mem_step(struct vstate *s, size_t i, struct facts *f, int back)
@@ -683,14 +833,13 @@ static void mem_step(struct vstate *s, size_t i, struct facts *f, int back)
 	int has_v, sign, src;
 	const struct vop *dst;
 
-	if (!s->stk_hi) {
-		/* no stack known: no facts, but loads of known values still
-		 * go nowhere */
+	if (!s->stk_hi && !s->npriv) {
+		/* no memory to follow: no facts */
 		return;
 	}
-	if (load_of(s, i, &a, &size, &dst, &sign, &dreg) && in_stack(s, a, size)) {
+	if (load_of(s, i, &a, &size, &dst, &sign, &dreg) && trusted(s, a, size)) {
 		/* memory is the same before and after a load */
-		if (fact_get(f, a, size, &m)) {
+		if (ro_get(s, i, a, size, &m) || fact_get(f, a, size, &m)) {
 			if (dreg == BTRACE_VREG_RBP && in->id == X86_INS_LEAVE)
 				set(s, i + 1, dreg, m);
 			else
@@ -718,7 +867,11 @@ static void mem_step(struct vstate *s, size_t i, struct facts *f, int back)
 			fact_kill(f, a, size);
 		other_writes(s, i, f, st);
 	}
-	if (in->id == X86_INS_SYSCALL || in->clobber)
+	if (in->id == X86_INS_SYSCALL)
+		syscall_mem(s, i, f);
+	else if (xsave_area(in->id))
+		xsave_mem(s, i, f);
+	if (in->clobber)
 		fact_clear(f);
 }
 
@@ -738,9 +891,9 @@ static int src_val(const struct vstate *s, size_t i, const struct vop *o,
 		*v = (uint64_t)o->imm & mask_of(o->width ? o->width : 8);
 		return 1;
 	case X86_OP_MEM:
-		if (!f || !addr_of(s, i, o, &a) || !in_stack(s, a, o->width))
+		if (!f || !addr_of(s, i, o, &a) || !trusted(s, a, o->width))
 			return 0;
-		return fact_get(f, a, o->width, v);
+		return ro_get(s, i, a, o->width, v) || fact_get(f, a, o->width, v);
 	}
 	return 0;
 }
@@ -773,6 +926,216 @@ static uint16_t syscall_writes(const struct vstate *s, size_t i)
 		return 0xffff;
 	}
 	return s->in[i].wr;
+}
+
+/* --- flags and conditions --- */
+
+/* Condition codes in the encoding's order (the low bit negates). */
+enum { CC_O, CC_NO, CC_B, CC_AE, CC_E, CC_NE, CC_BE, CC_A, CC_S, CC_NS,
+       CC_P, CC_NP, CC_L, CC_GE, CC_LE, CC_G };
+
+/* The condition instruction @id tests (jcc, cmovcc, setcc): 1 and *@cc. */
+static int cc_of(unsigned id, unsigned *cc)
+{
+	static const struct { uint16_t j, c, st; } t[16] = {
+		[CC_O] = { X86_INS_JO, X86_INS_CMOVO, X86_INS_SETO },
+		[CC_NO] = { X86_INS_JNO, X86_INS_CMOVNO, X86_INS_SETNO },
+		[CC_B] = { X86_INS_JB, X86_INS_CMOVB, X86_INS_SETB },
+		[CC_AE] = { X86_INS_JAE, X86_INS_CMOVAE, X86_INS_SETAE },
+		[CC_E] = { X86_INS_JE, X86_INS_CMOVE, X86_INS_SETE },
+		[CC_NE] = { X86_INS_JNE, X86_INS_CMOVNE, X86_INS_SETNE },
+		[CC_BE] = { X86_INS_JBE, X86_INS_CMOVBE, X86_INS_SETBE },
+		[CC_A] = { X86_INS_JA, X86_INS_CMOVA, X86_INS_SETA },
+		[CC_S] = { X86_INS_JS, X86_INS_CMOVS, X86_INS_SETS },
+		[CC_NS] = { X86_INS_JNS, X86_INS_CMOVNS, X86_INS_SETNS },
+		[CC_P] = { X86_INS_JP, X86_INS_CMOVP, X86_INS_SETP },
+		[CC_NP] = { X86_INS_JNP, X86_INS_CMOVNP, X86_INS_SETNP },
+		[CC_L] = { X86_INS_JL, X86_INS_CMOVL, X86_INS_SETL },
+		[CC_GE] = { X86_INS_JGE, X86_INS_CMOVGE, X86_INS_SETGE },
+		[CC_LE] = { X86_INS_JLE, X86_INS_CMOVLE, X86_INS_SETLE },
+		[CC_G] = { X86_INS_JG, X86_INS_CMOVG, X86_INS_SETG },
+	};
+	for (unsigned k = 0; k < 16; k++)
+		if (id && (t[k].j == id || t[k].c == id || t[k].st == id)) {
+			*cc = k;
+			return 1;
+		}
+	return 0;
+}
+
+/* Instructions known to leave the flags as they are (what may sit between
+ * a flag's writer and its reader): anything else may change them. */
+static int keeps_flags(const struct vinsn *in)
+{
+	unsigned cc;
+
+	switch (in->id) {
+	case X86_INS_MOV: case X86_INS_MOVABS: case X86_INS_MOVZX:
+	case X86_INS_MOVSX: case X86_INS_MOVSXD: case X86_INS_LEA:
+	case X86_INS_PUSH: case X86_INS_POP: case X86_INS_NOP:
+	case X86_INS_XCHG: case X86_INS_BSWAP: case X86_INS_NOT:
+	case X86_INS_CDQE: case X86_INS_CWDE: case X86_INS_CDQ:
+	case X86_INS_CQO: case X86_INS_JMP: case X86_INS_ENDBR64:
+		return !in->rep;
+	}
+	return cc_of(in->id, &cc);
+}
+
+#define FL_CF 1u
+#define FL_PF 2u
+#define FL_ZF 4u
+#define FL_SF 8u
+#define FL_OF 16u
+
+/*
+ * The flags instruction @k leaves, computed from its operands in state @k
+ * (cmp, test, add, sub, and, or, xor, neg on registers and immediates):
+ * 1 and *@fl (FL_*).
+ */
+static int flags_of(const struct vstate *s, size_t k, unsigned *fl)
+{
+	const struct vinsn *in = &s->in[k];
+	const struct vop *d = &in->op[0], *o1 = &in->op[1];
+	uint64_t x, y = 0, r, m, sb;
+	unsigned w;
+
+	if (in->rep || in->nop < 1 || d->type != X86_OP_REG || d->hi8 ||
+	    !reg_val(s, k, d, &x))
+		return 0;
+	w = d->width;
+	if (w != 1 && w != 2 && w != 4 && w != 8)
+		return 0;
+	m = mask_of(w);
+	sb = 1ull << (8 * w - 1);
+	switch (in->id) {
+	case X86_INS_CMP: case X86_INS_SUB: case X86_INS_TEST:
+	case X86_INS_ADD: case X86_INS_AND: case X86_INS_OR: case X86_INS_XOR:
+		if (in->nop != 2)
+			return 0;
+		if (o1->type == X86_OP_REG) {
+			if (!reg_val(s, k, o1, &y))
+				return 0;
+		} else if (o1->type == X86_OP_IMM) {
+			y = (uint64_t)sext((uint64_t)o1->imm & mask_of(o1->width ? o1->width : 8),
+					   o1->width ? o1->width : 8) & m;
+		} else {
+			return 0;
+		}
+		break;
+	case X86_INS_NEG:
+		if (in->nop != 1)
+			return 0;
+		break;
+	default:
+		return 0;
+	}
+	x &= m;
+	y &= m;
+	unsigned f = 0;
+	switch (in->id) {
+	case X86_INS_CMP: case X86_INS_SUB:
+		r = (x - y) & m;
+		f |= x < y ? FL_CF : 0;
+		f |= ((x ^ y) & (x ^ r) & sb) ? FL_OF : 0;
+		break;
+	case X86_INS_ADD:
+		r = (x + y) & m;
+		f |= r < x ? FL_CF : 0;
+		f |= (~(x ^ y) & (x ^ r) & sb) ? FL_OF : 0;
+		break;
+	case X86_INS_NEG:
+		r = (0 - x) & m;
+		f |= x ? FL_CF : 0;
+		f |= x == sb ? FL_OF : 0;
+		break;
+	default:   /* test, and, or, xor: CF = OF = 0 */
+		r = in->id == X86_INS_OR ? x | y : in->id == X86_INS_XOR ? x ^ y :
+		    x & y;
+		break;
+	}
+	f |= r == 0 ? FL_ZF : 0;
+	f |= (r & sb) ? FL_SF : 0;
+	f |= __builtin_parityll(r & 0xff) ? 0 : FL_PF;
+	*fl = f;
+	return 1;
+}
+
+/* Condition @cc on flags @f. */
+static int cc_holds(unsigned cc, unsigned f)
+{
+	int cf = !!(f & FL_CF), zf = !!(f & FL_ZF), sf = !!(f & FL_SF),
+	    of = !!(f & FL_OF), pf = !!(f & FL_PF), r;
+
+	switch (cc & ~1u) {
+	case CC_O: r = of; break;
+	case CC_B: r = cf; break;
+	case CC_E: r = zf; break;
+	case CC_BE: r = cf || zf; break;
+	case CC_S: r = sf; break;
+	case CC_P: r = pf; break;
+	case CC_L: r = sf != of; break;
+	default: r = zf || sf != of; break;   /* CC_LE */
+	}
+	return (cc & 1) ? !r : r;
+}
+
+/* The instruction whose flags instruction @i reads: its index, or -1 when
+ * one between may have changed them (not a known flag-neutral one). */
+static long flag_writer(const struct vstate *s, size_t i)
+{
+	for (size_t k = i; k-- > 0 && i - k <= 32;) {
+		const struct vinsn *w = &s->in[k];
+		if (w->id == X86_INS_CMP || w->id == X86_INS_TEST ||
+		    w->id == X86_INS_SUB || w->id == X86_INS_ADD ||
+		    w->id == X86_INS_AND || w->id == X86_INS_OR ||
+		    w->id == X86_INS_XOR || w->id == X86_INS_NEG)
+			return (long)k;
+		if (!keeps_flags(w))
+			return -1;
+	}
+	return -1;
+}
+
+/* Whether the path went to the jump's target: 1 taken, 0 fell through,
+ * -1 not known. */
+static int jump_taken(const struct vstate *s, size_t j)
+{
+	const struct vinsn *in = &s->in[j];
+	uint64_t next = j + 1 < s->n ? s->in[j + 1].ip : s->fault_ip;
+
+	if (!next || in->nop != 1 || in->op[0].type != X86_OP_IMM)
+		return -1;
+	int t = next == (uint64_t)in->op[0].imm, f = next == in->ip + in->size;
+	return t == f ? -1 : t;
+}
+
+/*
+ * Condition @cc of the flags instruction @i reads: 1 holds, 0 does not,
+ * -1 not known.  From the flags' writer when its operands are known, or
+ * from a conditional jump on the same flags the path took or did not.
+ */
+static int cond_at(const struct vstate *s, size_t i, unsigned cc)
+{
+	long k = flag_writer(s, i);
+	unsigned f, jc;
+
+	if (k < 0)
+		return -1;
+	if (flags_of(s, (size_t)k, &f))
+		return cc_holds(cc, f);
+	/* a jump reading the same flags, before or after @i */
+	for (size_t j = (size_t)k + 1; j < s->n && j - (size_t)k <= 32; j++) {
+		const struct vinsn *in = &s->in[j];
+		if (j != i && in->id >= X86_INS_JAE && in->id <= X86_INS_JS &&
+		    cc_of(in->id, &jc) && (jc | 1) == (cc | 1)) {
+			int t = jump_taken(s, j);
+			if (t >= 0)
+				return jc == cc ? t : !t;
+		}
+		if (j != i && !keeps_flags(in))
+			break;
+	}
+	return -1;
 }
 
 /*
@@ -849,6 +1212,75 @@ static void branch_facts(struct vstate *s, size_t i)
 }
 
 /*
+ * rt_sigreturn (@i: the system call with rax 15) restores every register
+ * from the signal frame at the stack pointer: the sigcontext at rsp + 40
+ * (struct rt_sigframe: the restorer's address at rsp - 8, then the
+ * ucontext: flags, link, stack_t, then r8-r15, rdi, rsi, rbp, rbx, rdx,
+ * rax, rcx, rsp, rip).  When every register after it is known, the frame
+ * is the one place of the memory at the fault holding all of them, the
+ * next instruction's address and, before them, the restorer (the
+ * instruction before the system call): found once and only once, the
+ * stack pointer before the system call is its address.  Not found (the
+ * frame overwritten since, the memory not in the snapshot) or found twice
+ * (a copy of it): nothing.
+ */
+static uint64_t le64(const uint8_t *p)
+{
+	uint64_t x = 0;
+
+	for (unsigned b = 0; b < 8; b++)
+		x |= (uint64_t)p[b] << (8 * b);
+	return x;
+}
+
+static void sigreturn_frame(struct vstate *s, size_t i)
+{
+	static const uint8_t order[16] = {
+		BTRACE_VREG_R8, BTRACE_VREG_R9, BTRACE_VREG_R10, BTRACE_VREG_R11,
+		BTRACE_VREG_R12, BTRACE_VREG_R13, BTRACE_VREG_R14,
+		BTRACE_VREG_R15, BTRACE_VREG_RDI, BTRACE_VREG_RSI,
+		BTRACE_VREG_RBP, BTRACE_VREG_RBX, BTRACE_VREG_RDX,
+		BTRACE_VREG_RAX, BTRACE_VREG_RCX, BTRACE_VREG_RSP,
+	};
+	const struct btrace_snapshot *sn = s->snap_mem;
+	uint64_t restorer, next, found = 0;
+	unsigned nfound = 0;
+
+	if (!sn || !i || kn(s, i, BTRACE_VREG_RSP) || s->kn[i + 1] != 0xffff ||
+	    s->in[i - 1].id != X86_INS_MOV)
+		return;
+	next = i + 1 < s->n ? s->in[i + 1].ip : s->fault_ip;
+	if (!next)
+		return;
+	restorer = s->in[i - 1].ip;
+	for (size_t m = 0; m < sn->nmemory; m++) {
+		const struct btrace_memory *mm = &sn->memory[m];
+		uint64_t base = (mm->vaddr + 7) & ~7ull;
+		/* from rsp - 8: the restorer, 5 words of the ucontext, the 16
+		 * registers and rip */
+		const uint64_t need = 8 * 23;
+		if (mm->size < need || base - mm->vaddr > mm->size - need)
+			continue;
+		for (uint64_t a = base; a - mm->vaddr <= mm->size - need; a += 8) {
+			const uint8_t *p = mm->data + (a - mm->vaddr);
+			unsigned k;
+			if (le64(p) != restorer)
+				continue;
+			for (k = 0; k < 17; k++)
+				if (le64(p + 48 + 8 * k) !=
+				    (k < 16 ? get(s, i + 1, order[k]) : next))
+					break;
+			if (k == 17) {
+				found = a + 8;
+				nfound++;
+			}
+		}
+	}
+	if (nfound == 1)
+		set(s, i, BTRACE_VREG_RSP, found);
+}
+
+/*
  * The relation of instruction @i between states @i and @i + 1 (both
  * directions).  @f: facts about memory before it (forward pass) or after
  * it (backward pass); a load is the same either way.
@@ -862,6 +1294,9 @@ static void relate(struct vstate *s, size_t i, const struct facts *f)
 	uint16_t wr = in->id == X86_INS_SYSCALL ? syscall_writes(s, i) : in->wr;
 
 	branch_facts(s, i);
+	if (in->id == X86_INS_SYSCALL && kn(s, i, BTRACE_VREG_RAX) &&
+	    get(s, i, BTRACE_VREG_RAX) == 15)
+		sigreturn_frame(s, i);
 	/* registers it does not write are the same on both sides */
 	for (unsigned r = 0; r < NR; r++) {
 		if ((wr >> r) & 1)
@@ -1029,6 +1464,59 @@ static void relate(struct vstate *s, size_t i, const struct facts *f)
 		/* rcx: where it returns */
 		set(s, i + 1, BTRACE_VREG_RCX, in->ip + in->size);
 		break;
+	case X86_INS_ADC: case X86_INS_SBB: {
+		int cf;
+		if (in->nop != 2 || dreg == NOREG || d->hi8 ||
+		    (d->width != 8 && d->width != 4) ||
+		    (cf = cond_at(s, i, CC_B)) < 0)
+			break;
+		if (in->id == X86_INS_SBB && o1->type == X86_OP_REG &&
+		    o1->reg == dreg) {
+			/* sbb r, r: 0 or all ones, from the carry alone */
+			put(s, i, d, cf ? mask_of(d->width) : 0);
+			break;
+		}
+		if (!src_val(s, i, o1, f, &y) || !reg_val(s, i, d, &x))
+			break;
+		if (o1->type == X86_OP_IMM)
+			y = sext(y, o1->width ? o1->width : 8);
+		put(s, i, d, (in->id == X86_INS_ADC ? x + y + (uint64_t)cf :
+			      x - y - (uint64_t)cf) & mask_of(d->width));
+		break;
+	}
+	default: {
+		unsigned cc;
+		int c;
+		if (!cc_of(in->id, &cc) || dreg == NOREG)
+			break;
+		if (in->nop == 1 && d->width == 1) {
+			/* setcc */
+			if ((c = cond_at(s, i, cc)) >= 0)
+				put(s, i, d, (uint64_t)c);
+			break;
+		}
+		if (in->nop != 2 || d->hi8 || (d->width != 8 && d->width != 4))
+			break;
+		/* cmovcc: the source when the condition holds, else the
+		 * destination as it was (a 32-bit one zero-extended) */
+		c = cond_at(s, i, cc);
+		if (c == 1) {
+			if (src_val(s, i, o1, f, &x))
+				put(s, i, d, x);
+			if (full && o1->type == X86_OP_REG && o1->reg != NOREG &&
+			    o1->width == 8 && kn(s, i + 1, dreg))
+				set(s, i, o1->reg, get(s, i + 1, dreg));
+		} else if (c == 0) {
+			if (reg_val(s, i, d, &x))
+				put(s, i, d, x);
+			if ((full || upper_zero(s, i, dreg)) && kn(s, i + 1, dreg))
+				set(s, i, dreg, get(s, i + 1, dreg));
+		} else if (src_val(s, i, o1, f, &x) && reg_val(s, i, d, &y) &&
+			   x == y) {
+			put(s, i, d, x);
+		}
+		break;
+	}
 	}
 
 	/* the stack pointer */
@@ -1070,11 +1558,349 @@ static void relate(struct vstate *s, size_t i, const struct facts *f)
 		set(s, i + 1, (unsigned)dreg, x);
 }
 
-/* Forward and backward passes until nothing changes. */
+/* --- the stack pointer from the memory at the fault --- */
+
+/*
+ * Where the stack pointer is not known (after an `and rsp, -64`, an
+ * alloca of a size not known, a longjmp), it is still known relative to
+ * itself along a segment of the path (pushes, pops, calls, returns, adds
+ * of constants).  The segment's last stores to its stack slots of values
+ * that are known (return addresses always are) are still in the memory at
+ * the fault when nothing written after them can have touched them: every
+ * later write's address known (or relative in the same segment, then seen
+ * to miss them).  The stack pointer at the segment's start is then the one
+ * base B for which the memory at the fault holds every such value at B
+ * plus its offset: searched for in the snapshot's memory, and taken only
+ * when exactly one B fits (at least two values, one of them a return
+ * address, none of them overwritten at B by a later write of a known
+ * address).
+ */
+struct wrange {
+	int rel;             /* 1: offset from the segment's base */
+	uint32_t seg;
+	uint64_t a;          /* address, or the offset (two's complement) */
+	uint64_t size;
+};
+
+/* The rsp change of instruction @i when it is a constant: 1 and *@d. */
+static int rsp_delta(const struct vstate *s, size_t i, int64_t *d)
+{
+	const struct vinsn *in = &s->in[i];
+	const struct vop *o0 = &in->op[0], *o1 = &in->op[1];
+
+	switch (in->id) {
+	case X86_INS_PUSH: case X86_INS_CALL: case X86_INS_PUSHFQ:
+		*d = -8;
+		return in->id != X86_INS_PUSH || in->nop == 1;
+	case X86_INS_POP:
+		*d = 8;
+		return in->nop == 1 && !(o0->type == X86_OP_REG &&
+					 o0->reg == BTRACE_VREG_RSP);
+	case X86_INS_POPFQ:
+		*d = 8;
+		return 1;
+	case X86_INS_RET:
+		*d = 8 + (in->nop == 1 && o0->type == X86_OP_IMM ? o0->imm : 0);
+		return 1;
+	case X86_INS_ADD: case X86_INS_SUB:
+		if (in->nop != 2 || o0->type != X86_OP_REG ||
+		    o0->reg != BTRACE_VREG_RSP || o0->width != 8 ||
+		    o1->type != X86_OP_IMM)
+			return 0;
+		*d = in->id == X86_INS_ADD ? o1->imm : -o1->imm;
+		return 1;
+	case X86_INS_LEA:
+		if (in->nop != 2 || o0->type != X86_OP_REG ||
+		    o0->reg != BTRACE_VREG_RSP || o0->width != 8 ||
+		    o1->type != X86_OP_MEM || o1->bad || o1->rip ||
+		    o1->base != BTRACE_VREG_RSP || o1->index != NOREG)
+			return 0;
+		*d = o1->imm;
+		return 1;
+	}
+	return 0;
+}
+
+/* The memory ranges instruction @k writes, into @w (at most 4): their
+ * count, -1 when one of them is not known. */
+static int write_ranges(const struct vstate *s, size_t k, const uint32_t *seg,
+			const int64_t *rel, struct wrange *w)
+{
+	const struct vinsn *in = &s->in[k];
+	uint64_t a;
+	int n = 0;
+
+	if (in->clobber)
+		return -1;
+	if (in->id == X86_INS_SYSCALL) {
+		if (!kn(s, k, BTRACE_VREG_RAX))
+			return -1;
+		struct facts probe;
+		/* syscall_mem() on a probe: what it kills */
+		probe.n = 0;
+		probe.snap = s->snap_mem;
+		probe.nkilled = 0;
+		syscall_mem(s, k, &probe);
+		if (!probe.snap)
+			return -1;
+		for (size_t j = 0; j < probe.nkilled && n < 4; j++)
+			w[n++] = (struct wrange){ 0, 0, probe.killed[j].addr,
+						  probe.killed[j].size };
+		return probe.nkilled > 4 ? -1 : n;
+	}
+	if (in->id == X86_INS_PUSH || in->id == X86_INS_CALL ||
+	    in->id == X86_INS_PUSHFQ) {
+		if (kn(s, k, BTRACE_VREG_RSP))
+			w[n++] = (struct wrange){ 0, 0, get(s, k, BTRACE_VREG_RSP) - 8, 8 };
+		else
+			w[n++] = (struct wrange){ 1, seg[k], (uint64_t)(rel[k] - 8), 8 };
+	}
+	for (unsigned j = 0; j < in->nop; j++) {
+		const struct vop *o = &in->op[j];
+		uint64_t size = xsave_area(in->id) ? XSAVE_MAX : o->width;
+		if (o->type != X86_OP_MEM || in->id == X86_INS_LEA ||
+		    in->id == X86_INS_NOP ||
+		    (o->access && !(o->access & CS_AC_WRITE) && !xsave_area(in->id)))
+			continue;
+		if (!size || n == 4)
+			return -1;
+		if (addr_of(s, k, o, &a))
+			w[n++] = (struct wrange){ 0, 0, a, size };
+		else if (!o->bad && !o->rip && o->base == BTRACE_VREG_RSP &&
+			 o->index == NOREG)
+			w[n++] = (struct wrange){ 1, seg[k], (uint64_t)(rel[k] + o->imm),
+						  size };
+		else
+			return -1;
+	}
+	return n;
+}
+
+static int overlap(uint64_t a, uint64_t as, uint64_t b, uint64_t bs)
+{
+	return a < b + bs && b < a + as;
+}
+
+struct sconstraint {
+	size_t k;            /* the store */
+	int64_t off;
+	uint64_t val;
+	int ret;             /* a return address */
+};
+
+/* Anchor the segments whose stack pointer is not known: 1 if one was. */
+static int anchor_stack(struct vstate *s)
+{
+	size_t n = s->n;
+	const struct btrace_snapshot *sn = s->snap_mem;
+	uint32_t *seg = NULL;
+	int64_t *rel = NULL;
+	struct wrange (*wr)[4] = NULL;
+	int *nw = NULL;
+	struct sconstraint *cs = NULL;
+	int found_any = 0;
+
+	if (!sn || !n)
+		return 0;
+	seg = calloc(n + 1, sizeof(*seg));
+	rel = calloc(n + 1, sizeof(*rel));
+	wr = calloc(n, sizeof(*wr));
+	nw = calloc(n, sizeof(*nw));
+	cs = calloc(n, sizeof(*cs));
+	if (!seg || !rel || !wr || !nw || !cs)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		int64_t d;
+		uint16_t w = s->in[i].id == X86_INS_SYSCALL ? syscall_writes(s, i) :
+			     s->in[i].wr;
+		if (rsp_delta(s, i, &d)) {
+			seg[i + 1] = seg[i];
+			rel[i + 1] = rel[i] + d;
+		} else if (!((w >> BTRACE_VREG_RSP) & 1)) {
+			seg[i + 1] = seg[i];
+			rel[i + 1] = rel[i];
+		} else {
+			seg[i + 1] = seg[i] + 1;
+			rel[i + 1] = 0;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		nw[i] = write_ranges(s, i, seg, rel, wr[i]);
+
+	for (size_t st = 0; st <= n;) {
+		size_t en = st;
+		while (en + 1 <= n && seg[en + 1] == seg[st])
+			en++;
+		/* states st..en; its instructions st..en - 1 (en < n) */
+		uint32_t sg = seg[st];
+		size_t next = en + 1;
+		if (kn(s, st, BTRACE_VREG_RSP) || en == st) {
+			st = next;
+			continue;
+		}
+		/* writes after which nothing before them can be trusted: one
+		 * not known, or relative to another segment */
+		size_t first_ok = 0;
+		for (size_t k = n; k-- > st;) {
+			int bad = nw[k] < 0;
+			for (int j = 0; !bad && j < nw[k]; j++)
+				bad = wr[k][j].rel && wr[k][j].seg != sg;
+			if (bad) {
+				first_ok = k + 1;
+				break;
+			}
+		}
+		/* the segment's last stores of known values, newest first */
+		size_t nc = 0;
+		int has_ret = 0;
+		size_t last = en < n ? en : n;
+		for (size_t k = last; k-- > st && k >= first_ok;) {
+			const struct vinsn *in = &s->in[k];
+			uint64_t a, v;
+			unsigned size;
+			int has_v, src;
+			if (nw[k] <= 0)
+				continue;
+			/* a constraint: a store of a known value at a relative
+			 * slot no later write in the segment covers */
+			int is_st = store_of(s, k, &a, &size, &has_v, &v, &src) == 1;
+			int64_t off = 0;
+			if (!is_st) {
+				/* relative stores of a known value only */
+				const struct vop *o0 = &in->op[0], *o1 = &in->op[1];
+				if (in->id == X86_INS_MOV && in->nop == 2 &&
+				    o0->type == X86_OP_MEM && wr[k][0].rel &&
+				    (o0->width == 8 || o0->width == 4)) {
+					off = (int64_t)wr[k][0].a;
+					size = o0->width;
+					has_v = o1->type == X86_OP_IMM ?
+						(v = (uint64_t)o1->imm & mask_of(size), 1) :
+						reg_val(s, k, o1, &v);
+					is_st = 1;
+				} else if ((in->id == X86_INS_CALL ||
+					    (in->id == X86_INS_PUSH && in->nop == 1)) &&
+					   wr[k][0].rel) {
+					off = (int64_t)wr[k][0].a;
+					size = 8;
+					has_v = in->id == X86_INS_CALL ?
+						(v = in->ip + in->size, 1) :
+						src_val(s, k, &in->op[0], NULL, &v);
+					is_st = 1;
+				}
+			} else {
+				is_st = 0;   /* its address is known: not relative */
+			}
+			int covered = 0;
+			for (size_t c = 0; c < nc && is_st; c++)
+				covered |= overlap((uint64_t)cs[c].off, 8,
+						   (uint64_t)off, size);
+			/* any later relative write in the segment over it */
+			for (size_t k2 = k + 1; is_st && !covered && k2 < last; k2++)
+				for (int j = 0; j < nw[k2]; j++)
+					if (wr[k2][j].rel && wr[k2][j].seg == sg &&
+					    overlap(wr[k2][j].a, wr[k2][j].size,
+						    (uint64_t)off, size))
+						covered = 1;
+			if (is_st && has_v && !covered && size == 8) {
+				cs[nc++] = (struct sconstraint){ k, off, v,
+								 in->id == X86_INS_CALL };
+				has_ret |= in->id == X86_INS_CALL;
+			}
+		}
+		if (nc < 2 || !has_ret) {
+			st = next;
+			continue;
+		}
+		/* search: the first return address's value in the memory */
+		size_t r0 = 0;
+		while (!cs[r0].ret)
+			r0++;
+		uint64_t base = 0;
+		unsigned nbase = 0;
+		for (size_t m = 0; m < sn->nmemory && nbase < 2; m++) {
+			const struct btrace_memory *mm = &sn->memory[m];
+			for (uint64_t o = 0; mm->size >= 8 && o <= mm->size - 8 &&
+			     nbase < 2; o++) {
+				/* a stack slot of the thread's stack */
+				if (le64(mm->data + o) != cs[r0].val ||
+				    !in_stack(s, mm->vaddr + o, 8))
+					continue;
+				uint64_t b = mm->vaddr + o - (uint64_t)cs[r0].off;
+				size_t c;
+				for (c = 0; c < nc; c++) {
+					uint64_t x, at = b + (uint64_t)cs[c].off;
+					if (!mem_read(sn, at, 8, &x) || x != cs[c].val)
+						break;
+					/* a later write of a known address over
+					 * it: the memory says nothing */
+					int hit = 0;
+					for (size_t k2 = cs[c].k + 1; k2 < n && !hit; k2++)
+						for (int j = 0; j < nw[k2]; j++)
+							if (!wr[k2][j].rel &&
+							    overlap(wr[k2][j].a, wr[k2][j].size,
+								    at, 8))
+								hit = 1;
+					if (hit)
+						break;
+				}
+				if (c == nc && (!nbase || b != base)) {
+					base = b;
+					nbase++;
+				}
+			}
+		}
+		if (nbase == 1) {
+			set(s, st, BTRACE_VREG_RSP, base);
+			found_any = 1;
+		}
+		st = next;
+	}
+out:
+	free(seg);
+	free(rel);
+	free(wr);
+	free(nw);
+	free(cs);
+	return found_any;
+}
+
+/* After the last system call of the path that may change the mappings or
+ * their protection (mmap, mprotect, munmap, brk, mremap, madvise,
+ * pkey_mprotect, or one whose number is not known). */
+static size_t remap_after(const struct vstate *s)
+{
+	for (size_t i = s->n; i-- > 0;) {
+		if (s->in[i].id != X86_INS_SYSCALL)
+			continue;
+		if (!kn(s, i, BTRACE_VREG_RAX))
+			return i + 1;
+		switch (get(s, i, BTRACE_VREG_RAX)) {
+		case 9: case 10: case 11: case 12: case 25: case 28: case 329:
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
+static void solve_passes(struct vstate *s);
+
+/* Forward and backward passes until nothing changes; then the stack
+ * pointer from the memory at the fault, and again. */
 static void solve(struct vstate *s)
+{
+	for (int round = 0; round < 8; round++) {
+		solve_passes(s);
+		if (!anchor_stack(s))
+			break;
+	}
+}
+
+static void solve_passes(struct vstate *s)
 {
 	for (int pass = 0; pass < 64; pass++) {
 		s->changed = 0;
+		/* rax of more system calls known: only ever earlier */
+		s->remap_after = remap_after(s);
 		fact_clear(s->mem);
 		for (size_t i = 0; i < s->n; i++) {
 			relate(s, i, s->mem);
@@ -1507,6 +2333,67 @@ static const struct btrace_snapshot *memory_at_fault(struct bt_ctx *c,
 	return f.id && !f.rep ? sn : NULL;
 }
 
+/* The crashed thread is its process's only thread (of the snapshot's
+ * tasks and of the decoded threads). */
+static int sole_thread(const struct btrace_decode_result *res,
+		       const struct btrace_snapshot *sn,
+		       const struct btrace_thread *t)
+{
+	size_t n = 0;
+	int32_t pid = -1;
+
+	if (res->nthreads != 1 || !sn)
+		return 0;
+	for (size_t k = 0; k < sn->ntasks; k++)
+		if (sn->tasks[k].tid == t->tid)
+			pid = sn->tasks[k].pid;
+	for (size_t k = 0; pid > 0 && k < sn->ntasks; k++)
+		n += sn->tasks[k].pid == pid;
+	return n == 1;
+}
+
+static int priv_cmp(const void *a, const void *b)
+{
+	const struct priv *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* The private readable mappings of @t's process (MAP_PRIVATE, not
+ * overlapping), sorted, into @s. */
+static int own_memory(const struct btrace_snapshot *sn,
+		      const struct btrace_thread *t, struct vstate *s)
+{
+	int32_t pid = -1;
+	size_t n = 0;
+
+	for (size_t k = 0; k < sn->ntasks; k++)
+		if (sn->tasks[k].tid == t->tid)
+			pid = sn->tasks[k].pid;
+	if (pid <= 0 || !sn->nmappings)
+		return 0;
+	s->priv = calloc(sn->nmappings, sizeof(*s->priv));
+	if (!s->priv)
+		return -ENOMEM;
+	for (size_t k = 0; k < sn->nmappings; k++) {
+		const struct btrace_mapping *m = &sn->mappings[k];
+		if (m->pid != pid || !(m->prot & 1) || !(m->flags & 2) ||
+		    (m->flags & 1) || m->end <= m->start)
+			continue;
+		s->priv[n++] = (struct priv){ m->start, m->end, !(m->prot & 2) };
+	}
+	qsort(s->priv, n, sizeof(*s->priv), priv_cmp);
+	/* overlapping ranges (a mapping recorded twice, changed since):
+	 * none of them is trusted */
+	for (size_t k = 1; k < n; k++)
+		if (s->priv[k].lo < s->priv[k - 1].hi) {
+			n = 0;
+			break;
+		}
+	s->npriv = n;
+	return 0;
+}
+
 /* --- the API --- */
 
 int btrace_values_build(const struct btrace_decode_result *res, size_t thread,
@@ -1582,6 +2469,8 @@ int btrace_values_build(const struct btrace_decode_result *res, size_t thread,
 			}
 		}
 		s.snap_mem = memory_at_fault(c, t, ci, fault_ip);
+		if (sole_thread(res, c->snap, t) && own_memory(c->snap, t, &s) < 0)
+			goto oom;
 	}
 	s.fault_ip = fault_ip;
 	solve(&s);
@@ -1610,6 +2499,7 @@ int btrace_values_build(const struct btrace_decode_result *res, size_t thread,
 		cs_free(ci, 1);
 	free(s.in);
 	free(s.mem);
+	free(s.priv);
 	*out = &v->pub;
 	return 0;
 oom_after:
@@ -1625,6 +2515,7 @@ oom:
 	free(s.val);
 	free(s.kn);
 	free(s.mem);
+	free(s.priv);
 	free(ip);
 	free(v);
 	return bt_error(err, rc, "values: out of memory");

@@ -38,6 +38,9 @@ static const unsigned reg_of[BTRACE_NVREGS] = {
 
 struct count {
 	uint64_t total, known, wrong, conflicts, insns;
+	/* the registers each instruction reads (before it) or writes
+	 * (after it, but for the last one: those are the fault's) */
+	uint64_t ototal, oknown;
 };
 
 static const char *base(const char *p)
@@ -112,6 +115,21 @@ static int run(const char *dir, char *spec, struct count *c, char *why,
 		if (k == v->ninsn)
 			break;   /* the fault's are the recorded ones */
 		c->insns++;
+		const uint64_t *after = truth + GEN_NREGS;
+		for (unsigned r = 0; r < BTRACE_NVREGS; r++) {
+			uint64_t x;
+			if ((v->reads[k] >> r) & 1) {
+				c->ototal++;
+				c->oknown += btrace_values_get(v, k, r, &x);
+			}
+			if (((v->writes[k] >> r) & 1) && k + 1 < v->ninsn) {
+				c->ototal++;
+				if (btrace_values_get(v, k + 1, r, &x)) {
+					c->oknown++;
+					c->wrong += x != after[reg_of[r]];
+				}
+			}
+		}
 		for (unsigned r = 0; r < BTRACE_NVREGS; r++) {
 			uint64_t x;
 			c->total++;
@@ -173,8 +191,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (table) {
-		printf("| program | instructions | register values | recovered | share | wrong |\n");
-		printf("|---|---:|---:|---:|---:|---:|\n");
+		printf("| program | instructions | register values | recovered | share | wrong | operand values | recovered | share |\n");
+		printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
 	} else {
 		printf("1..%d\n", argc - first + 1);
 	}
@@ -187,7 +205,7 @@ int main(int argc, char **argv)
 		if (rc < 0) {
 			failed = 1;
 			if (table)
-				printf("| %s | failed: %s | | | | |\n", name, why);
+				printf("| %s | failed: %s | | | | | | | |\n", name, why);
 			else
 				printf("not ok %d - %s: %s\n", i - first + 1, name, why);
 			continue;
@@ -197,31 +215,40 @@ int main(int argc, char **argv)
 		all.wrong += c.wrong;
 		all.insns += c.insns;
 		all.conflicts += c.conflicts;
+		all.ototal += c.ototal;
+		all.oknown += c.oknown;
 		/* two derivations that disagree: one of them was wrong */
 		int bad = c.wrong || c.conflicts || pct(c.known, c.total) < min;
 		failed |= bad;
 		if (table)
-			printf("| %s | %llu | %llu | %llu | %.1f%% | %llu |\n", name,
+			printf("| %s | %llu | %llu | %llu | %.1f%% | %llu | %llu | %llu | %.1f%% |\n", name,
 			       (unsigned long long)c.insns,
 			       (unsigned long long)c.total,
 			       (unsigned long long)c.known,
-			       pct(c.known, c.total), (unsigned long long)c.wrong);
+			       pct(c.known, c.total), (unsigned long long)c.wrong,
+			       (unsigned long long)c.ototal,
+			       (unsigned long long)c.oknown, pct(c.oknown, c.ototal));
 		else
 			printf("%s %d - %s: %llu instructions, %llu of %llu "
-			       "register values recovered (%.1f%%), %llu wrong, "
+			       "register values recovered (%.1f%%; of the "
+			       "registers the instructions read or write: "
+			       "%.1f%%), %llu wrong, "
 			       "%llu conflicts\n", bad ? "not ok" : "ok",
 			       i - first + 1, name, (unsigned long long)c.insns,
 			       (unsigned long long)c.known,
 			       (unsigned long long)c.total, pct(c.known, c.total),
+			       pct(c.oknown, c.ototal),
 			       (unsigned long long)c.wrong,
 			       (unsigned long long)c.conflicts);
 	}
 	if (table)
-		printf("| **total** | %llu | %llu | %llu | %.1f%% | %llu |\n",
+		printf("| **total** | %llu | %llu | %llu | %.1f%% | %llu | %llu | %llu | %.1f%% |\n",
 		       (unsigned long long)all.insns,
 		       (unsigned long long)all.total,
 		       (unsigned long long)all.known, pct(all.known, all.total),
-		       (unsigned long long)all.wrong);
+		       (unsigned long long)all.wrong,
+		       (unsigned long long)all.ototal,
+		       (unsigned long long)all.oknown, pct(all.oknown, all.ototal));
 	else
 		printf("%s %d - total: %llu of %llu register values recovered "
 		       "(%.1f%%), %llu wrong\n", all.wrong ? "not ok" : "ok",

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fixture program for the recovery of values (decoder/values.c): in its
+ * last instructions, conditional moves and sets whose conditions come from
+ * compares (cmov, setcc, sbb), a signal handler that returns (rt_sigreturn
+ * restores every register from the signal frame on the stack), and calls
+ * made below a stack buffer of a size not known from the code (the stack
+ * pointer lost, as after alloca), then a store through NULL.  Linked with
+ * -z now: no lazy binding in the window.
+ */
+#include <alloca.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+static volatile long sink;
+
+__attribute__((noinline)) static long pick(long a, long b, long c, long d)
+{
+	return a < b ? c : d;               /* cmp; cmovl */
+}
+
+__attribute__((noinline)) static int same(long a, long b)
+{
+	return a == b;                      /* cmp; sete */
+}
+
+__attribute__((noinline)) static unsigned long borrow(unsigned long a,
+						      unsigned long b)
+{
+	return a < b ? ~0ul : 0;            /* cmp; sbb */
+}
+
+static void on_usr1(int sig)
+{
+	sink += sig;
+}
+
+__attribute__((noinline)) static long mix(long i)
+{
+	return pick(i, 7, i * 3, i * 5) + same(i, 4) + (long)borrow((unsigned long)i, 3);
+}
+
+__attribute__((noinline)) static long fill(char *buf, long n)
+{
+	long acc = 0;
+
+	for (long i = 0; i < n; i++) {
+		buf[i] = (char)i;
+		acc += mix(i);
+	}
+	return acc;
+}
+
+__attribute__((noinline)) static long below(long n)
+{
+	/* a buffer of a size the path does not tell (a system call's
+	 * result): the stack pointer is lost below it */
+	char *buf = alloca((size_t)n + 16 * (size_t)(getpid() & 7));
+
+	return fill(buf, n) + buf[n / 2];
+}
+
+static long *volatile nowhere;
+
+__attribute__((noinline)) static void crash(long v)
+{
+	*nowhere = v;
+}
+
+int main(int argc, char **argv)
+{
+	struct sigaction sa;
+	long acc = 0;
+
+	(void)argv;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;
+	sigaction(SIGUSR1, &sa, NULL);
+	for (long i = 0; i < 12; i++)
+		acc += mix(i);
+	kill(getpid(), SIGUSR1);
+	acc += below(24 + argc);
+	crash(acc);
+	return 0;
+}
