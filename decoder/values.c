@@ -1138,13 +1138,6 @@ static int cond_at(const struct vstate *s, size_t i, unsigned cc)
 	return -1;
 }
 
-/*
- * What the path says a compare found: a je taken (or a jne not taken, the
- * path goes on where it went) right after cmp r64, imm / cmp r64, r64 /
- * test r64, r64 means the operands were equal (the tested register 0).
- * Sets the registers in state @i (before the jump @i; the compare wrote no
- * general-purpose register).
- */
 /* Register @r holds a zero-extended 32-bit value before instruction @i:
  * its last writer on the path (close before) wrote it as a 32-bit
  * destination (not bsf/bsr, which leave it as it was for a source 0). */
@@ -1165,49 +1158,59 @@ static int upper_zero(const struct vstate *s, size_t i, unsigned r)
 	return 0;
 }
 
+/*
+ * What the path says the flags' writer found: a je taken (or a jne not
+ * taken) on the flags of cmp r, imm / cmp r, r / test r, r means the
+ * operands were equal (the tested register 0), on those of sub, add, and,
+ * or, xor or neg of a register that its result was 0.
+ */
 static void branch_facts(struct vstate *s, size_t i)
 {
 	const struct vinsn *j = &s->in[i], *c;
-	uint64_t next;
+	long kw;
 
-	if (!i || (j->id != X86_INS_JE && j->id != X86_INS_JNE) || j->nop != 1 ||
-	    j->op[0].type != X86_OP_IMM)
+	if (!i || (j->id != X86_INS_JE && j->id != X86_INS_JNE))
 		return;
-	c = &s->in[i - 1];
-	next = i + 1 < s->n ? s->in[i + 1].ip : s->fault_ip;
-	if (!next)
+	int t = jump_taken(s, i);
+	/* ZF set: je taken, jne not taken */
+	if (t < 0 || t != (j->id == X86_INS_JE) || (kw = flag_writer(s, i)) < 0)
 		return;
-	int taken = next == (uint64_t)j->op[0].imm &&
-		    next != j->ip + j->size;
-	int fall = next == j->ip + j->size && next != (uint64_t)j->op[0].imm;
-	if (!(j->id == X86_INS_JE ? taken : fall))
-		return;
-	if (c->nop != 2 || c->op[0].type != X86_OP_REG || c->op[0].reg == NOREG ||
+	size_t k = (size_t)kw;
+	c = &s->in[k];
+	if (c->nop < 1 || c->op[0].type != X86_OP_REG || c->op[0].reg == NOREG ||
 	    c->op[0].hi8 || (c->op[0].width != 8 && c->op[0].width != 4))
 		return;
 	unsigned r0 = c->op[0].reg;
 	const struct vop *o1 = &c->op[1];
+	if (c->id != X86_INS_CMP && c->id != X86_INS_TEST) {
+		/* sub, add, and, or, xor, neg: the result was zero (a
+		 * 32-bit one zero-extended) */
+		set(s, k + 1, r0, 0);
+		return;
+	}
+	if (c->nop != 2)
+		return;
 	if (c->op[0].width == 4) {
 		/* the low half is what was compared: the whole register
 		 * when its upper half is known to be zero */
-		if (!upper_zero(s, i - 1, r0))
+		if (!upper_zero(s, k, r0))
 			return;
 		if (c->id == X86_INS_TEST && o1->type == X86_OP_REG && o1->reg == r0)
-			set(s, i, r0, 0);
+			set(s, k, r0, 0);
 		else if (c->id == X86_INS_CMP && o1->type == X86_OP_IMM)
-			set(s, i, r0, (uint64_t)o1->imm & 0xffffffffull);
+			set(s, k, r0, (uint64_t)o1->imm & 0xffffffffull);
 		return;
 	}
 	if (c->id == X86_INS_TEST && o1->type == X86_OP_REG && o1->reg == r0) {
-		set(s, i, r0, 0);
+		set(s, k, r0, 0);
 	} else if (c->id == X86_INS_CMP && o1->type == X86_OP_IMM) {
-		set(s, i, r0, (uint64_t)o1->imm);
+		set(s, k, r0, (uint64_t)o1->imm);
 	} else if (c->id == X86_INS_CMP && o1->type == X86_OP_REG &&
 		   o1->reg != NOREG && o1->width == 8) {
-		if (kn(s, i, o1->reg))
-			set(s, i, r0, get(s, i, o1->reg));
-		else if (kn(s, i, r0))
-			set(s, i, o1->reg, get(s, i, r0));
+		if (kn(s, k, o1->reg))
+			set(s, k, r0, get(s, k, o1->reg));
+		else if (kn(s, k, r0))
+			set(s, k, o1->reg, get(s, k, r0));
 	}
 }
 
