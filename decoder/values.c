@@ -43,6 +43,7 @@ struct vop {
 	uint8_t bad;         /* MEM: the address is never known (fs/gs, a
 			      * register that is not a GPR) */
 	uint8_t rip;         /* MEM: rip-relative (disp is the address) */
+	uint8_t fs;          /* MEM: fs-relative (the thread's fs base added) */
 	uint8_t scale;
 	int64_t imm;         /* IMM: value; MEM: displacement */
 };
@@ -93,6 +94,10 @@ struct vstate {
 	uint64_t stk_lo, stk_hi;  /* the stack's mapping, 0: none known */
 	uint64_t fault_ip;        /* where the path goes after its last
 				   * instruction, 0 not known */
+	uint64_t fs_base;         /* the thread's fs base at the fault */
+	size_t fs_from;           /* it is the fs base from this instruction
+				   * on (after the last arch_prctl); n + 1:
+				   * not known */
 	const struct btrace_snapshot *snap_mem;  /* its memory is the memory at
 				   * the fault: NULL not known */
 	struct facts *mem;
@@ -319,7 +324,9 @@ static void decode_one(struct bt_ctx *c, cs_insn *ci, uint64_t ip,
 			int b = -1, ix = -1;
 			v->imm = o->mem.disp;
 			v->scale = (uint8_t)o->mem.scale;
-			if (o->mem.segment == X86_REG_FS || o->mem.segment == X86_REG_GS)
+			if (o->mem.segment == X86_REG_FS)
+				v->fs = 1;
+			else if (o->mem.segment == X86_REG_GS)
 				v->bad = 1;
 			if (o->mem.base == X86_REG_RIP) {
 				v->rip = 1;
@@ -420,6 +427,11 @@ static int addr_of(const struct vstate *s, size_t i, const struct vop *o,
 
 	if (o->type != X86_OP_MEM || o->bad)
 		return 0;
+	if (o->fs) {
+		if (i < s->fs_from)
+			return 0;
+		x += s->fs_base;
+	}
 	if (o->base != NOREG) {
 		if (!kn(s, i, o->base))
 			return 0;
@@ -1436,6 +1448,32 @@ static void relate(struct vstate *s, size_t i, const struct facts *f)
 		put(s, i, d, r & mask_of(d->width));
 		break;
 	}
+	case X86_INS_ROL: case X86_INS_ROR: case X86_INS_BSWAP: {
+		/* rotations and byte swaps of a whole register: both ways */
+		unsigned cnt = 0, w = d->width * 8;
+		if (dreg == NOREG || d->hi8 || (d->width != 8 && d->width != 4) ||
+		    (in->id != X86_INS_BSWAP && !count_of(s, i, in, d->width, &cnt)))
+			break;
+		int left = in->id == X86_INS_ROL;
+		for (int dir = 0; dir < 2; dir++) {
+			/* dir 0: before to after; 1: after to before */
+			size_t from = dir ? i + 1 : i, to = dir ? i : i + 1;
+			if (!kn(s, from, dreg) || (dir && !full && !upper_zero(s, i, dreg)))
+				continue;
+			uint64_t v = get(s, from, dreg) & mask_of(d->width), r;
+			if (in->id == X86_INS_BSWAP) {
+				r = w == 64 ? __builtin_bswap64(v) : __builtin_bswap32((uint32_t)v);
+			} else {
+				unsigned c = cnt % w;
+				int l = dir ? !left : left;
+				r = !c ? v : l ? (v << c) | (v >> (w - c)) :
+					       (v >> c) | (v << (w - c));
+				r &= mask_of(d->width);
+			}
+			set(s, to, dreg, r);
+		}
+		break;
+	}
 	case X86_INS_IMUL:
 		if (dreg == NOREG || (d->width != 8 && d->width != 4) || in->nop < 2)
 			break;
@@ -1887,6 +1925,23 @@ static size_t remap_after(const struct vstate *s)
 
 static void solve_passes(struct vstate *s);
 
+/* From the instruction after the last one of the path that may change the
+ * fs base (arch_prctl, wrfsbase, a system call whose number is not known):
+ * n + 1 when the fs base at the fault is not known. */
+static size_t fs_from(const struct vstate *s)
+{
+	if (!s->fs_base)
+		return s->n + 1;
+	for (size_t i = s->n; i-- > 0;) {
+		if (s->in[i].id == X86_INS_WRFSBASE)
+			return i + 1;
+		if (s->in[i].id == X86_INS_SYSCALL &&
+		    (!kn(s, i, BTRACE_VREG_RAX) || get(s, i, BTRACE_VREG_RAX) == 158))
+			return i + 1;
+	}
+	return 0;
+}
+
 /* Forward and backward passes until nothing changes; then the stack
  * pointer from the memory at the fault, and again. */
 static void solve(struct vstate *s)
@@ -1904,6 +1959,7 @@ static void solve_passes(struct vstate *s)
 		s->changed = 0;
 		/* rax of more system calls known: only ever earlier */
 		s->remap_after = remap_after(s);
+		s->fs_from = fs_from(s);
 		fact_clear(s->mem);
 		for (size_t i = 0; i < s->n; i++) {
 			relate(s, i, s->mem);
@@ -2462,6 +2518,7 @@ int btrace_values_build(const struct btrace_decode_result *res, size_t thread,
 			BTRACE_REG_R15,
 		};
 		uint64_t sp = sig->regs[BTRACE_REG_RSP];
+		s.fs_base = sig->regs[BTRACE_REG_FS_BASE];
 		for (unsigned r = 0; r < NR; r++)
 			set(&s, n, r, sig->regs[map[r]]);
 		for (size_t k = 0; k < c->snap->nmappings; k++) {
