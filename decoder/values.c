@@ -343,7 +343,13 @@ static void decode_one(struct bt_ctx *c, cs_insn *ci, uint64_t ip,
 			}
 			v->base = b >= 0 ? (uint8_t)b : NOREG;
 			v->index = ix >= 0 ? (uint8_t)ix : NOREG;
-			if ((o->access & CS_AC_WRITE) || !o->access) {
+			/* compares read their memory operand (capstone 4
+			 * gives `test byte ptr [rbx], 0x20` no access or a
+			 * write) */
+			if (ci->id == X86_INS_TEST || ci->id == X86_INS_CMP ||
+			    ci->id == X86_INS_BT)
+				v->access = CS_AC_READ;
+			if ((v->access & CS_AC_WRITE) || !v->access) {
 				/* a write the facts cannot follow: a rep
 				 * string instruction, an unknown size */
 				if (out->rep || !o->size || o->size > 64 ||
@@ -2385,8 +2391,9 @@ static const struct btrace_snapshot *memory_at_fault(struct bt_ctx *c,
 	if (!sn->nmemory || t->fault.after_blocks || t->fault.death_ip ||
 	    btrace_snapshot_meta(sn, "qemu.final_signal"))
 		return NULL;
+	/* the thread's stack, or the process's memory (tid 0) */
 	for (size_t k = 0; k < sn->nmemory; k++)
-		if (sn->memory[k].tid != t->tid)
+		if (sn->memory[k].tid != t->tid && sn->memory[k].tid != 0)
 			return NULL;
 	decode_one(c, ci, fault_ip, &f);
 	return f.id && !f.rep ? sn : NULL;

@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Register values recovered against the truth on the crash corpus
+(tests/corpus: crashing programs of our own, not written for values.c):
+every compiled C, C++ and Rust program of the corpus that dies of its own
+fault in one thread, built as the corpus builds it, single-stepped to its
+fault under ptrace by test-decode-values (tests/decode/gen.c), the share
+of values recovered and the wrong ones, as a Markdown table
+(docs/performance.md, "Values and the origin").
+
+    bench/values-corpus.py BUILD_DIR [-- TEST_DECODE_VALUES_OPTIONS...]
+
+Programs left out, and why: threads (the generator follows one), signals
+from outside or handled signals (no fault of the program's own), JIT and
+runtimes with their own fault handlers (Go, Java, Node, Python, Perl,
+LuaJIT: tens of millions of single steps before the fault), more than one
+argument.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(top, 'tests', 'corpus'))
+import corpus  # noqa: E402
+
+
+def wanted(case):
+    flags = case.get('flags', [])
+    if case['lang'] not in ('c', 'cxx', 'rust'):
+        return False
+    if case.get('kind', 'crash') != 'crash' or case.get('kill'):
+        return False
+    if '-pthread' in flags or case.get('env') or case.get('copy'):
+        return False
+    if any(x in case['name'] for x in ('jit', 'threads', 'asan', 'exact',
+                                       'dlopen', 'seccomp')):
+        return False
+    args = case.get('args', [])
+    return len(args) <= 1 and not any('@' in a for a in args)
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    build = os.path.abspath(sys.argv[1])
+    extra = sys.argv[3:] if len(sys.argv) > 2 and sys.argv[2] == '--' else []
+    tdv = os.path.join(build, 'tests', 'decode', 'test-decode-values')
+    with tempfile.TemporaryDirectory(prefix='btrace-values-') as d:
+        specs = []
+        for case in corpus.CASES:
+            if not wanted(case):
+                continue
+            try:
+                argv, _ = corpus.build(case, d)
+            except Exception as e:  # a missing compiler: say so, go on
+                print('# %s: not built: %s' % (case['name'], e),
+                      file=sys.stderr)
+                continue
+            # the name in the table is the case's
+            named = os.path.join(d, case['name'])
+            if argv[0] != named:
+                os.symlink(argv[0], named)
+            args = case.get('args', [])
+            specs.append(named + ('=' + args[0] if args else ''))
+        r = subprocess.run([tdv, '--table'] + extra + specs, cwd=d)
+        return r.returncode
+
+
+if __name__ == '__main__':
+    sys.exit(main())
