@@ -109,6 +109,7 @@ struct vstate {
 	size_t npriv;
 	size_t remap_after;       /* loads from 0..remap_after - 1 come before a
 				   * system call that may change mappings */
+	uint8_t *searched;        /* rt_sigreturn i's frame searched for */
 };
 
 struct bt_values {
@@ -1271,8 +1272,10 @@ static void sigreturn_frame(struct vstate *s, size_t i)
 	    s->in[i - 1].id != X86_INS_MOV)
 		return;
 	next = i + 1 < s->n ? s->in[i + 1].ip : s->fault_ip;
-	if (!next)
+	/* the memory and what is sought do not change: once */
+	if (!next || !s->searched || s->searched[i])
 		return;
+	s->searched[i] = 1;
 	restorer = s->in[i - 1].ip;
 	for (size_t m = 0; m < sn->nmemory; m++) {
 		const struct btrace_memory *mm = &sn->memory[m];
@@ -1866,11 +1869,15 @@ static int anchor_stack(struct vstate *s)
 		unsigned nbase = 0;
 		for (size_t m = 0; m < sn->nmemory && nbase < 2; m++) {
 			const struct btrace_memory *mm = &sn->memory[m];
-			for (uint64_t o = 0; mm->size >= 8 && o <= mm->size - 8 &&
+			/* the part of it in the thread's stack */
+			uint64_t lo = mm->vaddr > s->stk_lo ? mm->vaddr : s->stk_lo;
+			uint64_t hi = mm->vaddr + mm->size < s->stk_hi ?
+				      mm->vaddr + mm->size : s->stk_hi;
+			if (mm->size < 8 || hi < lo + 8)
+				continue;
+			for (uint64_t o = lo - mm->vaddr; o <= hi - 8 - mm->vaddr &&
 			     nbase < 2; o++) {
-				/* a stack slot of the thread's stack */
-				if (le64(mm->data + o) != cs[r0].val ||
-				    !in_stack(s, mm->vaddr + o, 8))
+				if (le64(mm->data + o) != cs[r0].val)
 					continue;
 				uint64_t b = mm->vaddr + o - (uint64_t)cs[r0].off;
 				size_t c;
@@ -2496,9 +2503,11 @@ int btrace_values_build(const struct btrace_decode_result *res, size_t thread,
 	s.val = calloc((n + 1) * NR, sizeof(*s.val));
 	s.kn = calloc(n + 1, sizeof(*s.kn));
 	s.mem = malloc(sizeof(*s.mem));
+	s.searched = calloc(n + 1, 1);
 	if (c->cs_ok)
 		ci = cs_malloc(c->cs);
-	if (!s.in || !s.val || !s.kn || !s.mem || (c->cs_ok && !ci))
+	if (!s.in || !s.val || !s.kn || !s.mem || !s.searched ||
+	    (c->cs_ok && !ci))
 		goto oom;
 	int32_t depth = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -2567,6 +2576,7 @@ int btrace_values_build(const struct btrace_decode_result *res, size_t thread,
 	free(s.in);
 	free(s.mem);
 	free(s.priv);
+	free(s.searched);
 	*out = &v->pub;
 	return 0;
 oom_after:
@@ -2583,6 +2593,7 @@ oom:
 	free(s.kn);
 	free(s.mem);
 	free(s.priv);
+	free(s.searched);
 	free(ip);
 	free(v);
 	return bt_error(err, rc, "values: out of memory");
