@@ -21,7 +21,7 @@ work=$(mktemp -d /tmp/btrace-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 m="python3 $top/bench/measure.py -n 9"
 
-progs="null loop first longjmp ljrec tailcycle tailind skipret retskip ctx jmpctx sigtail panic kill"
+progs="null loop first longjmp ljrec tailcycle tailind skipret retskip ctx jmpctx sigtail panic kill values"
 targets="tests/decode/test-decode-values tests/decode/bt-gen-fixture fixtures/demo/crashdemo src/cli/btrace"
 for p in $progs; do targets="$targets tests/decode/fx-crash-$p"; done
 # shellcheck disable=SC2086
