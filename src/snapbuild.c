@@ -329,24 +329,35 @@ void bt_snap_stack_window(uint64_t sp, uint64_t start, uint64_t end,
 }
 
 int bt_snapbuild_add_stack(struct bt_snapbuild *b,
-			   const struct btrace_signal *sig,
-			   const struct btrace_mapping *maps, size_t nmaps)
+			   const struct btrace_signal *sig)
 {
 	uint64_t sp = sig->regs[BTRACE_REG_RSP], lo, hi;
 	struct btrace_memory m = { .tid = sig->tid };
+	struct bt_snap_region *reg = NULL;
+	char path[64], *maps;
+	size_t nreg = 0;
 	uint8_t *buf;
-	int r;
+	int r = 0;
 
 	if (!sig->has_regs)
 		return 0;
-	for (size_t i = 0; i < nmaps; i++) {
-		if (sp < maps[i].start || sp >= maps[i].end ||
-		    !(maps[i].prot & 2))   /* PROT_WRITE */
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)b->pid);
+	/* maps that cannot be read: no stack, not an error */
+	if (bt_read_file(path, &maps, NULL, 64u << 20) < 0)
+		return 0;
+	r = bt_snap_regions_parse(maps, &reg, &nreg);
+	free(maps);
+	if (r < 0)
+		return bt_error(b->err, r, "snapshot: the stack failed: out of "
+				"memory");
+	for (size_t i = 0; i < nreg; i++) {
+		if (sp < reg[i].start || sp >= reg[i].end ||
+		    (reg[i].prot & 3) != 3 || reg[i].special)
 			continue;
-		bt_snap_stack_window(sp, maps[i].start, maps[i].end, &lo, &hi);
+		bt_snap_stack_window(sp, reg[i].start, reg[i].end, &lo, &hi);
 		/* a stack that cannot be read is left out, not an error */
 		if (copy_mem(b->pid, lo, hi - lo, &buf) < 0)
-			return 0;
+			break;
 		m.vaddr = lo;
 		m.data = buf;
 		m.size = hi - lo;
@@ -356,9 +367,10 @@ int bt_snapbuild_add_stack(struct bt_snapbuild *b,
 			b->stack_lo = lo;
 			b->stack_hi = hi;
 		}
-		return r;
+		break;
 	}
-	return 0;
+	free(reg);
+	return r;
 }
 
 /* --- the process's data at a fault (snapbuild.h) --- */

@@ -105,11 +105,12 @@ int bt_snapbuild_add_memory(struct bt_snapbuild *b,
 #define BT_SNAP_STACK (64u << 10)
 void bt_snap_stack_window(uint64_t sp, uint64_t start, uint64_t end,
 			  uint64_t *lo, uint64_t *hi);
-/* That window of live process @pid stopped at the signal @sig (registers
- * known), read from /proc/PID/mem; nothing when it cannot be read. */
+/* That window of the builder's live process stopped at the signal @sig
+ * (registers known), in its writable mapping of /proc/PID/maps (the
+ * sideband's mappings are the executable ones only), read from
+ * /proc/PID/mem; nothing when it cannot be read. */
 int bt_snapbuild_add_stack(struct bt_snapbuild *b,
-			   const struct btrace_signal *sig,
-			   const struct btrace_mapping *maps, size_t nmaps);
+			   const struct btrace_signal *sig);
 
 /*
  * The process's other memory at a fault (docs/format.md, "memory"): its

@@ -444,6 +444,7 @@ static void test_data_live(struct bt_test *t)
 	struct btrace_snapshot *s = NULL;
 	struct btrace_error err = { 0 };
 	struct bt_snapbuild b;
+	struct btrace_signal sig = { 0 };
 	uint8_t *heap = malloc(4096), pat[256], hpat[256], rpat[256];
 	uint8_t *ro = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -483,6 +484,15 @@ static void test_data_live(struct bt_test *t)
 	BT_CHECK(t, read(ready[0], &c, 1) == 1 && c == 'r');
 	snprintf(path, sizeof(path), "%s/data.btrace", dir);
 	BT_EQ_INT(t, 0, bt_snapbuild_begin(&b, path, "child", pid, &cfg, &err));
+	/* its stack first: the window around a stack pointer on our (and
+	 * so its) stack, from its /proc/PID/maps */
+	sig.tid = pid;
+	sig.has_regs = 1;
+	sig.regs[BTRACE_REG_RSP] = (uintptr_t)&sig;
+	BT_EQ_INT(t, 0, bt_snapbuild_add_stack(&b, &sig));
+	BT_CHECK(t, b.stack_lo <= (uintptr_t)&sig &&
+		    (uintptr_t)&sig < b.stack_hi &&
+		    b.stack_hi - b.stack_lo <= BT_SNAP_STACK);
 	BT_EQ_INT(t, 0, bt_snapbuild_add_data(&b, 64ull << 20));
 	BT_CHECK(t, b.data_bytes > 0 && b.data_bytes <= (64ull << 20));
 	BT_EQ_INT(t, 0, bt_snapbuild_finish(&b));
@@ -507,6 +517,15 @@ static void test_data_live(struct bt_test *t)
 		  (void *)ro);
 	if (got)
 		BT_EQ_MEM(t, rpat, got, 256);
+	got = find_range(s, (uintptr_t)&sig, sizeof(sig), &tid);
+	BT_CHECK_(t, got != NULL && tid == pid, "the stack at %p: %s, tid %d",
+		  (void *)&sig, got ? "stored" : "not stored", (int)tid);
+	/* the window is stored once: no process range overlaps it */
+	for (size_t i = 0; i < s->nmemory; i++)
+		if (s->memory[i].tid == BTRACE_MEMORY_PROCESS)
+			BT_CHECK(t, s->memory[i].vaddr >= b.stack_hi ||
+				    s->memory[i].vaddr + s->memory[i].size <=
+				    b.stack_lo);
 	BT_CHECK_(t, find_range(s, (uintptr_t)ex, 1, &tid) == NULL,
 		  "the executable page at %p was stored", (void *)ex);
 	BT_CHECK_(t, find_range(s, (uintptr_t)&test_data_live, 1, &tid) == NULL,
