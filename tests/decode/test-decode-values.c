@@ -92,6 +92,21 @@ static int run(const char *dir, char *spec, struct count *c, char *why,
 			 "no crashed thread" : err.msg);
 		goto out;
 	}
+	if (memory) {
+		/* the process's memory (tid 0) is there, within the budget */
+		uint64_t data = 0;
+
+		for (size_t k = 0; k < snap->nmemory; k++)
+			if (snap->memory[k].tid == BTRACE_MEMORY_PROCESS)
+				data += snap->memory[k].size;
+		if (!data || data > memory) {
+			snprintf(why, wl, "%llu bytes of process memory in the "
+				 "snapshot, --memory %llu",
+				 (unsigned long long)data,
+				 (unsigned long long)memory);
+			goto out;
+		}
+	}
 	if (!tr.regs || v->ninsn > tr.nregs || v->ninsn > tr.n) {
 		snprintf(why, wl, "the truth has %llu instructions with "
 			 "registers, the path %zu", (unsigned long long)tr.nregs,
