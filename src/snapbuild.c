@@ -382,13 +382,14 @@ static int region_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* 0: writable, 1: read-only private, -1: not stored. */
+/* 0: writable, 1: read-only private, 2: writable but huge, -1: not
+ * stored. */
 static int region_kind(const struct bt_snap_region *r)
 {
 	if (r->special || !(r->prot & 1) || (r->prot & 4) || r->end <= r->start)
 		return -1;
 	if (r->prot & 2)
-		return 0;
+		return r->end - r->start > BT_SNAP_MEMORY_HUGE ? 2 : 0;
 	return r->shared ? -1 : 1;
 }
 
@@ -408,7 +409,7 @@ long bt_snap_data_select(const struct bt_snap_region *r, size_t n,
 		return -ENOMEM;
 	memcpy(v, r, n * sizeof(*v));
 	qsort(v, n, sizeof(*v), region_cmp);
-	for (int kind = 0; kind < 2 && budget; kind++) {
+	for (int kind = 0; kind < 3 && budget; kind++) {
 		for (size_t i = 0; i < n && budget; i++) {
 			uint64_t s = v[i].start, e = v[i].end;
 

@@ -121,8 +121,11 @@ int bt_snapbuild_add_stack(struct bt_snapbuild *b,
  *    not the kernel's special ones ([vvar], [vvar_vclock], [vsyscall]...:
  *    a name in brackets other than [heap], [stack...] and [anon...]);
  *  - writable ones first (private or shared), then read-only private ones
- *    (they hold RELRO: written at start-up, read-only at the fault); a
- *    read-only shared mapping is not stored; each kind in address order;
+ *    (they hold RELRO: written at start-up, read-only at the fault), then
+ *    writable ones larger than BT_SNAP_MEMORY_HUGE (reservations such as a
+ *    sanitizer's shadow memory: mostly never touched, and at low addresses
+ *    they would take the whole budget); a read-only shared mapping is not
+ *    stored; each kind in address order;
  *  - the mapping that holds the stack window already stored keeps only its
  *    part above the window (the callers' frames, the arguments and the
  *    environment); below the window is memory the stack no longer uses;
@@ -134,6 +137,7 @@ int bt_snapbuild_add_stack(struct bt_snapbuild *b,
  * given to another).
  */
 #define BT_SNAP_MEMORY_CHUNK (16ull << 20)
+#define BT_SNAP_MEMORY_HUGE (128ull << 20)   /* BTRACE_MEMORY_MAX */
 
 struct bt_snap_region {
 	uint64_t start, end;

@@ -286,6 +286,7 @@ static size_t dir_entries(const char *dir)
 /* A process's maps, out of address order on purpose (the rule sorts). */
 static const char *const synth_maps =
 	"7ffff7fc3000-7ffff7fc7000 r--p 00000000 00:00 0    [vvar]\n"
+	"7fff8000-8fff8000 rw-p 00000000 00:00 0\n"   /* ASan's low shadow */
 	"555555554000-555555555000 r--p 00000000 fd:01 11   /usr/bin/prog\n"
 	"555555555000-555555556000 r-xp 00001000 fd:01 11   /usr/bin/prog\n"
 	"555555557000-555555558000 r--p 00002000 fd:01 11   /usr/bin/prog\n"
@@ -313,7 +314,7 @@ static long select_synth(struct bt_test *t, uint64_t lo, uint64_t hi,
 	long k;
 
 	BT_EQ_INT(t, 0, bt_snap_regions_parse(synth_maps, &reg, &n));
-	BT_EQ_U64(t, 19, n);
+	BT_EQ_U64(t, 20, n);
 	k = bt_snap_data_select(reg, n, lo, hi, budget, out);
 	free(reg);
 	return k;
@@ -336,20 +337,28 @@ static void test_data_rule(struct bt_test *t)
 		{ 0x555555557000, 0x1000 },          /* RELRO */
 		{ 0x7ffff7d20000, 0x8000 },
 		{ 0x7ffff7eb0000, 0x4000 },          /* libc's RELRO */
+		/* then the huge writable ones (above 128 MiB), in sections of
+		 * 16 MiB: the first */
+		{ 0x7fff8000, 16 << 20 },
 	};
 	struct bt_snap_range *r = NULL;
 	long n = select_synth(t, 0x7ffffffe0000, 0x7fffffff0000, 1ull << 30, &r);
 
-	BT_EQ_INT(t, (int)BT_ARRAY_SIZE(want), (int)n);
+	/* the huge one: 256 MiB in 16 sections, after the others */
+	BT_EQ_INT(t, (int)BT_ARRAY_SIZE(want) - 1 + 16, (int)n);
 	for (long i = 0; i < n && i < (long)BT_ARRAY_SIZE(want); i++) {
 		BT_EQ_U64(t, want[i].start, r[i].start);
 		BT_EQ_U64(t, want[i].size, r[i].size);
 	}
+	if (n == (long)BT_ARRAY_SIZE(want) - 1 + 16) {
+		BT_EQ_U64(t, 0x7fff8000 + (15ull << 24), r[n - 1].start);
+		BT_EQ_U64(t, 16 << 20, r[n - 1].size);
+	}
 	free(r);
 	/* no stack window: the whole stack mapping, last of the writable */
 	n = select_synth(t, 0, 0, 1ull << 30, &r);
-	BT_EQ_INT(t, (int)BT_ARRAY_SIZE(want), (int)n);
-	if (n == (long)BT_ARRAY_SIZE(want)) {
+	BT_EQ_INT(t, (int)BT_ARRAY_SIZE(want) - 1 + 16, (int)n);
+	if (n == (long)BT_ARRAY_SIZE(want) - 1 + 16) {
 		BT_EQ_U64(t, 0x7ffffffde000, r[6].start);
 		BT_EQ_U64(t, 0x21000, r[6].size);
 	}
