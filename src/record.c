@@ -101,6 +101,12 @@ static int record(const struct btrace_record_opts *opts,
 	const struct bt_backend *b;
 	uint32_t backend;
 
+	if (opts->memory > BTRACE_MEMORY_MAX)
+		return bt_error(err, -EINVAL, "record: start failed: memory "
+				"budget %llu bytes is above the most, %llu (a "
+				"reader refuses a file that inflates that much)",
+				(unsigned long long)opts->memory,
+				(unsigned long long)BTRACE_MEMORY_MAX);
 	if (!!(opts->argv && opts->argv[0]) == !!opts->pid)
 		return bt_error(err, -EINVAL, "record: start failed: give "
 				"either a program to launch or a pid");

@@ -329,32 +329,265 @@ void bt_snap_stack_window(uint64_t sp, uint64_t start, uint64_t end,
 }
 
 int bt_snapbuild_add_stack(struct bt_snapbuild *b,
-			   const struct btrace_signal *sig,
-			   const struct btrace_mapping *maps, size_t nmaps)
+			   const struct btrace_signal *sig)
 {
 	uint64_t sp = sig->regs[BTRACE_REG_RSP], lo, hi;
 	struct btrace_memory m = { .tid = sig->tid };
+	struct bt_snap_region *reg = NULL;
+	char path[64], *maps;
+	size_t nreg = 0;
 	uint8_t *buf;
-	int r;
+	int r = 0;
 
 	if (!sig->has_regs)
 		return 0;
-	for (size_t i = 0; i < nmaps; i++) {
-		if (sp < maps[i].start || sp >= maps[i].end ||
-		    !(maps[i].prot & 2))   /* PROT_WRITE */
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)b->pid);
+	/* maps that cannot be read: no stack, not an error */
+	if (bt_read_file(path, &maps, NULL, 64u << 20) < 0)
+		return 0;
+	r = bt_snap_regions_parse(maps, &reg, &nreg);
+	free(maps);
+	if (r < 0)
+		return bt_error(b->err, r, "snapshot: the stack failed: out of "
+				"memory");
+	for (size_t i = 0; i < nreg; i++) {
+		if (sp < reg[i].start || sp >= reg[i].end ||
+		    (reg[i].prot & 3) != 3 || reg[i].special)
 			continue;
-		bt_snap_stack_window(sp, maps[i].start, maps[i].end, &lo, &hi);
+		bt_snap_stack_window(sp, reg[i].start, reg[i].end, &lo, &hi);
 		/* a stack that cannot be read is left out, not an error */
 		if (copy_mem(b->pid, lo, hi - lo, &buf) < 0)
-			return 0;
+			break;
 		m.vaddr = lo;
 		m.data = buf;
 		m.size = hi - lo;
 		r = bt_snapbuild_add_memory(b, &m);
 		free(buf);
-		return r;
+		if (!r) {
+			b->stack_lo = lo;
+			b->stack_hi = hi;
+		}
+		break;
 	}
+	free(reg);
+	return r;
+}
+
+/* --- the process's data at a fault (snapbuild.h) --- */
+
+static int region_cmp(const void *a, const void *b)
+{
+	const struct bt_snap_region *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* 0: writable, 1: read-only private, 2: writable but huge, -1: not
+ * stored. */
+static int region_kind(const struct bt_snap_region *r)
+{
+	if (r->special || !(r->prot & 1) || (r->prot & 4) || r->end <= r->start)
+		return -1;
+	if (r->prot & 2)
+		return r->end - r->start > BT_SNAP_MEMORY_HUGE ? 2 : 0;
+	return r->shared ? -1 : 1;
+}
+
+long bt_snap_data_select(const struct bt_snap_region *r, size_t n,
+			 uint64_t stack_lo, uint64_t stack_hi,
+			 uint64_t budget, struct bt_snap_range **out)
+{
+	struct bt_snap_region *v = NULL;
+	struct bt_snap_range *o = NULL;
+	size_t no = 0, co = 0;
+
+	*out = NULL;
+	if (!n || !budget)
+		return 0;
+	v = malloc(n * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	memcpy(v, r, n * sizeof(*v));
+	qsort(v, n, sizeof(*v), region_cmp);
+	for (int kind = 0; kind < 3 && budget; kind++) {
+		for (size_t i = 0; i < n && budget; i++) {
+			uint64_t s = v[i].start, e = v[i].end;
+
+			if (region_kind(&v[i]) != kind)
+				continue;
+			/* the stack's mapping: only above the window */
+			if (stack_lo < stack_hi && s < stack_hi && stack_lo < e)
+				s = stack_hi;
+			if (s >= e)
+				continue;
+			if (e - s > budget)
+				e = s + budget;
+			budget -= e - s;
+			while (s < e) {
+				uint64_t len = e - s < BT_SNAP_MEMORY_CHUNK ?
+					       e - s : BT_SNAP_MEMORY_CHUNK;
+
+				if (no == co) {
+					size_t c = co ? 2 * co : 16;
+					struct bt_snap_range *g =
+						realloc(o, c * sizeof(*o));
+
+					if (!g) {
+						free(o);
+						free(v);
+						return -ENOMEM;
+					}
+					o = g;
+					co = c;
+				}
+				o[no].start = s;
+				o[no++].size = len;
+				s += len;
+			}
+		}
+	}
+	free(v);
+	*out = o;
+	return (long)no;
+}
+
+/* A name in brackets the kernel gives a mapping that is not plain memory
+ * ([vvar], [vvar_vclock], [vsyscall], [vdso], [uprobes]...); [heap],
+ * [stack...] and [anon...] (a named anonymous mapping) are plain. */
+static bool special_name(const char *p, size_t len)
+{
+	if (!len || p[0] != '[')
+		return false;
+	return !((len >= 6 && !memcmp(p, "[heap]", 6)) ||
+		 (len >= 6 && !memcmp(p, "[stack", 6)) ||
+		 (len >= 5 && !memcmp(p, "[anon", 5)));
+}
+
+int bt_snap_regions_parse(const char *text, struct bt_snap_region **out,
+			  size_t *n)
+{
+	struct bt_snap_region *v = NULL;
+	size_t nv = 0, cv = 0, len;
+	const char *line;
+
+	while ((line = bt_maps_next(&text, &len))) {
+		struct bt_maps_line ml;
+
+		if (bt_maps_parse(line, len, &ml) < 3)   /* start, end, perms */
+			continue;
+		if (nv == cv) {
+			size_t c = cv ? 2 * cv : 64;
+			struct bt_snap_region *g = realloc(v, c * sizeof(*v));
+
+			if (!g) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = g;
+			cv = c;
+		}
+		v[nv].start = ml.start;
+		v[nv].end = ml.end;
+		v[nv].prot = (ml.perms[0] == 'r' ? 1u : 0) |
+			     (ml.perms[1] == 'w' ? 2u : 0) |
+			     (ml.perms[2] == 'x' ? 4u : 0);
+		v[nv].shared = ml.perms[3] == 's';
+		v[nv].special = special_name(ml.path, ml.path_len);
+		nv++;
+	}
+	*out = v;
+	*n = nv;
 	return 0;
+}
+
+int bt_snap_proc_data(pid_t pid, uint64_t stack_lo, uint64_t stack_hi,
+		      uint64_t budget,
+		      int (*add)(void *ctx, const struct btrace_memory *m),
+		      void *ctx)
+{
+	struct bt_snap_region *reg = NULL;
+	struct bt_snap_range *rg = NULL;
+	char path[64], *maps;
+	size_t nreg = 0;
+	long nrg;
+	int r, fd;
+
+	if (!budget)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	r = bt_read_file(path, &maps, NULL, 64u << 20);
+	if (r < 0)
+		return r;
+	r = bt_snap_regions_parse(maps, &reg, &nreg);
+	free(maps);
+	if (r < 0)
+		return r;
+	nrg = bt_snap_data_select(reg, nreg, stack_lo, stack_hi, budget, &rg);
+	free(reg);
+	if (nrg <= 0)
+		return (int)nrg;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		free(rg);
+		return 0;   /* memory that cannot be read is left out */
+	}
+	for (long i = 0; i < nrg && r >= 0; i++) {
+		struct btrace_memory m = { .tid = BTRACE_MEMORY_PROCESS,
+					   .vaddr = rg[i].start };
+		uint8_t *buf = malloc(rg[i].size);
+		uint64_t got = 0;
+		ssize_t k;
+
+		if (!buf) {
+			r = -ENOMEM;
+			break;
+		}
+		while (got < rg[i].size &&
+		       (k = pread(fd, buf + got, rg[i].size - got,
+				  (off_t)(rg[i].start + got))) > 0)
+			got += (uint64_t)k;
+		if (got == rg[i].size) {
+			m.data = buf;
+			m.size = got;
+			r = add(ctx, &m);
+		}
+		free(buf);
+	}
+	close(fd);
+	free(rg);
+	return r < 0 ? r : 0;
+}
+
+struct data_ctx {
+	struct bt_snapbuild *b;
+	int failed;                 /* the writer failed (b->err says why) */
+};
+
+static int add_to_builder(void *ctx, const struct btrace_memory *m)
+{
+	struct data_ctx *d = ctx;
+	int r = bt_snapbuild_add_memory(d->b, m);
+
+	if (r < 0)
+		d->failed = 1;
+	else
+		d->b->data_bytes += m->size;
+	return r;
+}
+
+int bt_snapbuild_add_data(struct bt_snapbuild *b, uint64_t budget)
+{
+	struct data_ctx d = { .b = b };
+	int r = bt_snap_proc_data(b->pid, b->stack_lo, b->stack_hi, budget,
+				  add_to_builder, &d);
+
+	if (r >= 0 || d.failed)
+		return r;
+	if (r == -ENOMEM)
+		return bt_error(b->err, r, "snapshot: the process's memory "
+				"failed: out of memory");
+	return 0;   /* maps that cannot be read: the data is left out */
 }
 
 int bt_snapbuild_set_signal(struct bt_snapbuild *b,

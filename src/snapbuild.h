@@ -67,6 +67,10 @@ struct bt_snapbuild {
 	/* the summary's facts, counted as the backend feeds */
 	uint64_t bytes;             /* trace bytes of every buffer */
 	uint64_t nbuffers, ntasks, nmaps, ncode;
+	/* the stack window stored (bt_snapbuild_add_stack(), or the QEMU
+	 * backend's from its core): [stack_lo, stack_hi), 0 0 when none */
+	uint64_t stack_lo, stack_hi;
+	uint64_t data_bytes;        /* bytes of the process-wide ranges */
 };
 
 int bt_snapbuild_begin(struct bt_snapbuild *b, const char *path,
@@ -101,11 +105,84 @@ int bt_snapbuild_add_memory(struct bt_snapbuild *b,
 #define BT_SNAP_STACK (64u << 10)
 void bt_snap_stack_window(uint64_t sp, uint64_t start, uint64_t end,
 			  uint64_t *lo, uint64_t *hi);
-/* That window of live process @pid stopped at the signal @sig (registers
- * known), read from /proc/PID/mem; nothing when it cannot be read. */
+/* That window of the builder's live process stopped at the signal @sig
+ * (registers known), in its writable mapping of /proc/PID/maps (the
+ * sideband's mappings are the executable ones only), read from
+ * /proc/PID/mem; nothing when it cannot be read. */
 int bt_snapbuild_add_stack(struct bt_snapbuild *b,
-			   const struct btrace_signal *sig,
-			   const struct btrace_mapping *maps, size_t nmaps);
+			   const struct btrace_signal *sig);
+
+/*
+ * The process's other memory at a fault (docs/format.md, "memory"): its
+ * data mappings, up to a byte budget (`btrace record --memory`), stored as
+ * process-wide ranges (tid BTRACE_MEMORY_PROCESS, 0).  The rule, shared by
+ * every backend and the decoder tests' fixture generator:
+ *  - candidates: every mapping that is readable and not executable, but
+ *    not the kernel's special ones ([vvar], [vvar_vclock], [vsyscall]...:
+ *    a name in brackets other than [heap], [stack...] and [anon...]);
+ *  - writable ones first (private or shared), then read-only private ones
+ *    (they hold RELRO: written at start-up, read-only at the fault), then
+ *    writable ones larger than BT_SNAP_MEMORY_HUGE (reservations such as a
+ *    sanitizer's shadow memory: mostly never touched, and at low addresses
+ *    they would take the whole budget); a read-only shared mapping is not
+ *    stored; each kind in address order;
+ *  - the mapping that holds the stack window already stored keeps only its
+ *    part above the window (the callers' frames, the arguments and the
+ *    environment); below the window is memory the stack no longer uses;
+ *  - a mapping that does not fit in what is left of the budget is cut,
+ *    keeping the part nearest its start; the next ones get nothing;
+ *  - one range is stored in sections of at most BT_SNAP_MEMORY_CHUNK
+ *    bytes, back to back.
+ * A range that cannot be read is left out (its share of the budget is not
+ * given to another).
+ */
+#define BT_SNAP_MEMORY_CHUNK (16ull << 20)
+#define BT_SNAP_MEMORY_HUGE (128ull << 20)   /* BTRACE_MEMORY_MAX */
+
+struct bt_snap_region {
+	uint64_t start, end;
+	unsigned prot;              /* 1 read, 2 write, 4 execute */
+	bool shared;                /* MAP_SHARED */
+	bool special;               /* a kernel special mapping: never read */
+};
+
+struct bt_snap_range {
+	uint64_t start, size;
+};
+
+/*
+ * The ranges to store of the regions @r (any order), in the order they are
+ * stored, in *@out (malloc'd, NULL when none): the rule above, the stack
+ * window being [@stack_lo, @stack_hi) (equal: none) and the budget
+ * @budget bytes.  Returns their number, or -ENOMEM.
+ */
+long bt_snap_data_select(const struct bt_snap_region *r, size_t n,
+			 uint64_t stack_lo, uint64_t stack_hi,
+			 uint64_t budget, struct bt_snap_range **out);
+
+/*
+ * The regions of the text of a /proc/PID/maps @text (NUL-terminated), in
+ * *@out (malloc'd) and *@n.  0, or -ENOMEM.
+ */
+int bt_snap_regions_parse(const char *text, struct bt_snap_region **out,
+			  size_t *n);
+
+/*
+ * The data of live process @pid (stopped): /proc/PID/maps, the ranges of
+ * bt_snap_data_select(), each read from /proc/PID/mem (a range that
+ * cannot be read is skipped) and handed to @add (tid 0; its data is valid
+ * during the call only).  Returns 0, a negative error of reading the
+ * maps, or @add's first negative return.
+ */
+int bt_snap_proc_data(pid_t pid, uint64_t stack_lo, uint64_t stack_hi,
+		      uint64_t budget,
+		      int (*add)(void *ctx, const struct btrace_memory *m),
+		      void *ctx);
+
+/* That data of the builder's process, the stack window being the one
+ * stored (after bt_snapbuild_add_stack()). */
+int bt_snapbuild_add_data(struct bt_snapbuild *b, uint64_t budget);
+
 /* The signal and registers of the death (btrace_writer_set_signal()). */
 int bt_snapbuild_set_signal(struct bt_snapbuild *b,
 			    const struct btrace_signal *sig);

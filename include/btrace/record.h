@@ -30,6 +30,12 @@ extern "C" {
 #define BTRACE_RECORD_QUIET     0x2u  /* no summary messages to @log */
 #define BTRACE_RECORD_NO_CODE   0x4u  /* do not embed code in snapshots */
 #define BTRACE_RECORD_KEEP_CORE 0x8u  /* keep a guest core next to the snapshot */
+#define BTRACE_RECORD_NO_MEMORY 0x10u /* store only the crashed thread's
+				       * stack, not the process's data
+				       * (btrace_record_opts.memory) */
+/* The default of btrace_record_opts.memory, and its most. */
+#define BTRACE_MEMORY_DEFAULT (8ull << 20)
+#define BTRACE_MEMORY_MAX (128ull << 20)
 
 struct btrace_record_opts {
 	size_t sz;                 /* sizeof(struct btrace_record_opts); the
@@ -48,6 +54,12 @@ struct btrace_record_opts {
 	btrace_log_fn log;         /* messages while recording; NULL: none
 				    * (btrace.h says what it receives) */
 	void *log_ctx;             /* passed to @log */
+	uint64_t memory;           /* bytes of the process's data mappings
+				    * stored at a fault besides the stack
+				    * (docs/format.md, "memory"); 0 =
+				    * BTRACE_MEMORY_DEFAULT, at most
+				    * BTRACE_MEMORY_MAX; none with
+				    * BTRACE_RECORD_NO_MEMORY */
 	size_t :0;
 };
 

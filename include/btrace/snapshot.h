@@ -161,10 +161,13 @@ struct btrace_code {
 	char *path;                /* file path, may be NULL */
 };
 
-/* Memory of the process at the snapshot: the crashed thread's stack
- * (docs/format.md, section "memory"). */
+/* Memory of the process at the snapshot: the crashed thread's stack, and
+ * the process's data mappings (docs/format.md, section "memory"). */
+#define BTRACE_MEMORY_PROCESS 0    /* tid of a process-wide range */
 struct btrace_memory {
-	int32_t tid;               /* the thread whose stack it is, 0 none */
+	int32_t tid;               /* the thread whose stack it is;
+				    * BTRACE_MEMORY_PROCESS (0): a range of
+				    * the process's other memory */
 	uint32_t reserved;
 	uint64_t vaddr;            /* address of data[0] */
 	const uint8_t *data;
@@ -257,7 +260,7 @@ struct btrace_snapshot {
 	struct btrace_signal *signal;  /* NULL when no signal was recorded */
 	struct btrace_meta *meta;
 	size_t nmeta;
-	struct btrace_memory *memory;  /* memory ranges (the stack at the fault) */
+	struct btrace_memory *memory;  /* memory ranges (the stack, the data) */
 	size_t nmemory;
 
 	/* Reader observations. */

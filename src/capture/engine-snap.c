@@ -816,7 +816,13 @@ int bt_engine_write(struct bt_engine *e, const char *path, uint32_t mode,
 	/* the crashed thread's stack, stopped at the signal (the origin of
 	 * the report follows values through it) */
 	if (sig && alive && mode == BTRACE_CRASH_PRECISE &&
-	    (r = bt_snapbuild_add_stack(sb, sig, e->sb.maps, e->sb.nmaps)) < 0)
+	    (r = bt_snapbuild_add_stack(sb, sig)) < 0)
+		goto fail;
+	/* and its other memory, up to --memory (docs/format.md, "memory") */
+	if (sig && alive && mode == BTRACE_CRASH_PRECISE &&
+	    !(e->rec->flags & BTRACE_RECORD_NO_MEMORY) &&
+	    (r = bt_snapbuild_add_data(sb, e->rec->memory ? e->rec->memory :
+				       BTRACE_MEMORY_DEFAULT)) < 0)
 		goto fail;
 	/* host, kernel, version, time, command: as every backend's */
 	if ((r = bt_snapbuild_std_meta(sb, e->rec->argv, alive ? e->pid : 0)) < 0)

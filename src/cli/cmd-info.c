@@ -112,22 +112,47 @@ static uint64_t code_bytes(const struct btrace_snapshot *s)
 	return n;
 }
 
-/* Bytes of memory ranges (the stack at the fault): as the process had
- * them, and as stored in the file (compressed). */
-static uint64_t memory_bytes(const struct btrace_snapshot *s, int stored)
-{
-	uint64_t n = 0;
+/* Bytes of memory ranges (docs/format.md, "memory"): the crashed
+ * thread's stack (a thread's tid) and the process's other memory (tid
+ * BTRACE_MEMORY_PROCESS), as the process had them and as stored in the
+ * file (compressed).  The stored bytes are told apart when each memory
+ * section read is one range (none skipped as damaged); else only their
+ * total is known (*paired 0). */
+struct mem_cost {
+	uint64_t stack, data;                 /* as the process had them */
+	uint64_t stored, stack_stored, data_stored;
+	int paired;
+};
 
-	if (!stored) {
-		for (size_t i = 0; i < s->nmemory; i++)
-			n += s->memory[i].size;
-		return n;
+static void memory_cost(const struct btrace_snapshot *s, struct mem_cost *c)
+{
+	size_t k = 0, nok = 0;
+
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < s->nmemory; i++) {
+		if (s->memory[i].tid == BTRACE_MEMORY_PROCESS)
+			c->data += s->memory[i].size;
+		else
+			c->stack += s->memory[i].size;
 	}
 	for (size_t i = 0; i < s->nsections; i++)
-		if (!strcmp(btrace_section_name(s->sections[i].type) ?
-			    btrace_section_name(s->sections[i].type) : "", "memory"))
-			n += s->sections[i].stored_size;
-	return n;
+		if (!s->sections[i].status && btrace_section_name(s->sections[i].type) &&
+		    !strcmp(btrace_section_name(s->sections[i].type), "memory"))
+			nok++;
+	c->paired = nok == s->nmemory;
+	for (size_t i = 0; i < s->nsections; i++) {
+		const char *n = btrace_section_name(s->sections[i].type);
+
+		if (!n || strcmp(n, "memory"))
+			continue;
+		c->stored += s->sections[i].stored_size;
+		if (!c->paired || s->sections[i].status)
+			continue;
+		if (s->memory[k++].tid == BTRACE_MEMORY_PROCESS)
+			c->data_stored += s->sections[i].stored_size;
+		else
+			c->stack_stored += s->sections[i].stored_size;
+	}
 }
 
 static size_t exec_mappings(const struct btrace_snapshot *s)
@@ -271,17 +296,37 @@ static void print_text(const char *path, const struct btrace_snapshot *s)
 	printf("code:     %zu blobs, %s embedded\n", s->ncode,
 	       size_str(a, sizeof(a), code_bytes(s)));
 	if (s->nmemory) {
+		struct mem_cost mc;
 		char st[32];
+
+		memory_cost(s, &mc);
 		printf("memory:   %zu range%s, %s (%s in the file)\n", s->nmemory,
 		       s->nmemory == 1 ? "" : "s",
-		       size_str(a, sizeof(a), memory_bytes(s, 0)),
-		       size_str(st, sizeof(st), memory_bytes(s, 1)));
-		for (size_t i = 0; i < s->nmemory; i++)
-			printf("  0x%llx-0x%llx  stack of thread %d\n",
+		       size_str(a, sizeof(a), mc.stack + mc.data),
+		       size_str(st, sizeof(st), mc.stored));
+		if (mc.paired) {
+			printf("  stack %s (%s in the file)",
+			       size_str(a, sizeof(a), mc.stack),
+			       size_str(st, sizeof(st), mc.stack_stored));
+			printf(", other memory %s (%s in the file)\n",
+			       size_str(a, sizeof(a), mc.data),
+			       size_str(st, sizeof(st), mc.data_stored));
+		} else {
+			printf("  stack %s", size_str(a, sizeof(a), mc.stack));
+			printf(", other memory %s\n",
+			       size_str(a, sizeof(a), mc.data));
+		}
+		for (size_t i = 0; i < s->nmemory; i++) {
+			printf("  0x%llx-0x%llx  ",
 			       (unsigned long long)s->memory[i].vaddr,
 			       (unsigned long long)(s->memory[i].vaddr +
-						    s->memory[i].size),
-			       s->memory[i].tid);
+						    s->memory[i].size));
+			if (s->memory[i].tid == BTRACE_MEMORY_PROCESS)
+				printf("process memory\n");
+			else
+				printf("stack of thread %d\n",
+				       s->memory[i].tid);
+		}
 	}
 
 	if (s->nwarnings) {
@@ -294,6 +339,7 @@ static void print_text(const char *path, const struct btrace_snapshot *s)
 static void print_json(const char *path, const struct btrace_snapshot *s)
 {
 	const struct btrace_config *c = &s->config;
+	struct mem_cost mc;
 	struct json j;
 	char f[64];
 
@@ -423,8 +469,15 @@ static void print_json(const char *path, const struct btrace_snapshot *s)
 		json_end_object(&j);
 	}
 	json_end_array(&j);
-	json_uint(&j, "memory_bytes", memory_bytes(s, 0));
-	json_uint(&j, "memory_stored_bytes", memory_bytes(s, 1));
+	memory_cost(s, &mc);
+	json_uint(&j, "memory_bytes", mc.stack + mc.data);
+	json_uint(&j, "memory_stored_bytes", mc.stored);
+	json_uint(&j, "memory_stack_bytes", mc.stack);
+	json_uint(&j, "memory_data_bytes", mc.data);
+	if (mc.paired) {
+		json_uint(&j, "memory_stack_stored_bytes", mc.stack_stored);
+		json_uint(&j, "memory_data_stored_bytes", mc.data_stored);
+	}
 	json_begin_array(&j, "warnings");
 	for (size_t i = 0; i < s->nwarnings; i++)
 		json_str(&j, NULL, s->warnings[i]);

@@ -34,6 +34,9 @@ static void help(void)
 "  -p, --pid PID        attach to a running process (hardware backends)\n"
 "  --no-ptrace          passive crash watch (snapshot after death)\n"
 "  --no-code            do not embed executable code in the snapshot\n"
+"  --memory SIZE        at a crash, store up to SIZE bytes of the program's\n"
+"                       data (globals, heap, libraries' data) besides the\n"
+"                       stack (8M, at most 128M; 0: the stack alone)\n"
 "  --keep-core          keep QEMU's guest core next to the snapshot\n"
 "  -q, --quiet          no summary line\n"
 "  -h, --help           this text\n\n"
@@ -94,7 +97,7 @@ static int parse_on(const char *list, uint64_t *out)
 int cmd_record(int argc, char **argv)
 {
 	enum { O_SNAPSHOT = 256, O_FORMAT, O_SIZE, O_PAD, O_ON, O_NO_PTRACE,
-	       O_NO_CODE, O_KEEP_CORE };
+	       O_NO_CODE, O_KEEP_CORE, O_MEMORY };
 	static const struct option opts[] = {
 		{ "snapshot", no_argument, NULL, O_SNAPSHOT },
 		{ "backend", required_argument, NULL, 'b' },
@@ -106,6 +109,7 @@ int cmd_record(int argc, char **argv)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "no-ptrace", no_argument, NULL, O_NO_PTRACE },
 		{ "no-code", no_argument, NULL, O_NO_CODE },
+		{ "memory", required_argument, NULL, O_MEMORY },
 		{ "keep-core", no_argument, NULL, O_KEEP_CORE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -180,6 +184,17 @@ int cmd_record(int argc, char **argv)
 			break;
 		case O_NO_CODE:
 			ro.flags |= BTRACE_RECORD_NO_CODE;
+			break;
+		case O_MEMORY:
+			if (cli_parse_size(optarg, &ro.memory) ||
+			    ro.memory > BTRACE_MEMORY_MAX)
+				return cli_usage("record", "invalid --memory "
+						 "'%s' (a size up to 128M; 0: "
+						 "the stack alone)", optarg);
+			if (!ro.memory)
+				ro.flags |= BTRACE_RECORD_NO_MEMORY;
+			else
+				ro.flags &= ~BTRACE_RECORD_NO_MEMORY;
 			break;
 		case O_KEEP_CORE:
 			ro.flags |= BTRACE_RECORD_KEEP_CORE;

@@ -16,7 +16,7 @@
 #include "elf-buildid.h"
 #include "util.h"
 
-static int bt_pread_all(int fd, void *buf, size_t len, uint64_t off)
+int bt_qemu_pread_all(int fd, void *buf, size_t len, uint64_t off)
 {
 	size_t done = 0;
 
@@ -71,7 +71,7 @@ static int bt_elf_phdrs(int fd, Elf64_Ehdr *eh, Elf64_Phdr **out)
 	ph = calloc(n, sizeof(*ph));
 	if (!ph)
 		return -ENOMEM;
-	if (bt_pread_all(fd, ph, n * sizeof(*ph), eh->e_phoff)) {
+	if (bt_qemu_pread_all(fd, ph, n * sizeof(*ph), eh->e_phoff)) {
 		free(ph);
 		return -EIO;
 	}
@@ -90,7 +90,7 @@ int bt_qemu_elf_read(const char *path, struct bt_qemu_elf *e)
 	fd = bt_open_regular(path);
 	if (fd < 0)
 		return -errno;
-	if (bt_pread_all(fd, ident, sizeof(ident), 0) ||
+	if (bt_qemu_pread_all(fd, ident, sizeof(ident), 0) ||
 	    memcmp(ident, ELFMAG, SELFMAG)) {
 		rc = -ENOEXEC;
 		goto out;
@@ -99,13 +99,13 @@ int bt_qemu_elf_read(const char *path, struct bt_qemu_elf *e)
 		/* Still report the machine for a clear message. */
 		Elf32_Ehdr e32;
 
-		if (!bt_pread_all(fd, &e32, sizeof(e32), 0))
+		if (!bt_qemu_pread_all(fd, &e32, sizeof(e32), 0))
 			e->machine = e32.e_machine;
 		rc = 0;
 		goto out;
 	}
 	e->is_elf64 = 1;
-	if (bt_pread_all(fd, &eh, sizeof(eh), 0)) {
+	if (bt_qemu_pread_all(fd, &eh, sizeof(eh), 0)) {
 		rc = -ENOEXEC;
 		goto out;
 	}
@@ -129,7 +129,7 @@ int bt_qemu_elf_read(const char *path, struct bt_qemu_elf *e)
 		    ph[i].p_filesz < (1u << 20) && !e->build_id_size) {
 			uint8_t *buf = malloc(ph[i].p_filesz);
 
-			if (buf && !bt_pread_all(fd, buf, ph[i].p_filesz,
+			if (buf && !bt_qemu_pread_all(fd, buf, ph[i].p_filesz,
 						 ph[i].p_offset)) {
 				int bid = bt_elf_note_build_id(buf, ph[i].p_filesz,
 							       e->build_id,
@@ -194,7 +194,7 @@ int bt_qemu_core_read(const char *path, struct bt_qemu_core *c)
 	fd = bt_open_regular(path);
 	if (fd < 0)
 		return -errno;
-	if (bt_pread_all(fd, &eh, sizeof(eh), 0) ||
+	if (bt_qemu_pread_all(fd, &eh, sizeof(eh), 0) ||
 	    memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
 	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type != ET_CORE)
 		goto out;
@@ -211,6 +211,7 @@ int bt_qemu_core_read(const char *path, struct bt_qemu_core *c)
 				l[c->nloads].vaddr = ph[i].p_vaddr;
 				l[c->nloads].offset = ph[i].p_offset;
 				l[c->nloads].filesz = ph[i].p_filesz;
+				l[c->nloads].flags = ph[i].p_flags;
 				c->nloads++;
 			}
 			continue;
@@ -219,7 +220,7 @@ int bt_qemu_core_read(const char *path, struct bt_qemu_core *c)
 		    ph[i].p_filesz > (64u << 20))
 			continue;
 		buf = malloc(ph[i].p_filesz);
-		if (buf && !bt_pread_all(fd, buf, ph[i].p_filesz, ph[i].p_offset))
+		if (buf && !bt_qemu_pread_all(fd, buf, ph[i].p_filesz, ph[i].p_offset))
 			bt_notes(buf, ph[i].p_filesz, bt_core_note, c);
 		free(buf);
 	}

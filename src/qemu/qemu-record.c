@@ -1286,6 +1286,77 @@ static int bt_add_anon(struct bt_job *j, int fd, uint64_t s, uint64_t e)
 }
 
 /*
+ * The process's other memory at the death, from the guest core's PT_LOADs
+ * (their p_flags: read, write, execute), up to --memory: the rule of
+ * bt_snap_data_select() (docs/format.md, "memory"), after the stack.  A
+ * guest core names no mapping: QEMU dumps no [vvar] and shared mappings
+ * are not told apart (a read-only one is stored as a private one).
+ */
+static int bt_write_data(struct bt_job *j)
+{
+	const struct bt_qemu_core *c = j->core;
+	uint64_t budget = j->opts->memory ? j->opts->memory :
+			  BTRACE_MEMORY_DEFAULT;
+	struct bt_snap_region *reg;
+	struct bt_snap_range *rg = NULL;
+	long n;
+	int fd, rc = 0;
+
+	if (!c || !c->nloads || (j->opts->flags & BTRACE_RECORD_NO_MEMORY))
+		return 0;
+	reg = calloc(c->nloads, sizeof(*reg));
+	if (!reg)
+		return bt_error(j->err, -ENOMEM, "snapshot: the process's "
+				"memory failed: out of memory");
+	for (size_t i = 0; i < c->nloads; i++) {
+		reg[i].start = c->loads[i].vaddr;
+		reg[i].end = c->loads[i].vaddr + c->loads[i].filesz;
+		reg[i].prot = (c->loads[i].flags & PF_R ? 1u : 0) |
+			      (c->loads[i].flags & PF_W ? 2u : 0) |
+			      (c->loads[i].flags & PF_X ? 4u : 0);
+	}
+	n = bt_snap_data_select(reg, c->nloads, j->sb->stack_lo,
+				j->sb->stack_hi, budget, &rg);
+	free(reg);
+	if (n < 0)
+		return bt_error(j->err, -ENOMEM, "snapshot: the process's "
+				"memory failed: out of memory");
+	fd = n ? open(j->core_path, O_RDONLY | O_CLOEXEC) : -1;
+	for (long i = 0; fd >= 0 && i < n && !rc; i++) {
+		struct btrace_memory m = { .tid = BTRACE_MEMORY_PROCESS,
+					   .vaddr = rg[i].start,
+					   .size = rg[i].size };
+		const struct bt_qemu_core_load *l = NULL;
+		uint8_t *buf;
+
+		for (size_t k = 0; k < c->nloads && !l; k++)
+			if (rg[i].start >= c->loads[k].vaddr &&
+			    rg[i].start - c->loads[k].vaddr < c->loads[k].filesz)
+				l = &c->loads[k];
+		if (!l)
+			continue;
+		buf = malloc(rg[i].size);
+		if (!buf) {
+			rc = bt_error(j->err, -ENOMEM, "snapshot: the "
+				      "process's memory failed: out of memory");
+			break;
+		}
+		if (bt_qemu_pread_all(fd, buf, rg[i].size, (off_t)(l->offset +
+				 (rg[i].start - l->vaddr))) == 0) {
+			m.data = buf;
+			rc = bt_snapbuild_add_memory(j->sb, &m);
+			if (!rc)
+				j->sb->data_bytes += m.size;
+		}
+		free(buf);
+	}
+	if (fd >= 0)
+		close(fd);
+	free(rg);
+	return rc;
+}
+
+/*
  * The crashed thread's stack at the death, from the guest core (its
  * PT_LOAD holding the stack pointer of the registers recorded): the window
  * of bt_snap_stack_window() (docs/format.md, "memory").  Nothing without a
@@ -1322,6 +1393,10 @@ static int bt_write_stack(struct bt_job *j, const struct btrace_signal *sig)
 			m.data = buf;
 			m.size = hi - lo;
 			rc = bt_snapbuild_add_memory(j->sb, &m);
+			if (!rc) {
+				j->sb->stack_lo = lo;
+				j->sb->stack_hi = hi;
+			}
 		}
 		free(buf);
 		close(fd);
@@ -2285,6 +2360,8 @@ static int bt_write_snapshot(struct bt_job *j, const char *ring_path,
 		rc = bt_snapbuild_set_signal(&sb, &d->sig);
 	if (!rc && d->sig.signo)
 		rc = bt_write_stack(j, &d->sig);
+	if (!rc && d->sig.signo)
+		rc = bt_write_data(j);
 	if (!rc)
 		rc = bt_death_end_meta(j, d);
 	if (!rc)

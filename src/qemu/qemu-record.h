@@ -151,6 +151,7 @@ struct bt_qemu_core_load {
 	uint64_t vaddr;
 	uint64_t offset;      /* in the core file */
 	uint64_t filesz;
+	uint32_t flags;       /* p_flags: PF_R, PF_W, PF_X */
 };
 
 /* A guest core: the crashing thread's signal and registers, and where the
@@ -168,6 +169,8 @@ struct bt_qemu_core {
 	size_t nloads;
 };
 int bt_qemu_core_read(const char *path, struct bt_qemu_core *c);
+/* All @len bytes of @fd at @off: 0, or -EIO (short file, error). */
+int bt_qemu_pread_all(int fd, void *buf, size_t len, uint64_t off);
 void bt_qemu_core_free(struct bt_qemu_core *c);
 
 #endif /* BT_QEMU_RECORD_H */

@@ -43,13 +43,15 @@ static struct btrace_snapshot *read_snap(struct bt_test *t, const char *path)
 	return s;
 }
 
-static int launch(const char *out, uint32_t flags, int max_tasks,
-		  char **argv, struct btrace_record_result *res,
-		  struct btrace_error *err)
+static int launch_mem(const char *out, uint32_t flags, int max_tasks,
+		      char **argv, uint64_t memory,
+		      struct btrace_record_result *res,
+		      struct btrace_error *err)
 {
 	struct btrace_record_opts rec = { .sz = sizeof(rec) };
 	struct bt_engine_opts o;
 
+	rec.memory = memory;
 	rec.argv = argv;
 	rec.output = out;
 	rec.flags = flags | BTRACE_RECORD_QUIET;
@@ -58,6 +60,13 @@ static int launch(const char *out, uint32_t flags, int max_tasks,
 	o.max_tasks = max_tasks;
 	memset(res, 0, sizeof(*res));
 	return bt_engine_run(&o, res, err);
+}
+
+static int launch(const char *out, uint32_t flags, int max_tasks,
+		  char **argv, struct btrace_record_result *res,
+		  struct btrace_error *err)
+{
+	return launch_mem(out, flags, max_tasks, argv, 0, res, err);
 }
 
 static bool ip_in_text(const struct btrace_snapshot *s, uint64_t ip,
@@ -135,6 +144,86 @@ static void test_launch_precise(struct bt_test *t)
 		snprintf(cmd, sizeof(cmd), "%s crash", child_path);
 		check_std_meta(t, s, cmd);
 	}
+	btrace_snapshot_free(s);
+}
+
+/*
+ * The memory of a precise snapshot (docs/format.md, "memory"): the
+ * crashed thread's stack, then the process's other memory (tid 0) up to
+ * the budget: by default (8 MiB) it holds sbchild's global `sink` (100
+ * worker() calls: 54900000), never executable code; 4 KiB stores 4 KiB;
+ * BTRACE_RECORD_NO_MEMORY the stack alone.
+ */
+static void memory_of(const struct btrace_snapshot *s, uint64_t *stack,
+		      uint64_t *data, bool *sink, bool *in_code)
+{
+	const uint8_t want[4] = { 0x20, 0xb5, 0x45, 0x03 };   /* 54900000 */
+
+	*stack = *data = 0;
+	*sink = *in_code = false;
+	for (size_t i = 0; i < s->nmemory; i++) {
+		const struct btrace_memory *m = &s->memory[i];
+
+		if (m->tid != BTRACE_MEMORY_PROCESS) {
+			*stack += m->size;
+			continue;
+		}
+		*data += m->size;
+		for (uint64_t k = 0; k + 4 <= m->size && !*sink; k += 4)
+			*sink = !memcmp(m->data + k, want, 4);
+		for (size_t c = 0; c < s->ncode; c++)
+			*in_code |= m->vaddr < s->code[c].vaddr + s->code[c].size &&
+				    s->code[c].vaddr < m->vaddr + m->size;
+	}
+}
+
+static void test_launch_memory(struct bt_test *t)
+{
+	struct btrace_record_result res;
+	struct btrace_error err = { 0 };
+	char *argv[] = { child_path, "crash", NULL };
+	const char *out = out_path("memory.btrace");
+	struct btrace_snapshot *s;
+	uint64_t stack, data;
+	bool sink, in_code;
+	int nstack = 0;
+
+	BT_REQUIRE(t, launch(out, 0, 0, argv, &res, &err) == 0);
+	BT_EQ_INT(t, 128 + SIGSEGV, res.shell_status);
+	s = read_snap(t, out);
+	BT_REQUIRE(t, s && s->signal);
+	for (size_t i = 0; i < s->nmemory; i++)
+		if (s->memory[i].tid) {
+			nstack++;
+			BT_EQ_INT(t, s->signal->tid, s->memory[i].tid);
+		}
+	BT_EQ_INT(t, 1, nstack);
+	memory_of(s, &stack, &data, &sink, &in_code);
+	bt_test_diag("default: stack %llu bytes, other memory %llu bytes in "
+		     "%zu ranges", (unsigned long long)stack,
+		     (unsigned long long)data, s->nmemory - 1);
+	BT_CHECK(t, stack > 0);
+	BT_CHECK(t, data > 0 && data <= BTRACE_MEMORY_DEFAULT);
+	BT_CHECK_(t, sink, "no process range holds sink = 54900000");
+	BT_CHECK_(t, !in_code, "a process range overlaps the code");
+	btrace_snapshot_free(s);
+
+	BT_REQUIRE(t, launch_mem(out, 0, 0, argv, 4096, &res, &err) == 0);
+	s = read_snap(t, out);
+	BT_REQUIRE(t, s);
+	memory_of(s, &stack, &data, &sink, &in_code);
+	BT_CHECK(t, stack > 0);
+	BT_EQ_U64(t, 4096, data);
+	btrace_snapshot_free(s);
+
+	BT_REQUIRE(t, launch(out, BTRACE_RECORD_NO_MEMORY, 0, argv, &res,
+			     &err) == 0);
+	s = read_snap(t, out);
+	BT_REQUIRE(t, s);
+	memory_of(s, &stack, &data, &sink, &in_code);
+	BT_EQ_INT(t, 1, (int)s->nmemory);
+	BT_CHECK(t, stack > 0);
+	BT_EQ_U64(t, 0, data);
 	btrace_snapshot_free(s);
 }
 
@@ -643,6 +732,7 @@ int main(void)
 {
 	static const struct bt_test_case cases[] = {
 		BT_TEST_CASE(test_launch_precise),
+		BT_TEST_CASE(test_launch_memory),
 		BT_TEST_CASE(test_launch_handler_reraise),
 		BT_TEST_CASE(test_launch_passive),
 		BT_TEST_CASE(test_threads_precise),

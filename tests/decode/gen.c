@@ -26,6 +26,7 @@
 #include "decode-internal.h"
 #include "encode.h"
 #include "gen.h"
+#include "snapbuild.h"
 #include "util.h"
 
 struct step {
@@ -49,6 +50,8 @@ struct captured {
 	struct user_regs_struct regs;
 	int have;
 	struct btrace_memory stack;   /* gen_opts.stack: data malloc'd */
+	struct btrace_memory *data;   /* gen_opts.memory: each malloc'd */
+	size_t ndata;
 };
 
 struct insn_cache {
@@ -112,6 +115,9 @@ static void free_captured(struct captured *c)
 	free(c->maps);
 	free(c->code);
 	free((void *)c->stack.data);
+	for (size_t i = 0; i < c->ndata; i++)
+		free((void *)c->data[i].data);
+	free(c->data);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -154,7 +160,28 @@ static void *read_file(const char *path, uint64_t off, uint64_t *len)
 	return buf;
 }
 
-static int capture(int pid, struct captured *c, int embed, uint64_t stack)
+/* A range of the process's other memory (bt_snap_proc_data()), kept. */
+static int keep_data(void *ctx, const struct btrace_memory *m)
+{
+	struct captured *c = ctx;
+	struct btrace_memory *v = realloc(c->data, (c->ndata + 1) * sizeof(*v));
+	uint8_t *d = malloc(m->size);
+
+	if (!v || !d) {
+		free(d);
+		if (v)
+			c->data = v;
+		return -ENOMEM;
+	}
+	c->data = v;
+	memcpy(d, m->data, m->size);
+	v[c->ndata] = *m;
+	v[c->ndata++].data = d;
+	return 0;
+}
+
+static int capture(int pid, struct captured *c, int embed, uint64_t stack,
+		   uint64_t memory)
 {
 	char p[64], line[4600];
 	FILE *f;
@@ -234,6 +261,11 @@ static int capture(int pid, struct captured *c, int embed, uint64_t stack)
 		c->stack.size = c->stack.data ? hi - lo : 0;
 		c->stack.tid = pid;
 	}
+	/* the rest of the data, as the recorders choose it */
+	if (memory)
+		bt_snap_proc_data(pid, c->stack.vaddr,
+				  c->stack.vaddr + c->stack.size, memory,
+				  keep_data, c);
 	return 0;
 }
 
@@ -310,7 +342,7 @@ static int trace_child(const struct gen_opts *o, struct step **steps,
 		return fail(eb, el, "%s: no symbol %s", real, o->repeat_sym);
 	if (dyn) {
 		struct captured tmp = { 0 };
-		capture(pid, &tmp, 0, 0);
+		capture(pid, &tmp, 0, 0, 0);
 		for (size_t i = 0; i < tmp.nmaps; i++)
 			if (!strcmp(tmp.maps[i].path, real) && tmp.maps[i].pgoff == 0) {
 				main_ip += tmp.maps[i].start;
@@ -370,7 +402,7 @@ static int trace_child(const struct gen_opts *o, struct step **steps,
 		sig = WSTOPSIG(st);
 		siginfo_t first = cap->first_si;
 		int had = cap->have;
-		capture(pid, cap, !o->no_code, o->stack);
+		capture(pid, cap, !o->no_code, o->stack, o->memory);
 		cap->first_si = had ? first : cap->si;
 		ptrace(PTRACE_GETREGS, pid, 0, &regs);
 		if (n && (*steps)[n - 1].ip == regs.rip)
@@ -616,6 +648,8 @@ static int write_snapshot(const struct gen_opts *o, const struct btrace_buffer *
 		rc = btrace_writer_set_signal(w, &sig, &err);
 	if (!rc && cap->stack.size)
 		rc = btrace_writer_add_memory(w, &cap->stack, &err);
+	for (size_t i = 0; !rc && i < cap->ndata; i++)
+		rc = btrace_writer_add_memory(w, &cap->data[i], &err);
 	if (!rc)
 		return btrace_writer_commit(w, &err) ? fail(eb, el, "%s", err.msg) : 0;
 	btrace_writer_free(w);

@@ -42,6 +42,11 @@ struct gen_opts {
 	uint64_t stack;         /* store up to this many bytes of the
 				 * crashed thread's stack at the fatal signal
 				 * (a quarter below rsp), 0: none */
+	uint64_t memory;        /* store up to this many bytes of the
+				 * process's other memory at the fatal
+				 * signal, the rule of the recorders
+				 * (bt_snap_proc_data(), src/snapbuild.h),
+				 * tid 0; 0: none */
 	int regs;               /* record the true registers before each of
 				 * the last instructions (gen_truth.regs);
 				 * not with @repeat */

@@ -9,11 +9,14 @@
  * of one value that disagree: one was wrong, even if not the one kept).  The share recovered is printed per
  * program and in total (--table: a Markdown table, for bench/).
  *
- *	test-decode-values [--table] [--min PERCENT] [--stack BYTES] PROG[=ARG] ...
+ *	test-decode-values [--table] [--min PERCENT] [--stack BYTES]
+ *	                   [--memory BYTES] PROG[=ARG] ...
  *
  * --min: fail a program whose share is below PERCENT.  --stack: the
  * snapshot holds up to BYTES of the crashed thread's stack at the fault
- * (the memory section), as btrace record stores it.
+ * (the memory section), as btrace record stores it.  --memory: and up to
+ * BYTES of the process's other memory (tid 0), as btrace record --memory
+ * chooses it (bt_snap_data_select(), src/snapbuild.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -51,6 +54,7 @@ static const char *base(const char *p)
 
 /* One program: 0 compared (*@c filled), -1 the run failed (@why). */
 static uint64_t stack;
+static uint64_t memory;
 
 static int run(const char *dir, char *spec, struct count *c, char *why,
 	       size_t wl, int verbose)
@@ -76,6 +80,7 @@ static int run(const char *dir, char *spec, struct count *c, char *why,
 	o.out = path;
 	o.regs = 1;
 	o.stack = stack;
+	o.memory = memory;
 	if (gen_run(&o, &tr, eb, sizeof(eb))) {
 		snprintf(why, wl, "generator: %s", eb);
 		return -1;
@@ -89,6 +94,21 @@ static int run(const char *dir, char *spec, struct count *c, char *why,
 		snprintf(why, wl, "%.500s", res && res->crashed_thread < 0 ?
 			 "no crashed thread" : err.msg);
 		goto out;
+	}
+	if (memory) {
+		/* the process's memory (tid 0) is there, within the budget */
+		uint64_t data = 0;
+
+		for (size_t k = 0; k < snap->nmemory; k++)
+			if (snap->memory[k].tid == BTRACE_MEMORY_PROCESS)
+				data += snap->memory[k].size;
+		if (!data || data > memory) {
+			snprintf(why, wl, "%llu bytes of process memory in the "
+				 "snapshot, --memory %llu",
+				 (unsigned long long)data,
+				 (unsigned long long)memory);
+			goto out;
+		}
 	}
 	if (!tr.regs || v->ninsn > tr.nregs || v->ninsn > tr.n) {
 		snprintf(why, wl, "the truth has %llu instructions with "
@@ -179,8 +199,10 @@ int main(int argc, char **argv)
 			min = atof(argv[++first]);
 		else if (!strcmp(argv[first], "--stack") && first + 1 < argc)
 			stack = strtoull(argv[++first], NULL, 0);
+		else if (!strcmp(argv[first], "--memory") && first + 1 < argc)
+			memory = strtoull(argv[++first], NULL, 0);
 		else {
-			fprintf(stderr, "usage: %s [--table] [--min PCT] [--stack BYTES] PROG[=ARG]...\n",
+			fprintf(stderr, "usage: %s [--table] [--min PCT] [--stack BYTES] [--memory BYTES] PROG[=ARG]...\n",
 				argv[0]);
 			return 2;
 		}

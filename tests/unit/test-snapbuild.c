@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "procmaps.h"
@@ -279,6 +281,272 @@ static size_t dir_entries(const char *dir)
  * says, and both backends' summary lines come out as they were; an aborted
  * build leaves no file behind.
  */
+/* --- the process's other memory at a fault (bt_snap_data_select()) --- */
+
+/* A process's maps, out of address order on purpose (the rule sorts). */
+static const char *const synth_maps =
+	"7ffff7fc3000-7ffff7fc7000 r--p 00000000 00:00 0    [vvar]\n"
+	"7fff8000-8fff8000 rw-p 00000000 00:00 0\n"   /* ASan's low shadow */
+	"555555554000-555555555000 r--p 00000000 fd:01 11   /usr/bin/prog\n"
+	"555555555000-555555556000 r-xp 00001000 fd:01 11   /usr/bin/prog\n"
+	"555555557000-555555558000 r--p 00002000 fd:01 11   /usr/bin/prog\n"
+	"555555558000-555555559000 rw-p 00003000 fd:01 11   /usr/bin/prog\n"
+	"555555559000-55555557a000 rw-p 00000000 00:00 0    [heap]\n"
+	"7ffff7d00000-7ffff7d10000 r--s 00000000 fd:01 12   /usr/share/font\n"
+	"7ffff7d10000-7ffff7d11000 rw-s 00000000 00:05 13   /dev/shm/x\n"
+	"7ffff7d20000-7ffff7d28000 r--p 00000000 fd:01 14   /lib/libc.so.6\n"
+	"7ffff7d28000-7ffff7eb0000 r-xp 00028000 fd:01 14   /lib/libc.so.6\n"
+	"7ffff7eb0000-7ffff7eb4000 r--p 001b0000 fd:01 14   /lib/libc.so.6\n"
+	"7ffff7eb4000-7ffff7eb6000 rw-p 001b4000 fd:01 14   /lib/libc.so.6\n"
+	"7ffff7eb6000-7ffff7ec3000 rw-p 00000000 00:00 0\n"
+	"7ffff7ec3000-7ffff7ec4000 ---p 00000000 00:00 0\n"
+	"7ffff7ec4000-7ffff7ec5000 rw-p 00000000 00:00 0    [anon:glibc: malloc]\n"
+	"7ffff7fc7000-7ffff7fc9000 r-xp 00000000 00:00 0    [vdso]\n"
+	"7ffff7fc9000-7ffff7fca000 rwxp 00000000 00:00 0\n"
+	"7ffffffde000-7ffffffff000 rw-p 00000000 00:00 0    [stack]\n"
+	"ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]\n";
+
+static long select_synth(struct bt_test *t, uint64_t lo, uint64_t hi,
+			 uint64_t budget, struct bt_snap_range **out)
+{
+	struct bt_snap_region *reg = NULL;
+	size_t n = 0;
+	long k;
+
+	BT_EQ_INT(t, 0, bt_snap_regions_parse(synth_maps, &reg, &n));
+	BT_EQ_U64(t, 20, n);
+	k = bt_snap_data_select(reg, n, lo, hi, budget, out);
+	free(reg);
+	return k;
+}
+
+static void test_data_rule(struct bt_test *t)
+{
+	/* the stack window stored: [7ffffffe0000, 7fffffff0000) */
+	static const struct bt_snap_range want[] = {
+		/* writable, in address order */
+		{ 0x555555558000, 0x1000 },          /* .data */
+		{ 0x555555559000, 0x21000 },         /* [heap] */
+		{ 0x7ffff7d10000, 0x1000 },          /* shared, writable */
+		{ 0x7ffff7eb4000, 0x2000 },          /* libc .data */
+		{ 0x7ffff7eb6000, 0xd000 },          /* anonymous (TLS) */
+		{ 0x7ffff7ec4000, 0x1000 },          /* a named anonymous one */
+		{ 0x7fffffff0000, 0xf000 },          /* the stack above the window */
+		/* then read-only private ones, in address order */
+		{ 0x555555554000, 0x1000 },
+		{ 0x555555557000, 0x1000 },          /* RELRO */
+		{ 0x7ffff7d20000, 0x8000 },
+		{ 0x7ffff7eb0000, 0x4000 },          /* libc's RELRO */
+		/* then the huge writable ones (above 128 MiB), in sections of
+		 * 16 MiB: the first */
+		{ 0x7fff8000, 16 << 20 },
+	};
+	struct bt_snap_range *r = NULL;
+	long n = select_synth(t, 0x7ffffffe0000, 0x7fffffff0000, 1ull << 30, &r);
+
+	/* the huge one: 256 MiB in 16 sections, after the others */
+	BT_EQ_INT(t, (int)BT_ARRAY_SIZE(want) - 1 + 16, (int)n);
+	for (long i = 0; i < n && i < (long)BT_ARRAY_SIZE(want); i++) {
+		BT_EQ_U64(t, want[i].start, r[i].start);
+		BT_EQ_U64(t, want[i].size, r[i].size);
+	}
+	if (n == (long)BT_ARRAY_SIZE(want) - 1 + 16) {
+		BT_EQ_U64(t, 0x7fff8000 + (15ull << 24), r[n - 1].start);
+		BT_EQ_U64(t, 16 << 20, r[n - 1].size);
+	}
+	free(r);
+	/* no stack window: the whole stack mapping, last of the writable */
+	n = select_synth(t, 0, 0, 1ull << 30, &r);
+	BT_EQ_INT(t, (int)BT_ARRAY_SIZE(want) - 1 + 16, (int)n);
+	if (n == (long)BT_ARRAY_SIZE(want) - 1 + 16) {
+		BT_EQ_U64(t, 0x7ffffffde000, r[6].start);
+		BT_EQ_U64(t, 0x21000, r[6].size);
+	}
+	free(r);
+}
+
+static void test_data_budget(struct bt_test *t)
+{
+	struct bt_snap_range *r = NULL;
+	uint64_t sum = 0;
+	long n;
+
+	/* .data whole, the heap cut to what is left (its start kept), then
+	 * nothing: no read-only mapping either */
+	n = select_synth(t, 0, 0, 0x1000 + 0x800, &r);
+	BT_EQ_INT(t, 2, (int)n);
+	if (n == 2) {
+		BT_EQ_U64(t, 0x555555558000, r[0].start);
+		BT_EQ_U64(t, 0x1000, r[0].size);
+		BT_EQ_U64(t, 0x555555559000, r[1].start);
+		BT_EQ_U64(t, 0x800, r[1].size);
+	}
+	free(r);
+	/* every budget: never more than it, and all of it when there is
+	 * that much to store */
+	for (uint64_t b = 1; b < 0x80000; b = b * 3 + 0x123) {
+		sum = 0;
+		n = select_synth(t, 0, 0, b, &r);
+		for (long i = 0; i < n; i++)
+			sum += r[i].size;
+		BT_CHECK_(t, sum == b, "budget %#llx: %#llx stored",
+			  (unsigned long long)b, (unsigned long long)sum);
+		free(r);
+	}
+	/* the writable ones all fit, the read-only ones get what is left */
+	n = select_synth(t, 0, 0, 0x54000 + 0x1100, &r);
+	BT_EQ_INT(t, 9, (int)n);
+	if (n == 9) {
+		BT_EQ_U64(t, 0x555555554000, r[7].start);
+		BT_EQ_U64(t, 0x1000, r[7].size);
+		BT_EQ_U64(t, 0x555555557000, r[8].start);
+		BT_EQ_U64(t, 0x100, r[8].size);
+	}
+	free(r);
+	/* a budget of 0: nothing */
+	BT_EQ_INT(t, 0, (int)select_synth(t, 0, 0, 0, &r));
+	BT_CHECK(t, r == NULL);
+}
+
+static void test_data_chunks(struct bt_test *t)
+{
+	struct bt_snap_region big = { .start = 0x10000000,
+				      .end = 0x10000000 + 40 * (1ull << 20),
+				      .prot = 3 };
+	struct bt_snap_range *r = NULL;
+	long n = bt_snap_data_select(&big, 1, 0, 0, 36ull << 20, &r);
+
+	/* 36 MiB of a 40 MiB mapping: two whole chunks and 4 MiB */
+	BT_EQ_INT(t, 3, (int)n);
+	if (n == 3) {
+		BT_EQ_U64(t, 0x10000000, r[0].start);
+		BT_EQ_U64(t, BT_SNAP_MEMORY_CHUNK, r[0].size);
+		BT_EQ_U64(t, 0x10000000 + BT_SNAP_MEMORY_CHUNK, r[1].start);
+		BT_EQ_U64(t, 0x10000000 + 2 * BT_SNAP_MEMORY_CHUNK, r[2].start);
+		BT_EQ_U64(t, 4ull << 20, r[2].size);
+	}
+	free(r);
+}
+
+/* A live child's data through the builder: its global, its heap and a
+ * page made read-only after it was written (as RELRO is) are stored with
+ * tid 0; its code is not, nor an executable anonymous page. */
+static uint8_t child_global[256];
+
+static const uint8_t *find_range(const struct btrace_snapshot *s,
+				 uint64_t addr, size_t len, int32_t *tid)
+{
+	for (size_t i = 0; i < s->nmemory; i++)
+		if (addr >= s->memory[i].vaddr &&
+		    addr - s->memory[i].vaddr <= s->memory[i].size &&
+		    len <= s->memory[i].size - (addr - s->memory[i].vaddr)) {
+			*tid = s->memory[i].tid;
+			return s->memory[i].data + (addr - s->memory[i].vaddr);
+		}
+	return NULL;
+}
+
+static void test_data_live(struct bt_test *t)
+{
+	char dir[] = "/tmp/bt-snapdata-XXXXXX", path[PATH_MAX];
+	struct btrace_config cfg = { .trace_kind = BTRACE_TRACE_PT };
+	struct btrace_snapshot *s = NULL;
+	struct btrace_error err = { 0 };
+	struct bt_snapbuild b;
+	struct btrace_signal sig = { 0 };
+	uint8_t *heap = malloc(4096), pat[256], hpat[256], rpat[256];
+	uint8_t *ro = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *ex = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	const uint8_t *got;
+	int go[2], ready[2], st;
+	int32_t tid = -1;
+	pid_t pid;
+	char c = 0;
+
+	BT_REQUIRE(t, heap && ro != MAP_FAILED && ex != MAP_FAILED &&
+		   pipe(go) == 0 && pipe(ready) == 0 && mkdtemp(dir));
+	for (int i = 0; i < 256; i++) {
+		pat[i] = (uint8_t)(0xa5 ^ i);
+		hpat[i] = (uint8_t)(0x3c ^ (i * 7));
+		rpat[i] = (uint8_t)(0x5a + i * 3);
+	}
+	pid = fork();
+	BT_REQUIRE(t, pid >= 0);
+	if (pid == 0) {
+		/* the child's own values, not the parent's (copy on write) */
+		close(go[1]);
+		close(ready[0]);
+		memcpy(child_global, pat, 256);
+		memcpy(heap, hpat, 256);
+		memcpy(ro, rpat, 256);
+		memset(ex, 0xcc, 4096);
+		c = mprotect(ro, 4096, PROT_READ) ||
+		    mprotect(ex, 4096, PROT_READ | PROT_EXEC) ? 'e' : 'r';
+		if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(go[0]);
+	close(ready[1]);
+	BT_CHECK(t, read(ready[0], &c, 1) == 1 && c == 'r');
+	snprintf(path, sizeof(path), "%s/data.btrace", dir);
+	BT_EQ_INT(t, 0, bt_snapbuild_begin(&b, path, "child", pid, &cfg, &err));
+	/* its stack first: the window around a stack pointer on our (and
+	 * so its) stack, from its /proc/PID/maps */
+	sig.tid = pid;
+	sig.has_regs = 1;
+	sig.regs[BTRACE_REG_RSP] = (uintptr_t)&sig;
+	BT_EQ_INT(t, 0, bt_snapbuild_add_stack(&b, &sig));
+	BT_CHECK(t, b.stack_lo <= (uintptr_t)&sig &&
+		    (uintptr_t)&sig < b.stack_hi &&
+		    b.stack_hi - b.stack_lo <= BT_SNAP_STACK);
+	BT_EQ_INT(t, 0, bt_snapbuild_add_data(&b, 64ull << 20));
+	BT_CHECK(t, b.data_bytes > 0 && b.data_bytes <= (64ull << 20));
+	BT_EQ_INT(t, 0, bt_snapbuild_finish(&b));
+	close(go[1]);
+	close(ready[0]);
+	waitpid(pid, &st, 0);
+	BT_REQUIRE(t, btrace_snapshot_read(path, 0, &s, &err) == 0);
+	got = find_range(s, (uintptr_t)child_global, 256, &tid);
+	BT_CHECK_(t, got != NULL, "no range holds the global at %p",
+		  (void *)child_global);
+	if (got) {
+		BT_EQ_INT(t, BTRACE_MEMORY_PROCESS, tid);
+		BT_EQ_MEM(t, pat, got, 256);
+	}
+	got = find_range(s, (uintptr_t)heap, 256, &tid);
+	BT_CHECK_(t, got != NULL, "no range holds the heap block at %p",
+		  (void *)heap);
+	if (got)
+		BT_EQ_MEM(t, hpat, got, 256);
+	got = find_range(s, (uintptr_t)ro, 256, &tid);
+	BT_CHECK_(t, got != NULL, "no range holds the read-only page at %p",
+		  (void *)ro);
+	if (got)
+		BT_EQ_MEM(t, rpat, got, 256);
+	got = find_range(s, (uintptr_t)&sig, sizeof(sig), &tid);
+	BT_CHECK_(t, got != NULL && tid == pid, "the stack at %p: %s, tid %d",
+		  (void *)&sig, got ? "stored" : "not stored", (int)tid);
+	/* the window is stored once: no process range overlaps it */
+	for (size_t i = 0; i < s->nmemory; i++)
+		if (s->memory[i].tid == BTRACE_MEMORY_PROCESS)
+			BT_CHECK(t, s->memory[i].vaddr >= b.stack_hi ||
+				    s->memory[i].vaddr + s->memory[i].size <=
+				    b.stack_lo);
+	BT_CHECK_(t, find_range(s, (uintptr_t)ex, 1, &tid) == NULL,
+		  "the executable page at %p was stored", (void *)ex);
+	BT_CHECK_(t, find_range(s, (uintptr_t)&test_data_live, 1, &tid) == NULL,
+		  "the code at %p was stored", (void *)&test_data_live);
+	btrace_snapshot_free(s);
+	unlink(path);
+	rmdir(dir);
+	free(heap);
+	munmap(ro, 4096);
+	munmap(ex, 4096);
+}
+
 static void test_builder(struct bt_test *t)
 {
 	char dir[] = "/tmp/bt-snapbuild-XXXXXX", line[PATH_MAX + 256];
@@ -354,4 +622,5 @@ static void test_builder(struct bt_test *t)
 
 BT_TESTS(test_maps_full_line, test_maps_names, test_maps_long_path,
 	 test_maps_missing_fields, test_maps_next, test_default_name,
-	 test_signal_name, test_add_code_self, test_builder)
+	 test_signal_name, test_add_code_self, test_data_rule,
+	 test_data_budget, test_data_chunks, test_data_live, test_builder)
