@@ -31,6 +31,9 @@
 #define NOREG 0xff
 #define MAX_FACTS 512
 #define MAX_CHAIN 16
+/* bytes from the fs base holding glibc's struct pthread (its rseq area,
+ * which the kernel writes, included) */
+#define TCB_SPAN 4096
 
 struct vop {
 	uint8_t type;        /* X86_OP_REG / IMM / MEM */
@@ -486,6 +489,10 @@ static const struct priv *priv_of(const struct vstate *s, uint64_t a,
 	size_t lo = 0, hi = s->npriv;
 
 	if (!size || a + size < a)
+		return NULL;
+	/* the thread's control block (struct pthread at the fs base): the
+	 * kernel writes its rseq area (the CPU the thread runs on) */
+	if (s->fs_base && a < s->fs_base + TCB_SPAN && s->fs_base < a + size)
 		return NULL;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -2425,6 +2432,22 @@ static int sole_thread(const struct btrace_decode_result *res,
 	return n == 1;
 }
 
+/* Memory the kernel or a device may change while the thread runs: a
+ * special mapping ([vvar] and the vDSO's other data, [vsyscall],
+ * [uprobes]; [heap], [stack...] and [anon...] are plain memory) or a
+ * device's. */
+static int volatile_mapping(const struct btrace_mapping *m)
+{
+	const char *p = m->path;
+
+	if (!p)
+		return 0;
+	if (p[0] == '[')
+		return strncmp(p, "[heap]", 6) && strncmp(p, "[stack", 6) &&
+		       strncmp(p, "[anon", 5);
+	return !strncmp(p, "/dev/", 5);
+}
+
 static int priv_cmp(const void *a, const void *b)
 {
 	const struct priv *x = a, *y = b;
@@ -2451,7 +2474,7 @@ static int own_memory(const struct btrace_snapshot *sn,
 	for (size_t k = 0; k < sn->nmappings; k++) {
 		const struct btrace_mapping *m = &sn->mappings[k];
 		if (m->pid != pid || !(m->prot & 1) || !(m->flags & 2) ||
-		    (m->flags & 1) || m->end <= m->start)
+		    (m->flags & 1) || m->end <= m->start || volatile_mapping(m))
 			continue;
 		s->priv[n++] = (struct priv){ m->start, m->end, !(m->prot & 2) };
 	}
