@@ -4,7 +4,8 @@
 # fault, against the truth (tests/decode/test-decode-values: the programs
 # single-stepped under ptrace with their registers at every step): the
 # share recovered and the wrong values, per program and in total, as a
-# Markdown table, without and with the stack at the fault in the snapshot.  Then the time of `btrace report` (which now computes the
+# Markdown table, without and with the stack at the fault in the snapshot,
+# with the process's memory too, and on the crash corpus.  Then the time of `btrace report` (which now computes the
 # origin) against a baseline btrace without it on the same snapshots (the
 # recorded fixtures and the demo program's, with its stack): CPU time (user + sys) of the
 # fastest of 9 runs each, in the same run (CPU time, not wall clock: the
@@ -21,7 +22,7 @@ work=$(mktemp -d /tmp/btrace-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 m="python3 $top/bench/measure.py -n 9"
 
-progs="null loop first longjmp ljrec tailcycle tailind skipret retskip ctx jmpctx sigtail panic kill values"
+progs="null loop first longjmp ljrec tailcycle tailind skipret retskip ctx jmpctx sigtail panic kill values vdso"
 targets="tests/decode/test-decode-values tests/decode/bt-gen-fixture fixtures/demo/crashdemo src/cli/btrace"
 for p in $progs; do targets="$targets tests/decode/fx-crash-$p"; done
 # shellcheck disable=SC2086
@@ -37,6 +38,16 @@ echo "With the stack at the fault in the snapshot (64 KiB, as btrace record stor
 echo
 "$build/tests/decode/test-decode-values" --table --stack 65536 "$@" \
 	"$build/fixtures/demo/crashdemo" || true
+echo
+echo "With the stack and the process's other memory (8 MiB, btrace record's default):"
+echo
+"$build/tests/decode/test-decode-values" --table --stack 65536 \
+	--memory 8388608 "$@" "$build/fixtures/demo/crashdemo" || true
+echo
+echo "The crash corpus's C and C++ programs (bench/values-corpus.py), stack and memory:"
+echo
+python3 "$top/bench/values-corpus.py" "$build" -- --stack 65536 \
+	--memory 8388608 2>/dev/null | grep '^|' || true
 [ -n "$base" ] || exit 0
 
 btrace=$build/src/cli/btrace
