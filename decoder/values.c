@@ -1464,32 +1464,6 @@ static void relate(struct vstate *s, size_t i, const struct facts *f)
 		put(s, i, d, r & mask_of(d->width));
 		break;
 	}
-	case X86_INS_ROL: case X86_INS_ROR: case X86_INS_BSWAP: {
-		/* rotations and byte swaps of a whole register: both ways */
-		unsigned cnt = 0, w = d->width * 8;
-		if (dreg == NOREG || d->hi8 || (d->width != 8 && d->width != 4) ||
-		    (in->id != X86_INS_BSWAP && !count_of(s, i, in, d->width, &cnt)))
-			break;
-		int left = in->id == X86_INS_ROL;
-		for (int dir = 0; dir < 2; dir++) {
-			/* dir 0: before to after; 1: after to before */
-			size_t from = dir ? i + 1 : i, to = dir ? i : i + 1;
-			if (!kn(s, from, dreg) || (dir && !full && !upper_zero(s, i, dreg)))
-				continue;
-			uint64_t v = get(s, from, dreg) & mask_of(d->width), r;
-			if (in->id == X86_INS_BSWAP) {
-				r = w == 64 ? __builtin_bswap64(v) : __builtin_bswap32((uint32_t)v);
-			} else {
-				unsigned c = cnt % w;
-				int l = dir ? !left : left;
-				r = !c ? v : l ? (v << c) | (v >> (w - c)) :
-					       (v >> c) | (v << (w - c));
-				r &= mask_of(d->width);
-			}
-			set(s, to, dreg, r);
-		}
-		break;
-	}
 	case X86_INS_IMUL:
 		if (dreg == NOREG || (d->width != 8 && d->width != 4) || in->nop < 2)
 			break;
