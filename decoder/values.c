@@ -1253,15 +1253,6 @@ static void branch_facts(struct vstate *s, size_t i)
  * frame overwritten since, the memory not in the snapshot) or found twice
  * (a copy of it): nothing.
  */
-static uint64_t le64(const uint8_t *p)
-{
-	uint64_t x = 0;
-
-	for (unsigned b = 0; b < 8; b++)
-		x |= (uint64_t)p[b] << (8 * b);
-	return x;
-}
-
 static void sigreturn_frame(struct vstate *s, size_t i)
 {
 	static const uint8_t order[16] = {
@@ -1295,10 +1286,10 @@ static void sigreturn_frame(struct vstate *s, size_t i)
 		for (uint64_t a = base; a - mm->vaddr <= mm->size - need; a += 8) {
 			const uint8_t *p = mm->data + (a - mm->vaddr);
 			unsigned k;
-			if (le64(p) != restorer)
+			if (bt_le64(p) != restorer)
 				continue;
 			for (k = 0; k < 17; k++)
-				if (le64(p + 48 + 8 * k) !=
+				if (bt_le64(p + 48 + 8 * k) !=
 				    (k < 16 ? get(s, i + 1, order[k]) : next))
 					break;
 			if (k == 17) {
@@ -1858,7 +1849,7 @@ static int anchor_stack(struct vstate *s)
 				continue;
 			for (uint64_t o = lo - mm->vaddr; o <= hi - 8 - mm->vaddr &&
 			     nbase < 2; o++) {
-				if (le64(mm->data + o) != cs[r0].val)
+				if (bt_le64(mm->data + o) != cs[r0].val)
 					continue;
 				uint64_t b = mm->vaddr + o - (uint64_t)cs[r0].off;
 				size_t c;
