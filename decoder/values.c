@@ -1703,6 +1703,12 @@ static int overlap(uint64_t a, uint64_t as, uint64_t b, uint64_t bs)
 	return a < b + bs && b < a + as;
 }
 
+/* The same for offsets from a segment's stack pointer (signed). */
+static int overlap_rel(int64_t a, uint64_t as, int64_t b, uint64_t bs)
+{
+	return a < b + (int64_t)bs && b < a + (int64_t)as;
+}
+
 struct sconstraint {
 	size_t k;            /* the store */
 	int64_t off;
@@ -1814,14 +1820,14 @@ static int anchor_stack(struct vstate *s)
 			}
 			int covered = 0;
 			for (size_t c = 0; c < nc && is_st; c++)
-				covered |= overlap((uint64_t)cs[c].off, 8,
-						   (uint64_t)off, size);
+				covered |= overlap_rel(cs[c].off, 8, off, size);
 			/* any later relative write in the segment over it */
-			for (size_t k2 = k + 1; is_st && !covered && k2 < last; k2++)
+			for (size_t k2 = k + 1; is_st && !covered && k2 <= last &&
+			     k2 < n; k2++)
 				for (int j = 0; j < nw[k2]; j++)
 					if (wr[k2][j].rel && wr[k2][j].seg == sg &&
-					    overlap(wr[k2][j].a, wr[k2][j].size,
-						    (uint64_t)off, size))
+					    overlap_rel((int64_t)wr[k2][j].a,
+							wr[k2][j].size, off, size))
 						covered = 1;
 			if (is_st && has_v && !covered && size == 8) {
 				cs[nc++] = (struct sconstraint){ k, off, v,
