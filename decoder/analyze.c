@@ -509,6 +509,26 @@ static int on_block(struct bt_ctx *c, struct bt_thread_build *bb,
  * Returns 1 when the interrupted context went on (the episode is closed:
  * the signal was handled), 0 when the handler changed it, < 0 on error.
  */
+static void note_handler(struct bt_walk *w, uint64_t ip)
+{
+	for (unsigned k = 0; k < w->nhandlers; k++)
+		if (w->handlers[k] == ip)
+			return;
+	if (w->nhandlers == 8)
+		memmove(w->handlers, w->handlers + 1, 7 * sizeof(w->handlers[0]));
+	else
+		w->nhandlers++;
+	w->handlers[w->nhandlers - 1] = ip;
+}
+
+static int is_handler(const struct bt_walk *w, uint64_t ip)
+{
+	for (unsigned k = 0; k < w->nhandlers; k++)
+		if (w->handlers[k] == ip)
+			return 1;
+	return 0;
+}
+
 static int sigret_elsewhere(struct bt_ctx *c, struct bt_walk *w, size_t k,
 			    uint64_t ip)
 {
@@ -635,6 +655,7 @@ int bt_walk_item(struct bt_ctx *c, struct bt_thread_build *bb,
 				w->ep_frame = w->nfr;
 			}
 			/* a signal frame */
+			note_handler(w, b->ip);
 			w->depth++;
 			ret = push(w, (struct bt_frame){ w->async_ip, w->async_ip,
 						      bt_syms_func_start(c, b->ip, NULL),
@@ -673,12 +694,33 @@ int bt_walk_item(struct bt_ctx *c, struct bt_thread_build *bb,
 				w->pending = 1;
 				return new_context(c, w, b->end_ip);
 			}
+			if (is_handler(w, b->end_ip)) {
+				/* a signal delivered as it returned: the new
+				 * frame interrupted the context this one
+				 * restored (which the handler may have sent
+				 * elsewhere: its rt_sigreturn says where) */
+				struct bt_frame f = w->fr[k];
+				close_episode(bb, k, b->end_ip);
+				if (k) {
+					pop_to(w, k - 1);
+				} else {
+					w->nfr = 0;
+					w->depth = f.depth - 1;
+				}
+				f.func = bt_syms_func_start(c, b->end_ip, NULL);
+				f.ip = b->end_ip;
+				f.depth = ++w->depth;
+				w->pending = 1;
+				w->pending_flags = BTRACE_CALL_SIGNAL;
+				return push(w, f) < 0 ? -ENOMEM : 0;
+			}
 			ret = sigret_elsewhere(c, w, k, b->end_ip);
 			if (ret > 0)
 				close_episode(bb, k, b->end_ip);
 			return ret < 0 ? ret : 0;
 		}
 		/* a signal delivered on the way back from the kernel */
+		note_handler(w, b->end_ip);
 		w->depth++;
 		ret = push(w, (struct bt_frame){ b->ip + ii->size, b->ip,
 					      bt_syms_func_start(c, b->end_ip, NULL),

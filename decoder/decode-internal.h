@@ -290,6 +290,11 @@ struct bt_walk {
 	size_t ep_frame;               /* index of its signal frame */
 	uint64_t ep_ninsn;
 	uint64_t ep_ret_ip;
+	/* where signal handlers were entered (the last few): an
+	 * rt_sigreturn that goes to one is a signal delivered as it
+	 * returned (one that was pending, unblocked by the restored mask) */
+	uint64_t handlers[8];
+	unsigned nhandlers;
 };
 
 /* A thread result under construction.  Decoders emit items one at a time;

@@ -320,6 +320,10 @@ static int trace_child(const struct gen_opts *o, struct step **steps,
 	if (pid < 0)
 		return fail(eb, el, "fork: %s", strerror(errno));
 	if (!pid) {
+		/* the program's output goes to stderr: stdout may be a TAP
+		 * stream (test-decode-values), whose lines a program's write
+		 * between two of them would break */
+		dup2(2, 1);
 		ptrace(PTRACE_TRACEME, 0, 0, 0);
 		personality(ADDR_NO_RANDOMIZE);
 		execv(o->argv[0], o->argv);

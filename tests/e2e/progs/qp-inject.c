@@ -3,7 +3,8 @@
  * Go's runtime does, then a crash:
  * - a signal sent to itself (tgkill) whose handler pushes the interrupted
  *   address and sends the context to preempt_stub, which returns there
- *   (Go's asynchronous preemption: SIGURG, runtime.asyncPreempt), 8 times;
+ *   (Go's asynchronous preemption: SIGURG, runtime.asyncPreempt), 8 times,
+ *   one of them delivered as the first handler's rt_sigreturn returns;
  * - a return into a page that is not executable at that moment: the
  *   SIGSEGV handler makes it executable and returns; QEMU's records do
  *   not say where the return went (the signal frame holds the ret), and
@@ -101,11 +102,21 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 
 static void on_urg(int sig, siginfo_t *si, void *uc)
 {
+	static int resend = 1;
 	uintptr_t ip = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
 
 	(void)si;
+	/* once: a SIGURG sent while SIGURG is blocked here is delivered as
+	 * this handler's rt_sigreturn returns, before the context it
+	 * restores (preempt_stub's entry) runs an instruction; that
+	 * handler leaves it as it is */
+	if (sig == SIGURG && resend) {
+		resend = 0;
+		do_tgkill(getpid(), gettid(), SIGURG);
+	}
 	/* the timer's: only in spin (other code may use the red zone) */
-	if (sig == SIGURG || (ip >= (uintptr_t)spin && ip < (uintptr_t)spin_end))
+	if ((sig == SIGURG && ip != (uintptr_t)preempt_stub) ||
+	    (ip >= (uintptr_t)spin && ip < (uintptr_t)spin_end))
 		inject(uc, preempt_stub);
 }
 
@@ -156,6 +167,8 @@ int main(void)
 	sa.sa_sigaction = on_urg;
 	sigaction(SIGURG, &sa, NULL);
 	sigaction(SIGALRM, &sa, NULL);
+	/* 8 injections (the SIGURG the first handler sends is delivered on
+	 * preempt_stub's entry and injects nothing) */
 	for (int i = 0; i < 8; i++)
 		do_tgkill(getpid(), gettid(), SIGURG);
 	if (preempt_count != 8)
