@@ -21,8 +21,10 @@ class Tap:
 
     def ok(self, cond, desc, todo=None):
         self.n += 1
+        # one line: a description that spans lines (a command's output
+        # quoted in it) breaks the TAP stream
         line = '%s %d - %s' % ('ok' if cond else 'not ok', self.n,
-                               desc.replace('#', '\\#'))
+                               ' '.join(desc.split()).replace('#', '\\#'))
         if todo:
             line += ' # TODO ' + todo
         elif not cond:
