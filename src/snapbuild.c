@@ -328,28 +328,43 @@ void bt_snap_stack_window(uint64_t sp, uint64_t start, uint64_t end,
 	*hi = end - *lo > BT_SNAP_STACK ? *lo + BT_SNAP_STACK : end;
 }
 
+/* The regions of live process @pid's /proc/PID/maps: 0, -ENOMEM, or the
+ * error of reading it. */
+static int proc_regions(pid_t pid, struct bt_snap_region **reg, size_t *n)
+{
+	char path[64], *maps;
+	int r;
+
+	*reg = NULL;
+	*n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	r = bt_read_file(path, &maps, NULL, 64u << 20);
+	if (r < 0)
+		return r;
+	r = bt_snap_regions_parse(maps, reg, n);
+	free(maps);
+	return r;
+}
+
 int bt_snapbuild_add_stack(struct bt_snapbuild *b,
 			   const struct btrace_signal *sig)
 {
 	uint64_t sp = sig->regs[BTRACE_REG_RSP], lo, hi;
 	struct btrace_memory m = { .tid = sig->tid };
 	struct bt_snap_region *reg = NULL;
-	char path[64], *maps;
 	size_t nreg = 0;
 	uint8_t *buf;
 	int r = 0;
 
 	if (!sig->has_regs)
 		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)b->pid);
+	r = proc_regions(b->pid, &reg, &nreg);
 	/* maps that cannot be read: no stack, not an error */
-	if (bt_read_file(path, &maps, NULL, 64u << 20) < 0)
-		return 0;
-	r = bt_snap_regions_parse(maps, &reg, &nreg);
-	free(maps);
-	if (r < 0)
+	if (r == -ENOMEM)
 		return bt_error(b->err, r, "snapshot: the stack failed: out of "
 				"memory");
+	if (r < 0)
+		return 0;
 	for (size_t i = 0; i < nreg; i++) {
 		if (sp < reg[i].start || sp >= reg[i].end ||
 		    (reg[i].prot & 3) != 3 || reg[i].special)
@@ -507,54 +522,37 @@ int bt_snap_proc_data(pid_t pid, uint64_t stack_lo, uint64_t stack_hi,
 {
 	struct bt_snap_region *reg = NULL;
 	struct bt_snap_range *rg = NULL;
-	char path[64], *maps;
 	size_t nreg = 0;
 	long nrg;
-	int r, fd;
+	int r;
 
 	if (!budget)
 		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	r = bt_read_file(path, &maps, NULL, 64u << 20);
-	if (r < 0)
-		return r;
-	r = bt_snap_regions_parse(maps, &reg, &nreg);
-	free(maps);
+	r = proc_regions(pid, &reg, &nreg);
 	if (r < 0)
 		return r;
 	nrg = bt_snap_data_select(reg, nreg, stack_lo, stack_hi, budget, &rg);
 	free(reg);
 	if (nrg <= 0)
 		return (int)nrg;
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		free(rg);
-		return 0;   /* memory that cannot be read is left out */
-	}
 	for (long i = 0; i < nrg && r >= 0; i++) {
 		struct btrace_memory m = { .tid = BTRACE_MEMORY_PROCESS,
-					   .vaddr = rg[i].start };
-		uint8_t *buf = malloc(rg[i].size);
-		uint64_t got = 0;
-		ssize_t k;
+					   .vaddr = rg[i].start,
+					   .size = rg[i].size };
+		uint8_t *buf;
+		int k = copy_mem(pid, rg[i].start, rg[i].size, &buf);
 
-		if (!buf) {
-			r = -ENOMEM;
+		if (k == -ENOMEM) {
+			r = k;
 			break;
 		}
-		while (got < rg[i].size &&
-		       (k = pread(fd, buf + got, rg[i].size - got,
-				  (off_t)(rg[i].start + got))) > 0)
-			got += (uint64_t)k;
-		if (got == rg[i].size) {
-			m.data = buf;
-			m.size = got;
-			r = add(ctx, &m);
-		}
+		/* memory that cannot be read is left out */
+		if (k < 0)
+			continue;
+		m.data = buf;
+		r = add(ctx, &m);
 		free(buf);
 	}
-	close(fd);
 	free(rg);
 	return r < 0 ? r : 0;
 }
