@@ -787,22 +787,19 @@ static void xsave_mem(const struct vstate *s, size_t i, struct facts *f)
 
 /*
  * The user memory system call @i may write, by its number (rax before it)
- * and its pointer arguments: what it may change is no longer known in
- * @f.  A system call not listed here, or whose number or pointer is not
- * known, may have written anything.
+ * and its pointer arguments: 0 none, 1 [*@a, *@a + *@len), -1 not known
+ * (a system call not listed here, or whose number or pointer is not
+ * known, may have written anything).
  */
-static void syscall_mem(const struct vstate *s, size_t i, struct facts *f)
+static int syscall_range(const struct vstate *s, size_t i, uint64_t *a,
+			 uint64_t *len)
 {
-	enum { RAX = BTRACE_VREG_RAX, RDI = BTRACE_VREG_RDI,
-	       RSI = BTRACE_VREG_RSI, RDX = BTRACE_VREG_RDX,
-	       R10 = BTRACE_VREG_R10 };
+	enum { RAX = BTRACE_VREG_RAX, RSI = BTRACE_VREG_RSI,
+	       RDX = BTRACE_VREG_RDX, R10 = BTRACE_VREG_R10 };
 	unsigned ptr;
-	uint64_t len;
 
-	if (!kn(s, i, RAX)) {
-		fact_clear(f);
-		return;
-	}
+	if (!kn(s, i, RAX))
+		return -1;
 	switch (get(s, i, RAX)) {
 	case 1: case 3: case 8: case 10: case 11: case 12: case 15: case 20:
 	case 24: case 39: case 60: case 62: case 102: case 104: case 107:
@@ -811,41 +808,43 @@ static void syscall_mem(const struct vstate *s, size_t i, struct facts *f)
 		 * writev, sched_yield, getpid, exit, kill, get[ug]id,
 		 * gete[ug]id, getppid, gettid, tkill, exit_group, tgkill:
 		 * no user memory (munmap and brk only add or remove it) */
-		return;
+		return 0;
 	case 13:     /* rt_sigaction: the old action, 32 bytes, at rdx */
 		ptr = RDX;
-		len = 32;
+		*len = 32;
 		break;
 	case 14:     /* rt_sigprocmask: the old set at rdx, r10 bytes */
-		if (!kn(s, i, R10) || get(s, i, R10) > 128) {
-			fact_clear(f);
-			return;
-		}
+		if (!kn(s, i, R10) || get(s, i, R10) > 128)
+			return -1;
 		ptr = RDX;
-		len = get(s, i, R10);
+		*len = get(s, i, R10);
 		break;
 	case 0:      /* read: rdx bytes at rsi */
-		if (!kn(s, i, RDX)) {
-			fact_clear(f);
-			return;
-		}
+		if (!kn(s, i, RDX))
+			return -1;
 		ptr = RSI;
-		len = get(s, i, RDX);
+		*len = get(s, i, RDX);
 		break;
 	default:
-		fact_clear(f);
-		return;
+		return -1;
 	}
-	if (!kn(s, i, ptr)) {
+	if (!kn(s, i, ptr))
+		return -1;
+	*a = get(s, i, ptr);
+	if (!*a || !*len)
+		return 0;
+	return *len > UINT32_MAX || *a + *len < *a ? -1 : 1;
+}
+
+/* What system call @i may write is no longer known in @f. */
+static void syscall_mem(const struct vstate *s, size_t i, struct facts *f)
+{
+	uint64_t a, len;
+	int r = syscall_range(s, i, &a, &len);
+
+	if (r < 0)
 		fact_clear(f);
-		return;
-	}
-	uint64_t a = get(s, i, ptr);
-	if (!a || !len)
-		return;
-	if (len > UINT32_MAX || a + len < a)
-		fact_clear(f);
-	else
+	else if (r)
 		fact_kill(f, a, (unsigned)len);
 }
 
@@ -1302,6 +1301,45 @@ static void sigreturn_frame(struct vstate *s, size_t i)
 		set(s, i, BTRACE_VREG_RSP, found);
 }
 
+/* The rsp change of instruction @i when it is a constant: 1 and *@d. */
+static int rsp_delta(const struct vstate *s, size_t i, int64_t *d)
+{
+	const struct vinsn *in = &s->in[i];
+	const struct vop *o0 = &in->op[0], *o1 = &in->op[1];
+
+	switch (in->id) {
+	case X86_INS_PUSH: case X86_INS_CALL: case X86_INS_PUSHFQ:
+		*d = -8;
+		return in->id != X86_INS_PUSH || in->nop == 1;
+	case X86_INS_POP:
+		*d = 8;
+		return in->nop == 1 && !(o0->type == X86_OP_REG &&
+					 o0->reg == BTRACE_VREG_RSP);
+	case X86_INS_POPFQ:
+		*d = 8;
+		return 1;
+	case X86_INS_RET:
+		*d = 8 + (in->nop == 1 && o0->type == X86_OP_IMM ? o0->imm : 0);
+		return 1;
+	case X86_INS_ADD: case X86_INS_SUB:
+		if (in->nop != 2 || o0->type != X86_OP_REG ||
+		    o0->reg != BTRACE_VREG_RSP || o0->width != 8 ||
+		    o1->type != X86_OP_IMM)
+			return 0;
+		*d = in->id == X86_INS_ADD ? o1->imm : -o1->imm;
+		return 1;
+	case X86_INS_LEA:
+		if (in->nop != 2 || o0->type != X86_OP_REG ||
+		    o0->reg != BTRACE_VREG_RSP || o0->width != 8 ||
+		    o1->type != X86_OP_MEM || o1->bad || o1->rip ||
+		    o1->base != BTRACE_VREG_RSP || o1->index != NOREG)
+			return 0;
+		*d = o1->imm;
+		return 1;
+	}
+	return 0;
+}
+
 /*
  * The relation of instruction @i between states @i and @i + 1 (both
  * directions).  @f: facts about memory before it (forward pass) or after
@@ -1541,34 +1579,14 @@ static void relate(struct vstate *s, size_t i, const struct facts *f)
 	}
 	}
 
-	/* the stack pointer */
-	int64_t dsp = 0;
-	int sp_ok = 1;
-	switch (in->id) {
-	case X86_INS_PUSH: case X86_INS_CALL: case X86_INS_PUSHFQ:
-		dsp = -8;
-		break;
-	case X86_INS_POP:
-		sp_ok = !(dreg == (int)rsp);
-		dsp = 8;
-		break;
-	case X86_INS_POPFQ:
-		dsp = 8;
-		break;
-	case X86_INS_RET:
-		dsp = 8 + (in->nop == 1 && d->type == X86_OP_IMM ? d->imm : 0);
-		break;
-	case X86_INS_LEAVE:
-		sp_ok = 0;
+	/* the stack pointer: a constant change, both ways (leave: rbp's) */
+	int64_t dsp;
+	if (in->id == X86_INS_LEAVE) {
 		if (kn(s, i, BTRACE_VREG_RBP))
 			set(s, i + 1, rsp, get(s, i, BTRACE_VREG_RBP) + 8);
 		if (kn(s, i + 1, rsp))
 			set(s, i, BTRACE_VREG_RBP, get(s, i + 1, rsp) - 8);
-		break;
-	default:
-		sp_ok = 0;
-	}
-	if (sp_ok) {
+	} else if (rsp_delta(s, i, &dsp)) {
 		if (kn(s, i, rsp))
 			set(s, i + 1, rsp, get(s, i, rsp) + (uint64_t)dsp);
 		if (kn(s, i + 1, rsp))
@@ -1604,44 +1622,6 @@ struct wrange {
 	uint64_t size;
 };
 
-/* The rsp change of instruction @i when it is a constant: 1 and *@d. */
-static int rsp_delta(const struct vstate *s, size_t i, int64_t *d)
-{
-	const struct vinsn *in = &s->in[i];
-	const struct vop *o0 = &in->op[0], *o1 = &in->op[1];
-
-	switch (in->id) {
-	case X86_INS_PUSH: case X86_INS_CALL: case X86_INS_PUSHFQ:
-		*d = -8;
-		return in->id != X86_INS_PUSH || in->nop == 1;
-	case X86_INS_POP:
-		*d = 8;
-		return in->nop == 1 && !(o0->type == X86_OP_REG &&
-					 o0->reg == BTRACE_VREG_RSP);
-	case X86_INS_POPFQ:
-		*d = 8;
-		return 1;
-	case X86_INS_RET:
-		*d = 8 + (in->nop == 1 && o0->type == X86_OP_IMM ? o0->imm : 0);
-		return 1;
-	case X86_INS_ADD: case X86_INS_SUB:
-		if (in->nop != 2 || o0->type != X86_OP_REG ||
-		    o0->reg != BTRACE_VREG_RSP || o0->width != 8 ||
-		    o1->type != X86_OP_IMM)
-			return 0;
-		*d = in->id == X86_INS_ADD ? o1->imm : -o1->imm;
-		return 1;
-	case X86_INS_LEA:
-		if (in->nop != 2 || o0->type != X86_OP_REG ||
-		    o0->reg != BTRACE_VREG_RSP || o0->width != 8 ||
-		    o1->type != X86_OP_MEM || o1->bad || o1->rip ||
-		    o1->base != BTRACE_VREG_RSP || o1->index != NOREG)
-			return 0;
-		*d = o1->imm;
-		return 1;
-	}
-	return 0;
-}
 
 /* The memory ranges instruction @k writes, into @w (at most 4): their
  * count, -1 when one of them is not known. */
@@ -1655,20 +1635,11 @@ static int write_ranges(const struct vstate *s, size_t k, const uint32_t *seg,
 	if (in->clobber)
 		return -1;
 	if (in->id == X86_INS_SYSCALL) {
-		if (!kn(s, k, BTRACE_VREG_RAX))
-			return -1;
-		struct facts probe;
-		/* syscall_mem() on a probe: what it kills */
-		probe.n = 0;
-		probe.snap = s->snap_mem;
-		probe.nkilled = 0;
-		syscall_mem(s, k, &probe);
-		if (!probe.snap)
-			return -1;
-		for (size_t j = 0; j < probe.nkilled && n < 4; j++)
-			w[n++] = (struct wrange){ 0, 0, probe.killed[j].addr,
-						  probe.killed[j].size };
-		return probe.nkilled > 4 ? -1 : n;
+		uint64_t len;
+		int r = syscall_range(s, k, &a, &len);
+		if (r > 0)
+			w[n++] = (struct wrange){ 0, 0, a, len };
+		return r < 0 ? -1 : n;
 	}
 	if (in->id == X86_INS_PUSH || in->id == X86_INS_CALL ||
 	    in->id == X86_INS_PUSHFQ) {
@@ -2386,18 +2357,27 @@ static const struct btrace_snapshot *memory_at_fault(struct bt_ctx *c,
 
 /* The crashed thread is its process's only thread (of the snapshot's
  * tasks and of the decoded threads). */
+/* The process of thread @tid among the snapshot's tasks, -1 none. */
+static int32_t pid_of(const struct btrace_snapshot *sn, int32_t tid)
+{
+	int32_t pid = -1;
+
+	for (size_t k = 0; k < sn->ntasks; k++)
+		if (sn->tasks[k].tid == tid)
+			pid = sn->tasks[k].pid;
+	return pid;
+}
+
 static int sole_thread(const struct btrace_decode_result *res,
 		       const struct btrace_snapshot *sn,
 		       const struct btrace_thread *t)
 {
 	size_t n = 0;
-	int32_t pid = -1;
+	int32_t pid;
 
 	if (res->nthreads != 1 || !sn)
 		return 0;
-	for (size_t k = 0; k < sn->ntasks; k++)
-		if (sn->tasks[k].tid == t->tid)
-			pid = sn->tasks[k].pid;
+	pid = pid_of(sn, t->tid);
 	for (size_t k = 0; pid > 0 && k < sn->ntasks; k++)
 		n += sn->tasks[k].pid == pid;
 	return n == 1;
@@ -2431,12 +2411,9 @@ static int priv_cmp(const void *a, const void *b)
 static int own_memory(const struct btrace_snapshot *sn,
 		      const struct btrace_thread *t, struct vstate *s)
 {
-	int32_t pid = -1;
+	int32_t pid = pid_of(sn, t->tid);
 	size_t n = 0;
 
-	for (size_t k = 0; k < sn->ntasks; k++)
-		if (sn->tasks[k].tid == t->tid)
-			pid = sn->tasks[k].pid;
 	if (pid <= 0 || !sn->nmappings)
 		return 0;
 	s->priv = calloc(sn->nmappings, sizeof(*s->priv));
