@@ -12,7 +12,7 @@ static const uint8_t fz_code_head[] = {
 	0x00, 0x00, 0x00, 0x74, 0x01, 0x90, 0xc3, 0x31, 0xc0, 0xc3, 0xcc,
 };
 
-static uint8_t fz_code[FZ_PAGE];
+static uint8_t fz_code[FZ_CODE_SIZE];
 static char fz_anon[] = "//anon";
 static char fz_nocode[] = "/nonexistent/fuzz-nocode.so";
 static char fz_comm[] = "fuzzee";
@@ -58,7 +58,7 @@ void fz_snapshot_init(struct fz_snapshot *f, uint32_t kind, uint8_t variant,
 	f->maps[0].prot = 5;   /* r-x */
 	f->maps[0].flags = 2;
 	f->maps[0].start = FZ_BASE;
-	f->maps[0].end = FZ_BASE + FZ_PAGE;
+	f->maps[0].end = FZ_BASE + FZ_CODE_SIZE;
 	f->maps[0].path = fz_anon;
 	f->maps[1].pid = 100;
 	f->maps[1].prot = 5;
