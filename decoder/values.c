@@ -259,6 +259,20 @@ static void raw_effects(const uint8_t *p, size_t avail, struct vinsn *out)
 	}
 }
 
+/* Instructions whose first operand, memory, is only read (compares aside). */
+static int reads_dest_only(unsigned id)
+{
+	switch (id) {
+	case X86_INS_PUSH: case X86_INS_CALL: case X86_INS_JMP:
+	case X86_INS_NOP: case X86_INS_LEA: case X86_INS_PREFETCH:
+	case X86_INS_PREFETCHNTA: case X86_INS_PREFETCHT0:
+	case X86_INS_PREFETCHT1: case X86_INS_PREFETCHT2:
+	case X86_INS_PREFETCHW: case X86_INS_CLFLUSH: case X86_INS_CLFLUSHOPT:
+		return 1;
+	}
+	return 0;
+}
+
 /* Decode the instruction at @ip into @out (what it reads and writes). */
 static void decode_one(struct bt_ctx *c, cs_insn *ci, uint64_t ip,
 		       struct vinsn *out)
@@ -327,6 +341,9 @@ static void decode_one(struct bt_ctx *c, cs_insn *ci, uint64_t ip,
 		} else if (o->type == X86_OP_MEM) {
 			int b = -1, ix = -1;
 			v->imm = o->mem.disp;
+			/* a 32-bit address (0x67 prefix) wraps at 4 GiB */
+			if (x->addr_size != 8)
+				v->bad = 1;
 			v->scale = (uint8_t)o->mem.scale;
 			if (o->mem.segment == X86_REG_FS)
 				v->fs = 1;
@@ -349,10 +366,15 @@ static void decode_one(struct bt_ctx *c, cs_insn *ci, uint64_t ip,
 			v->index = ix >= 0 ? (uint8_t)ix : NOREG;
 			/* compares read their memory operand (capstone 4
 			 * gives `test byte ptr [rbx], 0x20` no access or a
-			 * write) */
+			 * write); any other instruction may write it when it
+			 * is the destination (capstone 4 gives the EVEX store
+			 * `vmovdqu64 ymmword ptr [rdi], ymm16` as a read) */
 			if (ci->id == X86_INS_TEST || ci->id == X86_INS_CMP ||
 			    ci->id == X86_INS_BT)
 				v->access = CS_AC_READ;
+			else if ((i == 0 && !reads_dest_only(ci->id)) ||
+				 ci->id == X86_INS_XCHG)
+				v->access |= CS_AC_WRITE;
 			if ((v->access & CS_AC_WRITE) || !v->access) {
 				/* a write the facts cannot follow: a rep
 				 * string instruction, an unknown size */

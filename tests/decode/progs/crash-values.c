@@ -5,8 +5,10 @@
  * compares (cmov, setcc, sbb), a signal handler that returns (rt_sigreturn
  * restores every register from the signal frame on the stack), and calls
  * made below a stack buffer of a size not known from the code (the stack
- * pointer lost, as after alloca), then a store through NULL.  Linked with
- * -z now: no lazy binding in the window.
+ * pointer lost, as after alloca), a spill overwritten by a vector store
+ * (capstone 4 gives the EVEX store `vmovdqu64 [mem], ymm16` as a read of
+ * its memory), then a store through NULL.  Linked with -z now: no lazy
+ * binding in the window.
  */
 #include <alloca.h>
 #include <signal.h>
@@ -61,6 +63,35 @@ __attribute__((noinline)) static long below(long n)
 	return fill(buf, n) + buf[n / 2];
 }
 
+/* 0x5eed stored to a slot, the slot overwritten with zeros by an EVEX
+ * store (AVX-512VL; without it, by a plain one), and loaded back: 0. */
+__attribute__((noinline, target("avx512vl"))) static long evex_store(long *p)
+{
+	long v;
+
+	__asm__ volatile("movq $0x5eed, %[v]\n\t"
+			 "movq %[v], 8(%[p])\n\t"
+			 "vpxorq %%xmm16, %%xmm16, %%xmm16\n\t"
+			 "vmovdqu64 %%ymm16, (%[p])\n\t"
+			 "movq 8(%[p]), %[v]"
+			 : [v] "=&r"(v) : [p] "r"(p) : "memory", "xmm16");
+	return v;
+}
+
+__attribute__((noinline)) static long overwrite(void)
+{
+	long slot[4] = { 0 }, v;
+
+	if (__builtin_cpu_supports("avx512vl"))
+		return evex_store(slot);
+	__asm__ volatile("movq $0x5eed, %[v]\n\t"
+			 "movq %[v], 8(%[p])\n\t"
+			 "movq $0, 8(%[p])\n\t"
+			 "movq 8(%[p]), %[v]"
+			 : [v] "=&r"(v) : [p] "r"(slot) : "memory");
+	return v;
+}
+
 static long *volatile nowhere;
 
 __attribute__((noinline)) static void crash(long v)
@@ -81,6 +112,7 @@ int main(int argc, char **argv)
 		acc += mix(i);
 	kill(getpid(), SIGUSR1);
 	acc += below(24 + argc);
+	acc += overwrite();
 	crash(acc);
 	return 0;
 }
