@@ -62,6 +62,9 @@ struct vinsn {
 	uint16_t rd, wr;     /* GPRs read / written */
 	int32_t depth;       /* call depth it runs at */
 	uint64_t eflags;     /* capstone's X86_EFLAGS_* of it */
+	uint32_t acc, nacc;  /* its accesses in the log: acc .. acc + nacc - 1 */
+	uint8_t logged;      /* the log holds every access it made */
+	uint8_t two_mem;     /* two memory operands (a string instruction) */
 	struct vop op[4];
 };
 
@@ -113,6 +116,8 @@ struct vstate {
 	size_t remap_after;       /* loads from 0..remap_after - 1 come before a
 				   * system call that may change mappings */
 	uint8_t *searched;        /* rt_sigreturn i's frame searched for */
+	const struct btrace_access *log;  /* the accesses the recorder logged,
+				   * NULL none (vinsn.acc indexes it) */
 };
 
 struct bt_values {
@@ -323,6 +328,7 @@ static void decode_one(struct bt_ctx *c, cs_insn *ci, uint64_t ip,
 		out->wr = 0;
 	out->eflags = x->eflags;
 	out->nop = x->op_count < 4 ? x->op_count : 4;
+	unsigned nmem = 0;
 	for (unsigned i = 0; i < out->nop; i++) {
 		const cs_x86_op *o = &x->operands[i];
 		struct vop *v = &out->op[i];
@@ -340,6 +346,7 @@ static void decode_one(struct bt_ctx *c, cs_insn *ci, uint64_t ip,
 			v->imm = o->imm;
 		} else if (o->type == X86_OP_MEM) {
 			int b = -1, ix = -1;
+			nmem++;
 			v->imm = o->mem.disp;
 			/* a 32-bit address (0x67 prefix) wraps at 4 GiB */
 			if (x->addr_size != 8)
@@ -385,6 +392,7 @@ static void decode_one(struct bt_ctx *c, cs_insn *ci, uint64_t ip,
 			}
 		}
 	}
+	out->two_mem = nmem > 1;
 	switch (ci->id) {
 	case X86_INS_SYSENTER: case X86_INS_INT:
 	case X86_INS_INT1: case X86_INS_INT3: case X86_INS_INTO:
@@ -451,27 +459,33 @@ static int reg_val(const struct vstate *s, size_t i, const struct vop *o,
 	return 1;
 }
 
-/* The address of a memory operand in state @i. */
+static int log_addr(const struct vstate *s, size_t i, const struct vop *o,
+		    uint64_t *a);
+
+/* The address of a memory operand in state @i: from its registers, or
+ * from the access log. */
 static int addr_of(const struct vstate *s, size_t i, const struct vop *o,
 		   uint64_t *a)
 {
 	uint64_t x = (uint64_t)o->imm;
 
-	if (o->type != X86_OP_MEM || o->bad)
+	if (o->type != X86_OP_MEM)
 		return 0;
+	if (o->bad)
+		return log_addr(s, i, o, a);
 	if (o->fs) {
 		if (i < s->fs_from)
-			return 0;
+			return log_addr(s, i, o, a);
 		x += s->fs_base;
 	}
 	if (o->base != NOREG) {
 		if (!kn(s, i, o->base))
-			return 0;
+			return log_addr(s, i, o, a);
 		x += get(s, i, o->base);
 	}
 	if (o->index != NOREG) {
 		if (!kn(s, i, o->index))
-			return 0;
+			return log_addr(s, i, o, a);
 		x += get(s, i, o->index) * o->scale;
 	}
 	*a = x;
@@ -493,6 +507,202 @@ static void put(struct vstate *s, size_t i, const struct vop *o, uint64_t v)
 		uint64_t m = o->hi8 ? 0xff00ull : mask_of(o->width);
 		uint64_t nv = o->hi8 ? (v & 0xff) << 8 : v & m;
 		set(s, i + 1, o->reg, (old & ~m) | nv);
+	}
+}
+
+/* --- the access log --- */
+
+/*
+ * A recorder may log the memory accesses of the crashed thread's last
+ * instructions (struct btrace_access).  Each logged address is a fact about
+ * the instruction that made it: its memory operand's address (the
+ * registers that form it, when only one of them is not known otherwise),
+ * the stack pointer of a push, pop, call or ret.  The log only ever adds
+ * addresses: an instruction's write the log does not show is dealt with as
+ * before (an address not known ends what is known of memory), so an
+ * access a recorder does not log cannot make a value wrong.
+ */
+
+/* The stack slot an instruction accesses beside its operands: 1 a store
+ * at rsp - 8 (push, call, pushfq), 2 a load at rsp (pop, ret, popfq), 3 a
+ * load at rbp (leave); 0 none. */
+static int stack_access(unsigned id)
+{
+	switch (id) {
+	case X86_INS_PUSH: case X86_INS_CALL: case X86_INS_PUSHFQ:
+		return 1;
+	case X86_INS_POP: case X86_INS_RET: case X86_INS_POPFQ:
+		return 2;
+	case X86_INS_LEAVE:
+		return 3;
+	}
+	return 0;
+}
+
+/* Instructions that may access memory in one run and not in another (a
+ * rep string instruction with rcx 0, masked moves, gathers): the log
+ * cannot tell which of two runs its accesses were made by. */
+static int may_skip(const struct vinsn *in)
+{
+	switch (in->id) {
+	case 0:
+	case X86_INS_MASKMOVQ: case X86_INS_MASKMOVDQU:
+	case X86_INS_VMASKMOVPS: case X86_INS_VMASKMOVPD:
+	case X86_INS_VPMASKMOVD: case X86_INS_VPMASKMOVQ:
+	case X86_INS_VGATHERDPS: case X86_INS_VGATHERDPD:
+	case X86_INS_VGATHERQPS: case X86_INS_VGATHERQPD:
+	case X86_INS_VPGATHERDD: case X86_INS_VPGATHERDQ:
+	case X86_INS_VPGATHERQD: case X86_INS_VPGATHERQQ:
+		return 1;
+	}
+	return in->rep;
+}
+
+/* The address of memory operand @o of instruction @i from the log: the
+ * lowest address of the instruction's logged accesses other than its
+ * stack slot, when they all lie within the operand's width. */
+static int log_addr(const struct vstate *s, size_t i, const struct vop *o,
+		    uint64_t *a)
+{
+	const struct vinsn *in = &s->in[i];
+	int sa = stack_access(in->id);
+	uint64_t lo = UINT64_MAX;
+	unsigned cnt = 0;
+
+	if (!s->log || !in->logged || !in->nacc || in->two_mem ||
+	    o->type != X86_OP_MEM || !o->width || sa == 3 ||
+	    in->id == X86_INS_LEA || in->id == X86_INS_NOP)
+		return 0;
+	for (uint32_t k = 0; k < in->nacc; k++) {
+		const struct btrace_access *e = &s->log[in->acc + k];
+		int st = e->flags & BTRACE_ACCESS_STORE;
+		if ((sa == 1 && st) || (sa == 2 && !st))
+			continue;   /* the stack slot */
+		if (st && o->access && !(o->access & CS_AC_WRITE))
+			return 0;   /* a store the operand does not make */
+		if (e->addr < lo)
+			lo = e->addr;
+		cnt++;
+	}
+	if (!cnt)
+		return 0;
+	for (uint32_t k = 0; k < in->nacc; k++) {
+		const struct btrace_access *e = &s->log[in->acc + k];
+		int st = e->flags & BTRACE_ACCESS_STORE;
+		if ((sa == 1 && st) || (sa == 2 && !st))
+			continue;
+		if (e->addr - lo > o->width || e->size > o->width - (e->addr - lo))
+			return 0;
+	}
+	*a = lo;
+	return 1;
+}
+
+/* The stack pointer (leave: rbp) before instruction @i from its logged
+ * stack slot. */
+static void log_stack(struct vstate *s, size_t i)
+{
+	const struct vinsn *in = &s->in[i];
+	int sa = stack_access(in->id);
+	const struct btrace_access *slot = NULL;
+	unsigned cnt = 0;
+
+	if (!sa || !s->log || !in->logged)
+		return;
+	for (uint32_t k = 0; k < in->nacc; k++) {
+		const struct btrace_access *e = &s->log[in->acc + k];
+		int st = e->flags & BTRACE_ACCESS_STORE;
+		if ((sa == 1) == !!st) {
+			slot = e;
+			cnt++;
+		}
+	}
+	if (cnt != 1 || slot->size != 8)
+		return;
+	if (sa == 1)
+		set(s, i, BTRACE_VREG_RSP, slot->addr + 8);
+	else if (sa == 2)
+		set(s, i, BTRACE_VREG_RSP, slot->addr);
+	else
+		set(s, i, BTRACE_VREG_RBP, slot->addr);
+}
+
+/* The one register of a memory operand's address not known otherwise,
+ * from the logged address (an index only when its scale is 1: times 2, 4
+ * or 8 the top bits would be lost). */
+static void log_regs(struct vstate *s, size_t i)
+{
+	const struct vinsn *in = &s->in[i];
+	uint64_t a;
+
+	if (!s->log || !in->logged)
+		return;
+	for (unsigned k = 0; k < in->nop; k++) {
+		const struct vop *o = &in->op[k];
+		if (o->type != X86_OP_MEM || o->bad || o->rip ||
+		    (o->base == NOREG && o->index == NOREG) ||
+		    o->base == o->index || !log_addr(s, i, o, &a))
+			continue;
+		uint64_t x = a - (uint64_t)o->imm;
+		if (o->fs) {
+			if (i < s->fs_from)
+				continue;
+			x -= s->fs_base;
+		}
+		int nb = o->base != NOREG && !kn(s, i, o->base);
+		int nx = o->index != NOREG && !kn(s, i, o->index);
+		if (nb + nx != 1)
+			continue;
+		if (o->base != NOREG && !nb)
+			x -= get(s, i, o->base);
+		if (o->index != NOREG && !nx)
+			x -= get(s, i, o->index) * o->scale;
+		if (nb)
+			set(s, i, o->base, x);
+		else if (o->scale == 1)
+			set(s, i, o->index, x);
+	}
+}
+
+/*
+ * Give the path's instructions their accesses in @log (@nlog, in the
+ * order made, the last one the last before the fault): from the end, an
+ * instruction's are the log's last entries with its address.  The
+ * faulting instruction's own, made before it faulted, come first.  It
+ * stops, and the instructions before get none (not @logged), where that
+ * is not certain: at the log's first entry (unless @complete: the log
+ * holds every access since the thread started; the entries of the
+ * instruction it stopped in may have been lost before it), at an
+ * instruction that may make no access in one run (may_skip()), and where
+ * the path runs one instruction twice in a row and the log holds accesses
+ * of it.
+ */
+static void align_log(struct vstate *s, const struct btrace_access *log,
+		      uint64_t nlog, int complete)
+{
+	uint64_t j = nlog;
+
+	s->log = log;
+	if (!log || !s->fault_ip || (s->n && s->in[s->n - 1].ip == s->fault_ip))
+		return;
+	while (j && log[j - 1].ip == s->fault_ip)
+		j--;
+	for (size_t i = s->n; i-- > 0;) {
+		struct vinsn *in = &s->in[i];
+		uint64_t k = j;
+
+		while (k && log[k - 1].ip == in->ip)
+			k--;
+		if (may_skip(in))
+			break;
+		if (k < j && i && s->in[i - 1].ip == in->ip)
+			break;
+		if (!k && !complete)
+			break;   /* the log may have started inside it */
+		in->acc = (uint32_t)k;
+		in->nacc = (uint32_t)(j - k);
+		in->logged = 1;
+		j = k;
 	}
 }
 
@@ -1376,6 +1586,8 @@ static void relate(struct vstate *s, size_t i, const struct facts *f)
 	uint16_t wr = in->id == X86_INS_SYSCALL ? syscall_writes(s, i) : in->wr;
 
 	branch_facts(s, i);
+	log_stack(s, i);
+	log_regs(s, i);
 	if (in->id == X86_INS_SYSCALL && kn(s, i, BTRACE_VREG_RAX) &&
 	    get(s, i, BTRACE_VREG_RAX) == 15)
 		sigreturn_frame(s, i);
@@ -2462,9 +2674,30 @@ static int own_memory(const struct btrace_snapshot *sn,
 
 /* --- the API --- */
 
+static int build(const struct btrace_decode_result *res, size_t thread,
+		 uint64_t max_insns, const struct btrace_access_log *log,
+		 struct btrace_values **out, struct btrace_error *err);
+
+/* The thread's access log in the snapshot, when it has one. */
 int btrace_values_build(const struct btrace_decode_result *res, size_t thread,
 			uint64_t max_insns, struct btrace_values **out,
 			struct btrace_error *err)
+{
+	const struct btrace_access_log *log = NULL;
+	const struct btrace_snapshot *sn;
+
+	if (res && thread < res->nthreads) {
+		sn = bt_result_ctx((struct btrace_decode_result *)(uintptr_t)res)->snap;
+		for (size_t k = 0; k < sn->naccess_logs; k++)
+			if (sn->access_logs[k].tid == res->threads[thread].tid)
+				log = &sn->access_logs[k];
+	}
+	return build(res, thread, max_insns, log, out, err);
+}
+
+static int build(const struct btrace_decode_result *res, size_t thread,
+		 uint64_t max_insns, const struct btrace_access_log *log,
+		 struct btrace_values **out, struct btrace_error *err)
 {
 	struct bt_ctx *c;
 	const struct btrace_thread *t;
@@ -2542,6 +2775,9 @@ int btrace_values_build(const struct btrace_decode_result *res, size_t thread,
 			goto oom;
 	}
 	s.fault_ip = fault_ip;
+	if (log)
+		align_log(&s, log->entries, log->n,
+			  log->flags & BTRACE_ACCESSES_COMPLETE);
 	solve(&s);
 	for (size_t i = 0; i < n; i++)
 		if (s.in[i].id == X86_INS_SYSCALL)

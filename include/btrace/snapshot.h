@@ -174,6 +174,25 @@ struct btrace_memory {
 	uint64_t size;
 };
 
+/* The memory accesses of a thread's last instructions, as the recorder
+ * logged them (docs/format.md, section "accesses"): oldest first, the last
+ * one the last the thread made before the snapshot. */
+#define BTRACE_ACCESS_STORE 0x1u        /* a write; else a read */
+struct btrace_access {
+	uint64_t ip;               /* the instruction that made it */
+	uint64_t addr;             /* its first byte */
+	uint32_t size;             /* bytes */
+	uint32_t flags;            /* BTRACE_ACCESS_* */
+};
+#define BTRACE_ACCESSES_COMPLETE 0x1u   /* every access since the thread
+					 * started (the log never wrapped) */
+struct btrace_access_log {
+	int32_t tid;
+	uint32_t flags;            /* BTRACE_ACCESSES_* */
+	const struct btrace_access *entries;
+	uint64_t n;
+};
+
 /* x86-64 registers, in the order of the kernel's struct user_regs_struct. */
 enum btrace_reg {
 	BTRACE_REG_R15, BTRACE_REG_R14, BTRACE_REG_R13, BTRACE_REG_R12,
@@ -270,6 +289,9 @@ struct btrace_snapshot {
 	size_t nwarnings;
 	uint64_t file_size;
 	int complete;                  /* the end marker was present */
+
+	struct btrace_access_log *access_logs;  /* threads' memory accesses */
+	size_t naccess_logs;
 };
 
 /* Reader flags. */
@@ -365,6 +387,11 @@ BTRACE_API int btrace_writer_add_code(struct btrace_writer *w,
 BTRACE_API int btrace_writer_add_memory(struct btrace_writer *w,
 					const struct btrace_memory *mem,
 					struct btrace_error *err);
+/** @brief Add a thread's access log (copied to the file before it
+ * returns). */
+BTRACE_API int btrace_writer_add_accesses(struct btrace_writer *w,
+					  const struct btrace_access_log *log,
+					  struct btrace_error *err);
 BTRACE_API int btrace_writer_set_signal(struct btrace_writer *w,
 					const struct btrace_signal *sig,
 					struct btrace_error *err);

@@ -329,6 +329,32 @@ static void print_text(const char *path, const struct btrace_snapshot *s)
 		}
 	}
 
+	if (s->naccess_logs) {
+		uint64_t stored = 0;
+
+		for (size_t i = 0; i < s->nsections; i++) {
+			const char *n = btrace_section_name(s->sections[i].type);
+			if (n && !strcmp(n, "accesses") && !s->sections[i].status)
+				stored += s->sections[i].stored_size;
+		}
+		printf("accesses: %zu log%s, %s in the file\n", s->naccess_logs,
+		       s->naccess_logs == 1 ? "" : "s",
+		       size_str(a, sizeof(a), stored));
+		for (size_t i = 0; i < s->naccess_logs; i++) {
+			const struct btrace_access_log *l = &s->access_logs[i];
+			uint64_t st = 0;
+
+			for (uint64_t k = 0; k < l->n; k++)
+				st += l->entries[k].flags & BTRACE_ACCESS_STORE;
+			printf("  thread %d: %llu accesses (%llu writes)%s\n",
+			       l->tid, (unsigned long long)l->n,
+			       (unsigned long long)st,
+			       l->flags & BTRACE_ACCESSES_COMPLETE ?
+			       ", every one since the thread started" :
+			       ", the last ones");
+		}
+	}
+
 	if (s->nwarnings) {
 		printf("\nwarnings: %zu\n", s->nwarnings);
 		for (size_t i = 0; i < s->nwarnings; i++)
@@ -466,6 +492,21 @@ static void print_json(const char *path, const struct btrace_snapshot *s)
 		json_int(&j, "tid", s->memory[i].tid);
 		json_hex(&j, "address", s->memory[i].vaddr);
 		json_uint(&j, "bytes", s->memory[i].size);
+		json_end_object(&j);
+	}
+	json_end_array(&j);
+	json_begin_array(&j, "accesses");
+	for (size_t i = 0; i < s->naccess_logs; i++) {
+		const struct btrace_access_log *l = &s->access_logs[i];
+		uint64_t st = 0;
+
+		for (uint64_t k = 0; k < l->n; k++)
+			st += l->entries[k].flags & BTRACE_ACCESS_STORE;
+		json_begin_object(&j, NULL);
+		json_int(&j, "tid", l->tid);
+		json_uint(&j, "count", l->n);
+		json_uint(&j, "writes", st);
+		json_bool(&j, "complete", l->flags & BTRACE_ACCESSES_COMPLETE);
 		json_end_object(&j);
 	}
 	json_end_array(&j);

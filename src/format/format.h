@@ -23,6 +23,7 @@ enum bt_section_type {
 	BT_SEC_SIGNAL = 6,
 	BT_SEC_META = 7,
 	BT_SEC_MEMORY = 8,
+	BT_SEC_ACCESSES = 9,
 	BT_SEC_END = 0x7fff,
 };
 
@@ -68,6 +69,12 @@ enum {
 
 /* MEMORY fields (one section per range). */
 enum { BT_YF_TID = 2, BT_YF_VADDR, BT_YF_DATA };
+
+/* ACCESSES fields (one section per thread): the records are BT_ACCESS_SIZE
+ * bytes each, ip, addr (8 bytes each), size, flags (4 bytes each). */
+enum { BT_AF_TID = 2, BT_AF_FLAGS, BT_AF_RECORDS };
+#define BT_ACCESS_SIZE 24
+#define BT_MAX_ACCESSES (1u << 22)   /* records in one section */
 
 /* SIGNAL fields. */
 enum {

@@ -51,6 +51,8 @@ static uint64_t type_limit(uint32_t type)
 	case BT_SEC_CODE:
 	case BT_SEC_MEMORY:
 		return BT_MAX_CODE_END;
+	case BT_SEC_ACCESSES:
+		return (uint64_t)BT_MAX_ACCESSES * BT_ACCESS_SIZE + (1u << 20);
 	default:
 		return BT_MAX_RAW_SIZE;   /* trace buffers */
 	}
@@ -63,7 +65,7 @@ struct snap_priv {
 	int owns_map;                  /* map is ours to munmap */
 	void **blocks;                 /* allocations owned by the snapshot */
 	size_t nblocks, cblocks;
-	size_t cbuf, ctask, cmap, ccode, cmeta, csec, cwarn, cmem;
+	size_t cbuf, ctask, cmap, ccode, cmeta, csec, cwarn, cmem, cacc;
 };
 
 struct rd {
@@ -92,6 +94,7 @@ static const char *const sec_names[] = {
 	[BT_SEC_SIGNAL] = "signal",
 	[BT_SEC_META] = "metadata",
 	[BT_SEC_MEMORY] = "memory",
+	[BT_SEC_ACCESSES] = "accesses",
 };
 
 const char *btrace_section_name(uint32_t type)
@@ -530,6 +533,64 @@ static int parse_memory(struct rd *r, struct fit *it)
 		      &m, sizeof(m));
 }
 
+/* A thread's access log: whole records, at most BT_MAX_ACCESSES, each of
+ * 1 to 4096 bytes within the address space, with no flag not defined. */
+static int parse_accesses(struct rd *r, struct fit *it)
+{
+	struct snap_priv *sp = r->sp;
+	struct btrace_access_log l = { 0 };
+	struct btrace_access *e;
+	const uint8_t *rec = NULL;
+	uint64_t len = 0;
+	int have = 0, ret;
+	struct field f;
+
+	while ((ret = fit_next(r, it, &f)) > 0) {
+		switch (f.tag) {
+		case BT_AF_TID: U64_INTO(l.tid); break;
+		case BT_AF_FLAGS: U64_INTO(l.flags); break;
+		case BT_AF_RECORDS: ret = get_data(&f, &rec, &len, &have); break;
+		default: ret = 0; break;
+		}
+		if (ret < 0)
+			return ret;
+	}
+	if (ret < 0)
+		return ret;
+	if (!have)
+		return sec_error(r, -BTRACE_ERR_FORMAT, 0,
+				 "accesses section without records");
+	if (len % BT_ACCESS_SIZE || len / BT_ACCESS_SIZE > BT_MAX_ACCESSES)
+		return sec_error(r, -BTRACE_ERR_FORMAT, 0, len % BT_ACCESS_SIZE ?
+				 "accesses: records field is not whole records" :
+				 "accesses: more records than a section holds");
+	l.n = len / BT_ACCESS_SIZE;
+	e = own(r, malloc(l.n ? l.n * sizeof(*e) : 1));
+	if (!e)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < l.n; i++) {
+		const uint8_t *p = rec + i * BT_ACCESS_SIZE;
+		char msg[96];
+
+		e[i].ip = bt_le64(p);
+		e[i].addr = bt_le64(p + 8);
+		e[i].size = bt_le32(p + 16);
+		e[i].flags = bt_le32(p + 20);
+		if (!e[i].size || e[i].size > 4096 ||
+		    e[i].addr + e[i].size < e[i].addr ||
+		    (e[i].flags & ~BTRACE_ACCESS_STORE)) {
+			snprintf(msg, sizeof(msg), "accesses: record %llu: %s",
+				 (unsigned long long)i,
+				 e[i].flags & ~BTRACE_ACCESS_STORE ?
+				 "unknown flags" : "bad size");
+			return sec_error(r, -BTRACE_ERR_FORMAT, 0, msg);
+		}
+	}
+	l.entries = e;
+	return append((void **)&sp->pub.access_logs, &sp->cacc,
+		      &sp->pub.naccess_logs, &l, sizeof(l));
+}
+
 static int parse_signal(struct rd *r, struct fit *it)
 {
 	struct btrace_signal *s;
@@ -768,6 +829,7 @@ static int parse_payload(struct rd *r, uint32_t type, const uint8_t *p,
 	case BT_SEC_MAPPINGS: return parse_list(r, &it, parse_mapping);
 	case BT_SEC_CODE: return parse_code(r, &it);
 	case BT_SEC_MEMORY: return parse_memory(r, &it);
+	case BT_SEC_ACCESSES: return parse_accesses(r, &it);
 	case BT_SEC_SIGNAL: return parse_signal(r, &it);
 	case BT_SEC_META: return parse_list(r, &it, parse_meta);
 	case BT_SEC_END: return parse_end(r, &it, seen);
@@ -1133,6 +1195,7 @@ void btrace_snapshot_free(struct btrace_snapshot *snap)
 	free(sp->pub.mappings);
 	free(sp->pub.code);
 	free(sp->pub.memory);
+	free(sp->pub.access_logs);
 	free(sp->pub.meta);
 	free(sp->pub.sections);
 	free(sp->pub.warnings);

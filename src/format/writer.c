@@ -587,6 +587,41 @@ int btrace_writer_add_memory(struct btrace_writer *w,
 	return ret ? ret : sec_end(w, err);
 }
 
+int btrace_writer_add_accesses(struct btrace_writer *w,
+			       const struct btrace_access_log *log,
+			       struct btrace_error *err)
+{
+	uint8_t *rec;
+	int ret;
+
+	if (!w || !log || (log->n && !log->entries) || log->n > BT_MAX_ACCESSES)
+		return bt_error(err, -EINVAL, "snapshot writer: add accesses "
+				"failed: %s", log && log->n > BT_MAX_ACCESSES ?
+				"more records than a section holds" :
+				"invalid argument");
+	rec = malloc(log->n ? log->n * BT_ACCESS_SIZE : 1);
+	if (!rec)
+		return bt_error(err, -ENOMEM, "snapshot writer: add accesses "
+				"failed: out of memory");
+	for (uint64_t i = 0; i < log->n; i++) {
+		const struct btrace_access *a = &log->entries[i];
+		uint8_t *p = rec + i * BT_ACCESS_SIZE;
+		bt_put64(p, a->ip);
+		bt_put64(p + 8, a->addr);
+		bt_put32(p + 16, a->size);
+		bt_put32(p + 20, a->flags);
+	}
+	ret = sec_begin(w, BT_SEC_ACCESSES, 1, err);
+	if (!ret)
+		ret = sec_u64(w, BT_AF_TID, (uint64_t)(int64_t)log->tid, err);
+	if (!ret)
+		ret = sec_u64(w, BT_AF_FLAGS, log->flags, err);
+	if (!ret)
+		ret = sec_field(w, BT_AF_RECORDS, rec, log->n * BT_ACCESS_SIZE, err);
+	free(rec);
+	return ret ? ret : sec_end(w, err);
+}
+
 int btrace_writer_set_signal(struct btrace_writer *w,
 			     const struct btrace_signal *s,
 			     struct btrace_error *err)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bt-gen-fixture: write a synthetic .btrace from a real program.
- *   bt-gen-fixture [-b] [-r] [-T] [-p PSB] [-w RING] [-O FROM:TO] [-n] [-R] [-F] [-K SIZE] [-D SIZE]
+ *   bt-gen-fixture [-b] [-r] [-T] [-p PSB] [-w RING] [-O FROM:TO] [-n] [-R] [-F] [-K SIZE] [-D SIZE] [-A]
  *                  -o OUT -- PROG [ARGS...]
  * -b BTS, -r return compression, -T TNT-64, -p PSB period, -w ring size,
  * -O overflow over truth[FROM, TO), -n no embedded code, -R no registers,
@@ -11,7 +11,9 @@
  * -E no trace in the buffer, -M KEY=VALUE metadata (up to 4),
  * -K SIZE store up to SIZE bytes of the stack at the fatal signal,
  * -D SIZE store up to SIZE bytes of the process's other memory at it (the
- *         recorders' rule: bt_snap_data_select(), src/snapbuild.h).
+ *         recorders' rule: bt_snap_data_select(), src/snapbuild.h),
+ * -A an access log of the last instructions' memory accesses, computed
+ *    from the true registers (gen_opts.accesses).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +29,7 @@ int main(int argc, char **argv)
 	char eb[512];
 	int c;
 
-	while ((c = getopt(argc, argv, "brTp:w:O:nRFQEM:o:S:K:D:")) != -1) {
+	while ((c = getopt(argc, argv, "brTp:w:O:nRFQEM:o:S:K:D:A")) != -1) {
 		switch (c) {
 		case 'b': o.bts = 1; break;
 		case 'r': o.retcomp = 1; break;
@@ -41,6 +43,7 @@ int main(int argc, char **argv)
 		case 'n': o.no_code = 1; break;
 		case 'K': o.stack = strtoull(optarg, NULL, 0); break;
 		case 'D': o.memory = strtoull(optarg, NULL, 0); break;
+		case 'A': o.accesses = o.regs = 1; break;
 		case 'R': o.no_regs = 1; break;
 		case 'F': o.first_siginfo = 1; break;
 		case 'Q': o.qemu = 1; break;

@@ -575,6 +575,185 @@ static int encode(const struct gen_opts *o, const struct seq *q,
 	return 0;
 }
 
+/* A 64-bit or 32-bit GPR as its BTRACE_REG_* index, -1 other. */
+static int reg_index(unsigned r, int *w32)
+{
+	static const struct { unsigned q, d; int i; } t[] = {
+		{ X86_REG_RAX, X86_REG_EAX, BTRACE_REG_RAX },
+		{ X86_REG_RCX, X86_REG_ECX, BTRACE_REG_RCX },
+		{ X86_REG_RDX, X86_REG_EDX, BTRACE_REG_RDX },
+		{ X86_REG_RBX, X86_REG_EBX, BTRACE_REG_RBX },
+		{ X86_REG_RSP, X86_REG_ESP, BTRACE_REG_RSP },
+		{ X86_REG_RBP, X86_REG_EBP, BTRACE_REG_RBP },
+		{ X86_REG_RSI, X86_REG_ESI, BTRACE_REG_RSI },
+		{ X86_REG_RDI, X86_REG_EDI, BTRACE_REG_RDI },
+		{ X86_REG_R8, X86_REG_R8D, BTRACE_REG_R8 },
+		{ X86_REG_R9, X86_REG_R9D, BTRACE_REG_R9 },
+		{ X86_REG_R10, X86_REG_R10D, BTRACE_REG_R10 },
+		{ X86_REG_R11, X86_REG_R11D, BTRACE_REG_R11 },
+		{ X86_REG_R12, X86_REG_R12D, BTRACE_REG_R12 },
+		{ X86_REG_R13, X86_REG_R13D, BTRACE_REG_R13 },
+		{ X86_REG_R14, X86_REG_R14D, BTRACE_REG_R14 },
+		{ X86_REG_R15, X86_REG_R15D, BTRACE_REG_R15 },
+	};
+	for (size_t k = 0; k < sizeof(t) / sizeof(t[0]); k++)
+		if (r == t[k].q || r == t[k].d) {
+			*w32 = r == t[k].d;
+			return t[k].i;
+		}
+	return -1;
+}
+
+static int code_bytes(const struct captured *cap, uint64_t ip,
+		      const uint8_t **p, size_t *avail)
+{
+	for (size_t k = 0; k < cap->ncode; k++) {
+		const struct btrace_code *c = &cap->code[k];
+		if (c->data && ip >= c->vaddr && ip - c->vaddr < c->size) {
+			*p = c->data + (ip - c->vaddr);
+			*avail = c->size - (ip - c->vaddr);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int add_acc(struct btrace_access **log, size_t *n, size_t *room,
+		   uint64_t ip, uint64_t addr, uint32_t size, uint32_t fl)
+{
+	if (*n == *room) {
+		size_t nc = *room ? 2 * *room : 4096;
+		struct btrace_access *p = realloc(*log, nc * sizeof(*p));
+		if (!p)
+			return -1;
+		*log = p;
+		*room = nc;
+	}
+	(*log)[(*n)++] = (struct btrace_access){ ip, addr, size, fl };
+	return 0;
+}
+
+/*
+ * gen_opts.accesses: the memory accesses of the last instructions (those
+ * the truth has registers for), computed from the true registers before
+ * each: what a recorder that logs every access would log.  An instruction whose
+ * accesses are not all computed here (string instructions, an operand
+ * whose registers are not GPRs) gets none: the decoder then knows nothing
+ * of them from the log, as for one a recorder does not log.
+ */
+static int truth_log(const struct captured *cap, const struct gen_truth *tr,
+		     struct btrace_access **out, size_t *nout)
+{
+	csh cs;
+	cs_insn *ci = NULL;
+	struct btrace_access *log = NULL;
+	size_t n = 0, room = 0;
+	int rc = -1;
+
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+		return -1;
+	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	ci = cs_malloc(cs);
+	if (!ci)
+		goto out;
+	for (uint64_t k = 0; k < tr->nregs; k++) {
+		uint64_t ip = tr->ip[tr->n - tr->nregs + k], addr = ip;
+		const uint64_t *r = tr->regs + k * GEN_NREGS;
+		const uint8_t *p;
+		size_t avail;
+		if (!code_bytes(cap, ip, &p, &avail))
+			continue;
+		if (avail > 16)
+			avail = 16;
+		if (!cs_disasm_iter(cs, &p, &avail, &addr, ci))
+			continue;
+		const cs_x86 *x = &ci->detail->x86;
+		unsigned id = ci->id;
+		int nmem = 0, ok = 1;
+		uint64_t ea = 0;
+		unsigned esz = 0, eacc = 0;
+		if (id == X86_INS_LEA || id == X86_INS_NOP ||
+		    (id >= X86_INS_PREFETCH && id <= X86_INS_PREFETCHW) ||
+		    x->prefix[0] == X86_PREFIX_REP ||
+		    x->prefix[0] == X86_PREFIX_REPNE)
+			continue;
+		for (unsigned o = 0; o < x->op_count; o++) {
+			const cs_x86_op *op = &x->operands[o];
+			if (op->type != X86_OP_MEM)
+				continue;
+			nmem++;
+			uint64_t a = (uint64_t)op->mem.disp;
+			int w;
+			if (op->mem.segment == X86_REG_FS)
+				a += r[BTRACE_REG_FS_BASE];
+			else if (op->mem.segment == X86_REG_GS)
+				a += r[BTRACE_REG_GS_BASE];
+			if (op->mem.base == X86_REG_RIP) {
+				a += ip + ci->size;
+			} else if (op->mem.base != X86_REG_INVALID) {
+				int b = reg_index(op->mem.base, &w);
+				if (b < 0)
+					ok = 0;
+				else
+					a += w ? r[b] & 0xffffffffu : r[b];
+			}
+			if (op->mem.index != X86_REG_INVALID) {
+				int b = reg_index(op->mem.index, &w);
+				if (b < 0)
+					ok = 0;
+				else
+					a += (w ? r[b] & 0xffffffffu : r[b]) *
+					     (uint64_t)op->mem.scale;
+			}
+			if (x->addr_size == 4)
+				a &= 0xffffffffu;
+			ea = a;
+			esz = op->size;
+			eacc = op->access;
+			/* capstone 4 gives compares' memory as written and
+			 * EVEX stores' as read */
+			if (id == X86_INS_CMP || id == X86_INS_TEST ||
+			    id == X86_INS_BT)
+				eacc = CS_AC_READ;
+			else if (o == 0 && id != X86_INS_PUSH &&
+				 id != X86_INS_CALL && id != X86_INS_JMP &&
+				 id != X86_INS_CLFLUSH && id != X86_INS_CLFLUSHOPT)
+				eacc |= CS_AC_WRITE;
+		}
+		if (!ok || nmem > 1 || (nmem && (!esz || !eacc)))
+			continue;
+		uint64_t sp = r[BTRACE_REG_RSP];
+		int e = 0;
+		switch (id) {
+		case X86_INS_POP: case X86_INS_RET: case X86_INS_POPFQ:
+			e |= add_acc(&log, &n, &room, ip, sp, 8, 0);
+			break;
+		case X86_INS_LEAVE:
+			e |= add_acc(&log, &n, &room, ip, r[BTRACE_REG_RBP], 8, 0);
+			break;
+		}
+		if (nmem && (eacc & CS_AC_READ))
+			e |= add_acc(&log, &n, &room, ip, ea, esz, 0);
+		if (nmem && (eacc & CS_AC_WRITE))
+			e |= add_acc(&log, &n, &room, ip, ea, esz, BTRACE_ACCESS_STORE);
+		if (id == X86_INS_PUSH || id == X86_INS_CALL ||
+		    id == X86_INS_PUSHFQ)
+			e |= add_acc(&log, &n, &room, ip, sp - 8, 8, BTRACE_ACCESS_STORE);
+		if (e)
+			goto out;
+	}
+	*out = log;
+	*nout = n;
+	log = NULL;
+	rc = 0;
+out:
+	free(log);
+	if (ci)
+		cs_free(ci, 1);
+	cs_close(&cs);
+	return rc;
+}
+
 static int write_snapshot(const struct gen_opts *o, const struct btrace_buffer *buf,
 			  const struct captured *cap, int pid,
 			  const struct gen_truth *tr, char *eb, size_t el)
@@ -654,6 +833,19 @@ static int write_snapshot(const struct gen_opts *o, const struct btrace_buffer *
 		rc = btrace_writer_add_memory(w, &cap->stack, &err);
 	for (size_t i = 0; !rc && i < cap->ndata; i++)
 		rc = btrace_writer_add_memory(w, &cap->data[i], &err);
+	if (!rc && o->accesses && tr->regs) {
+		struct btrace_access_log log = { .tid = pid };
+		struct btrace_access *e = NULL;
+		size_t ne = 0;
+		if (truth_log(cap, tr, &e, &ne) < 0) {
+			btrace_writer_free(w);
+			return fail(eb, el, "access log: out of memory");
+		}
+		log.entries = e;
+		log.n = ne;
+		rc = btrace_writer_add_accesses(w, &log, &err);
+		free(e);
+	}
 	if (!rc)
 		return btrace_writer_commit(w, &err) ? fail(eb, el, "%s", err.msg) : 0;
 	btrace_writer_free(w);

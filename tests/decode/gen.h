@@ -47,6 +47,10 @@ struct gen_opts {
 				 * signal, the rule of the recorders
 				 * (bt_snap_proc_data(), src/snapbuild.h),
 				 * tid 0; 0: none */
+	int accesses;           /* with @regs: an access log (accesses
+				 * section) of the crashed thread's memory
+				 * accesses in the instructions the truth has
+				 * registers for, computed from those */
 	int regs;               /* record the true registers before each of
 				 * the last instructions (gen_truth.regs);
 				 * not with @repeat */

@@ -10,13 +10,15 @@
  * program and in total (--table: a Markdown table, for bench/).
  *
  *	test-decode-values [--table] [--min PERCENT] [--stack BYTES]
- *	                   [--memory BYTES] PROG[=ARG] ...
+ *	                   [--memory BYTES] [--log] PROG[=ARG] ...
  *
  * --min: fail a program whose share is below PERCENT.  --stack: the
  * snapshot holds up to BYTES of the crashed thread's stack at the fault
  * (the memory section), as btrace record stores it.  --memory: and up to
  * BYTES of the process's other memory (tid 0), as btrace record --memory
- * chooses it (bt_snap_data_select(), src/snapbuild.h).
+ * chooses it (bt_snap_data_select(), src/snapbuild.h).  --log: and an
+ * access log (the accesses section) of the last instructions' memory
+ * accesses, computed from the true registers (gen_opts.accesses).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -55,6 +57,7 @@ static const char *base(const char *p)
 /* One program: 0 compared (*@c filled), -1 the run failed (@why). */
 static uint64_t stack;
 static uint64_t memory;
+static int use_log;
 
 static int run(const char *dir, char *spec, struct count *c, char *why,
 	       size_t wl, int verbose)
@@ -81,6 +84,7 @@ static int run(const char *dir, char *spec, struct count *c, char *why,
 	o.regs = 1;
 	o.stack = stack;
 	o.memory = memory;
+	o.accesses = use_log;
 	if (gen_run(&o, &tr, eb, sizeof(eb))) {
 		snprintf(why, wl, "generator: %s", eb);
 		return -1;
@@ -201,8 +205,10 @@ int main(int argc, char **argv)
 			stack = strtoull(argv[++first], NULL, 0);
 		else if (!strcmp(argv[first], "--memory") && first + 1 < argc)
 			memory = strtoull(argv[++first], NULL, 0);
+		else if (!strcmp(argv[first], "--log"))
+			use_log = 1;
 		else {
-			fprintf(stderr, "usage: %s [--table] [--min PCT] [--stack BYTES] [--memory BYTES] PROG[=ARG]...\n",
+			fprintf(stderr, "usage: %s [--table] [--min PCT] [--stack BYTES] [--memory BYTES] [--log] PROG[=ARG]...\n",
 				argv[0]);
 			return 2;
 		}

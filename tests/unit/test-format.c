@@ -100,6 +100,14 @@ static int write_sample(const char *path, unsigned wflags)
 		.tid = 4242, .vaddr = 0x7ffffffde000 - 64, .data = code_bytes,
 		.size = 64,
 	};
+	static const struct btrace_access acc[] = {
+		{ 0x555555555120, 0x7ffffffde000 - 8, 8, BTRACE_ACCESS_STORE },
+		{ 0x555555555123, 0xffffffffffff0000, 16, 0 },
+	};
+	struct btrace_access_log al = {
+		.tid = 4242, .flags = BTRACE_ACCESSES_COMPLETE, .entries = acc,
+		.n = 2,
+	};
 	struct btrace_signal s = {
 		.tid = 4242, .signo = 11, .code = 1, .err = 0, .addr = 0,
 		.fault_source = BTRACE_FAULT_REGS, .fault_ip = 0x555555555123,
@@ -127,6 +135,7 @@ static int write_sample(const char *path, unsigned wflags)
 	    (ret = btrace_writer_add_code(w, &c, &err)) ||
 	    (ret = btrace_writer_set_signal(w, &s, &err)) ||
 	    (ret = btrace_writer_add_memory(w, &mem, &err)) ||
+	    (ret = btrace_writer_add_accesses(w, &al, &err)) ||
 	    (ret = btrace_writer_add_meta(w, "host", "testhost", &err)) ||
 	    (ret = btrace_writer_add_meta(w, "kernel", "6.1.0", &err))) {
 		btrace_writer_free(w);
@@ -190,6 +199,18 @@ static void check_sample(struct bt_test *t, const struct btrace_snapshot *s)
 	BT_EQ_U64(t, 0x7ffffffde000 - 64, s->memory[0].vaddr);
 	BT_EQ_U64(t, 64, s->memory[0].size);
 	BT_EQ_MEM(t, code_bytes, s->memory[0].data, 64);
+
+	BT_REQUIRE(t, s->naccess_logs == 1);
+	BT_EQ_INT(t, 4242, s->access_logs[0].tid);
+	BT_EQ_INT(t, BTRACE_ACCESSES_COMPLETE, s->access_logs[0].flags);
+	BT_REQUIRE(t, s->access_logs[0].n == 2);
+	BT_EQ_U64(t, 0x555555555120, s->access_logs[0].entries[0].ip);
+	BT_EQ_U64(t, 0x7ffffffde000 - 8, s->access_logs[0].entries[0].addr);
+	BT_EQ_INT(t, 8, s->access_logs[0].entries[0].size);
+	BT_EQ_INT(t, BTRACE_ACCESS_STORE, s->access_logs[0].entries[0].flags);
+	BT_EQ_U64(t, 0xffffffffffff0000, s->access_logs[0].entries[1].addr);
+	BT_EQ_INT(t, 16, s->access_logs[0].entries[1].size);
+	BT_EQ_INT(t, 0, s->access_logs[0].entries[1].flags);
 
 	BT_EQ_STR(t, "testhost", btrace_snapshot_meta(s, "host"));
 	BT_EQ_STR(t, "6.1.0", btrace_snapshot_meta(s, "kernel"));
@@ -687,9 +708,44 @@ static void test_resync_skips_lookalike(struct bt_test *t)
 	free(buf);
 }
 
+/* An access record the format does not allow: the section is refused,
+ * naming the record and why (strict), or skipped with a warning. */
+static void test_bad_access_records(struct bt_test *t)
+{
+	static const struct { struct btrace_access a; const char *why; } bad[] = {
+		{ { 0x1000, 0x2000, 8, 0x2 }, "accesses: record 1: unknown flags" },
+		{ { 0x1000, 0x2000, 0, 0 }, "accesses: record 1: bad size" },
+		{ { 0x1000, 0x2000, 8192, 0 }, "accesses: record 1: bad size" },
+		{ { 0x1000, ~0ull - 3, 8, 0 }, "accesses: record 1: bad size" },
+	};
+	const char *p = tmp_path("acc.btrace");
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct btrace_access e[2] = { { 0x1000, 0x2000, 4, 0 }, bad[i].a };
+		struct btrace_access_log l = { .tid = 7, .entries = e, .n = 2 };
+		struct btrace_snapshot *s = NULL;
+		struct btrace_writer *w;
+		struct btrace_error err;
+
+		BT_REQUIRE(t, btrace_writer_open(p, 0, &w, &err) == 0);
+		BT_REQUIRE(t, btrace_writer_add_accesses(w, &l, &err) == 0);
+		BT_REQUIRE(t, btrace_writer_commit(w, &err) == 0);
+		BT_CHECK(t, btrace_snapshot_read(p, 0, &s, &err) ==
+			 -BTRACE_ERR_FORMAT);
+		BT_CHECK(t, strstr(err.msg, bad[i].why) != NULL);
+		BT_REQUIRE(t, btrace_snapshot_read(p, BTRACE_READ_LENIENT, &s,
+						   &err) == 0);
+		BT_EQ_INT(t, 0, s->naccess_logs);
+		BT_EQ_INT(t, 1, s->nwarnings);
+		btrace_snapshot_free(s);
+		unlink(p);
+	}
+}
+
 BT_TESTS(test_roundtrip_compressed, test_roundtrip_compressed_trace,
 	 test_roundtrip_raw, test_unwrapped_ring,
 	 test_abandoned_writer_leaves_nothing, test_unwritable_directory,
 	 test_full_disk, test_truncated_everywhere, test_bitflip_everywhere,
 	 test_lying_lengths, test_not_a_snapshot, test_future_version,
-	 test_crc32c_vectors, test_crc32c_long, test_resync_skips_lookalike)
+	 test_crc32c_vectors, test_crc32c_long, test_resync_skips_lookalike,
+	 test_bad_access_records)
