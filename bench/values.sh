@@ -5,7 +5,8 @@
 # single-stepped under ptrace with their registers at every step): the
 # share recovered and the wrong values, per program and in total, as a
 # Markdown table, without and with the stack at the fault in the snapshot,
-# with the process's memory too, and on the crash corpus.  Then the time of `btrace report` (which now computes the
+# with the process's memory too, with an access log, and on the crash
+# corpus.  Then the time of `btrace report` (which now computes the
 # origin) against a baseline btrace without it on the same snapshots (the
 # recorded fixtures and the demo program's, with its stack): CPU time (user + sys) of the
 # fastest of 9 runs each, in the same run (CPU time, not wall clock: the
@@ -43,6 +44,11 @@ echo "With the stack and the process's other memory (8 MiB, btrace record's defa
 echo
 "$build/tests/decode/test-decode-values" --table --stack 65536 \
 	--memory 8388608 "$@" "$build/fixtures/demo/crashdemo" || true
+echo
+echo "With the stack and an access log (every access of the last instructions, computed from the true registers: what the QEMU backend's --accesses records):"
+echo
+"$build/tests/decode/test-decode-values" --table --stack 65536 --log \
+	"$@" "$build/fixtures/demo/crashdemo" || true
 echo
 echo "The crash corpus's C and C++ programs (bench/values-corpus.py), stack and memory:"
 echo

@@ -65,6 +65,11 @@ struct vinsn {
 	uint32_t acc, nacc;  /* its accesses in the log: acc .. acc + nacc - 1 */
 	uint8_t logged;      /* the log holds every access it made */
 	uint8_t two_mem;     /* two memory operands (a string instruction) */
+	uint8_t uncond;      /* capstone does not know it, and it makes the
+			      * same accesses in every run: an EVEX or VEX
+			      * encoding whose ModRM names a register, or
+			      * EVEX without a mask, or VEX other than
+			      * masked moves and gathers */
 	struct vop op[4];
 };
 
@@ -239,6 +244,7 @@ static void raw_effects(const uint8_t *p, size_t avail, struct vinsn *out)
 				       opc == 0x1f));
 		out->wr = gpr ? 0xffff : 0;
 		out->clobber = (modrm >> 6) != 3 && !ro;
+		out->uncond = (modrm >> 6) == 3 || !(p[3] & 7);
 		return;
 	}
 	if (p[0] == 0xc5) {
@@ -253,6 +259,10 @@ static void raw_effects(const uint8_t *p, size_t avail, struct vinsn *out)
 		return;
 	}
 	r = ((modrm >> 3) & 7) | (p[1] & 0x80 ? 0 : 8);
+	out->uncond = (modrm >> 6) == 3 ||
+		      !(map == 2 && ((opc >= 0x90 && opc <= 0x93) ||
+				     opc == 0x2c || opc == 0x2d || opc == 0x2e ||
+				     opc == 0x2f || opc == 0x8c || opc == 0x8e));
 	if (map == 1 && (opc == 0x90 || opc == 0x91 || opc == 0x92 ||
 			 opc == 0x93 || opc == 0x98 || opc == 0x99 ||
 			 (opc >= 0x41 && opc <= 0x4b))) {
@@ -540,12 +550,13 @@ static int stack_access(unsigned id)
 }
 
 /* Instructions that may access memory in one run and not in another (a
- * rep string instruction with rcx 0, masked moves, gathers): the log
- * cannot tell which of two runs its accesses were made by. */
+ * rep string instruction with rcx 0, masked moves, gathers, one capstone
+ * does not know unless its encoding says otherwise). */
 static int may_skip(const struct vinsn *in)
 {
+	if (!in->id)
+		return !in->uncond;
 	switch (in->id) {
-	case 0:
 	case X86_INS_MASKMOVQ: case X86_INS_MASKMOVDQU:
 	case X86_INS_VMASKMOVPS: case X86_INS_VMASKMOVPD:
 	case X86_INS_VPMASKMOVD: case X86_INS_VPMASKMOVQ:
@@ -556,6 +567,36 @@ static int may_skip(const struct vinsn *in)
 		return 1;
 	}
 	return in->rep;
+}
+
+/* Instructions that access memory in every run, and that a recorder
+ * logs: push, pop, call, ret, and a mov to or from memory. */
+static int sure_access(const struct vinsn *in)
+{
+	int sa = stack_access(in->id);
+
+	if (sa == 1 || sa == 2)
+		return 1;
+	for (unsigned k = 0; in->id == X86_INS_MOV && k < in->nop; k++)
+		if (in->op[k].type == X86_OP_MEM)
+			return 1;
+	return 0;
+}
+
+/* The log's entries with the address of instruction @i that may_skip():
+ * its own, when an instruction between its previous run on the path (or
+ * the path's start) and it accessed memory for sure (then an earlier
+ * run's entries are followed by that instruction's).  Looked for over at
+ * most 512 instructions back. */
+static int skip_sure(const struct vstate *s, size_t i)
+{
+	for (size_t k = i, seen = 0; k-- > 0 && seen < 512; seen++) {
+		if (s->in[k].ip == s->in[i].ip)
+			return 0;
+		if (sure_access(&s->in[k]))
+			return 1;
+	}
+	return 0;
 }
 
 /* The address of memory operand @o of instruction @i from the log: the
@@ -673,9 +714,9 @@ static void log_regs(struct vstate *s, size_t i)
  * is not certain: at the log's first entry (unless @complete: the log
  * holds every access since the thread started; the entries of the
  * instruction it stopped in may have been lost before it), at an
- * instruction that may make no access in one run (may_skip()), and where
- * the path runs one instruction twice in a row and the log holds accesses
- * of it.
+ * instruction that may make no access in one run (may_skip()) whose
+ * entries could be an earlier run's (skip_sure()), and where the path
+ * runs one instruction twice in a row and the log holds accesses of it.
  */
 static void align_log(struct vstate *s, const struct btrace_access *log,
 		      uint64_t nlog, int complete)
@@ -693,7 +734,7 @@ static void align_log(struct vstate *s, const struct btrace_access *log,
 
 		while (k && log[k - 1].ip == in->ip)
 			k--;
-		if (may_skip(in))
+		if (may_skip(in) && k < j && !skip_sure(s, i))
 			break;
 		if (k < j && i && s->in[i - 1].ip == in->ip)
 			break;
