@@ -716,7 +716,9 @@ def main():
         paths = list(args.bases)
         if args.gen:
             gen, prog = args.gen
-            for flag, name, n in (([], 'gen-pt', '300'),
+            # the PT base with its stack and an access log: the
+            # report's value recovery reads both
+            for flag, name, n in ((['-A', '-K', '65536'], 'gen-pt', '300'),
                                   (['-b'], 'gen-bts', '100')):
                 p = os.path.join(work, name + '.btrace')
                 r = subprocess.run([gen] + flag + ['-o', p, '--', prog, n],
