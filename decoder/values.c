@@ -103,6 +103,8 @@ struct vstate {
 	uint64_t conflicts;
 	int changed;
 	uint64_t stk_lo, stk_hi;  /* the stack's mapping, 0: none known */
+	int have_fault;           /* @fault_ip is known (it may be 0: a call
+				   * through a NULL pointer) */
 	uint64_t fault_ip;        /* where the path goes after its last
 				   * instruction, 0 not known */
 	uint64_t fs_base;         /* the thread's fs base at the fault */
@@ -724,7 +726,8 @@ static void align_log(struct vstate *s, const struct btrace_access *log,
 	uint64_t j = nlog;
 
 	s->log = log;
-	if (!log || !s->fault_ip || (s->n && s->in[s->n - 1].ip == s->fault_ip))
+	if (!log || !s->have_fault ||
+	    (s->n && s->in[s->n - 1].ip == s->fault_ip))
 		return;
 	while (j && log[j - 1].ip == s->fault_ip)
 		j--;
@@ -1401,7 +1404,8 @@ static int jump_taken(const struct vstate *s, size_t j)
 	const struct vinsn *in = &s->in[j];
 	uint64_t next = j + 1 < s->n ? s->in[j + 1].ip : s->fault_ip;
 
-	if (!next || in->nop != 1 || in->op[0].type != X86_OP_IMM)
+	if ((j + 1 >= s->n && !s->have_fault) || in->nop != 1 ||
+	    in->op[0].type != X86_OP_IMM)
 		return -1;
 	int t = next == (uint64_t)in->op[0].imm, f = next == in->ip + in->size;
 	return t == f ? -1 : t;
@@ -1543,7 +1547,7 @@ static void sigreturn_frame(struct vstate *s, size_t i)
 		return;
 	next = i + 1 < s->n ? s->in[i + 1].ip : s->fault_ip;
 	/* the memory and what is sought do not change: once */
-	if (!next || !s->searched || s->searched[i])
+	if ((i + 1 >= s->n && !s->have_fault) || !s->searched || s->searched[i])
 		return;
 	s->searched[i] = 1;
 	restorer = s->in[i - 1].ip;
@@ -2570,7 +2574,7 @@ static void find_origin(struct bt_values *v, struct vstate *s,
 	struct vinsn f;
 	int reg = -1;
 
-	if (!fault_ip)
+	if (!s->have_fault)
 		return;
 	decode_one(s->c, ci, fault_ip, &f);
 	if (!f.id)
@@ -2626,6 +2630,11 @@ static const struct btrace_snapshot *memory_at_fault(struct bt_ctx *c,
 	for (size_t k = 0; k < sn->nmemory; k++)
 		if (sn->memory[k].tid != t->tid && sn->memory[k].tid != 0)
 			return NULL;
+	/* no code at the fault (a jump or call to where there is none):
+	 * nothing ran there */
+	size_t avail;
+	if (!bt_image_bytes(c, fault_ip, &avail))
+		return sn;
 	decode_one(c, ci, fault_ip, &f);
 	return f.id && !f.rep ? sn : NULL;
 }
@@ -2788,9 +2797,11 @@ static int build(const struct btrace_decode_result *res, size_t thread,
 	/* the registers at the fault, when they are the fault's */
 	sig = c->snap->signal;
 	uint64_t fault_ip = 0;
-	if (t->fault.found && t->fault.exact)
+	if (t->fault.found && t->fault.exact) {
 		fault_ip = t->fault.ip;
-	if (fault_ip && t->crashed && sig && sig->has_regs &&
+		s.have_fault = 1;
+	}
+	if (s.have_fault && t->crashed && sig && sig->has_regs &&
 	    sig->regs[BTRACE_REG_RIP] == fault_ip && sig->tid == t->tid) {
 		static const uint8_t map[NR] = {
 			BTRACE_REG_RAX, BTRACE_REG_RCX, BTRACE_REG_RDX,
