@@ -60,6 +60,7 @@ struct vinsn {
 	uint8_t clobber;     /* memory: 1 a range not known was written
 			      * (clear every fact) */
 	uint16_t rd, wr;     /* GPRs read / written */
+	uint16_t iwr;        /* of @wr, those implicit_writes() adds */
 	int32_t depth;       /* call depth it runs at */
 	uint64_t eflags;     /* capstone's X86_EFLAGS_* of it */
 	uint32_t acc, nacc;  /* its accesses in the log: acc .. acc + nacc - 1 */
@@ -177,32 +178,48 @@ static int gpr_of(unsigned r, uint8_t *width, uint8_t *hi8)
 
 /* Registers an instruction writes beyond what capstone 4 lists (implicit
  * results it is known to leave out or that matter most): a mask. */
-static uint16_t implicit_writes(unsigned id)
+static uint16_t implicit_writes(const cs_insn *ci)
 {
+	const cs_x86 *x = &ci->detail->x86;
+	unsigned id = ci->id;
+	int regop = 0;
 	enum { A = 1u << 0, C = 1u << 1, D = 1u << 2, B = 1u << 3,
 	       SP = 1u << 4, BP = 1u << 5, SI = 1u << 6, DI = 1u << 7,
 	       R11 = 1u << 11 };
 
+	for (unsigned k = 0; k < x->op_count; k++)
+		regop |= x->operands[k].type == X86_OP_REG;
 	switch (id) {
 	case X86_INS_CPUID: return A | B | C | D;
 	case X86_INS_RDTSC: case X86_INS_XGETBV: case X86_INS_RDPMC:
 		return A | D;
 	case X86_INS_RDTSCP: return A | C | D;
 	case X86_INS_SYSCALL: return A | C | R11;
-	case X86_INS_MUL: case X86_INS_IMUL: case X86_INS_DIV:
+	case X86_INS_IMUL:
+		/* imul r, r/m (, imm) writes its destination alone */
+		return x->op_count == 1 ? A | D : 0;
+	case X86_INS_MUL: case X86_INS_DIV:
 	case X86_INS_IDIV: return A | D;
 	case X86_INS_CWD: case X86_INS_CDQ: case X86_INS_CQO: return D;
 	case X86_INS_CBW: case X86_INS_CWDE: case X86_INS_CDQE: return A;
-	case X86_INS_CMPXCHG: case X86_INS_CMPXCHG8B: case X86_INS_CMPXCHG16B:
+	case X86_INS_CMPXCHG: return A;
+	case X86_INS_CMPXCHG8B: case X86_INS_CMPXCHG16B:
 		return A | D;
 	case X86_INS_LODSB: case X86_INS_LODSW: case X86_INS_LODSD:
 	case X86_INS_LODSQ: return A | SI | C;
 	case X86_INS_STOSB: case X86_INS_STOSW: case X86_INS_STOSD:
 	case X86_INS_STOSQ: case X86_INS_SCASB: case X86_INS_SCASW:
 	case X86_INS_SCASD: case X86_INS_SCASQ: return DI | C;
-	case X86_INS_MOVSB: case X86_INS_MOVSW: case X86_INS_MOVSD:
+	case X86_INS_MOVSD: case X86_INS_CMPSD:
+		/* also the SSE scalar moves and compares of doubles
+		 * (capstone 4 gives `movsd xmm0, [rsi]` the same id): those
+		 * have a register operand */
+		if (regop)
+			return 0;
+		return SI | DI | C;
+	case X86_INS_MOVSB: case X86_INS_MOVSW:
 	case X86_INS_MOVSQ: case X86_INS_CMPSB: case X86_INS_CMPSW:
-	case X86_INS_CMPSD: case X86_INS_CMPSQ: return SI | DI | C;
+	case X86_INS_CMPSQ: return SI | DI | C;
 	case X86_INS_LEAVE: case X86_INS_ENTER: return SP | BP;
 	case X86_INS_PUSH: case X86_INS_POP: case X86_INS_CALL:
 	case X86_INS_RET: case X86_INS_PUSHFQ: case X86_INS_POPFQ:
@@ -332,7 +349,8 @@ static void decode_one(struct bt_ctx *c, cs_insn *ci, uint64_t ip,
 		out->wr = 0xffff;
 		out->clobber = 1;
 	}
-	out->wr |= implicit_writes(ci->id);
+	out->iwr = implicit_writes(ci);
+	out->wr |= out->iwr;
 	/* compares write no register (capstone 4 lists test's first
 	 * operand, `test al, 1`, as written) */
 	if (ci->id == X86_INS_TEST || ci->id == X86_INS_CMP ||
@@ -1455,7 +1473,7 @@ static int upper_zero(const struct vstate *s, size_t i, unsigned r)
 		       w->op[0].type == X86_OP_REG && w->op[0].reg == r &&
 		       w->op[0].width == 4 && !w->op[0].hi8 &&
 		       (w->op[0].access & CS_AC_WRITE) &&
-		       !((implicit_writes(w->id) >> r) & 1);
+		       !((w->iwr >> r) & 1);
 	}
 	return 0;
 }
