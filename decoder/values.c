@@ -1640,6 +1640,82 @@ static int rsp_delta(const struct vstate *s, size_t i, int64_t *d)
  * directions).  @f: facts about memory before it (forward pass) or after
  * it (backward pass); a load is the same either way.
  */
+/* mul, imul, div and idiv of one 32- or 64-bit operand: rdx:rax (edx:eax
+ * zero-extended) from rax (and rdx for a division) and the operand.  A
+ * division whose quotient would not fit faults: it is not on the path. */
+static void muldiv(struct vstate *s, size_t i, const struct facts *f)
+{
+	enum { RAX = BTRACE_VREG_RAX, RDX = BTRACE_VREG_RDX };
+	const struct vinsn *in = &s->in[i];
+	const struct vop *o = &in->op[0];
+	int div = in->id == X86_INS_DIV || in->id == X86_INS_IDIV;
+	int sgn = in->id == X86_INS_IMUL || in->id == X86_INS_IDIV;
+	uint64_t a, d = 0, y, lo, hi;
+
+	if ((o->width != 4 && o->width != 8) || !kn(s, i, RAX) ||
+	    (div && !kn(s, i, RDX)) || !src_val(s, i, o, f, &y))
+		return;
+	a = get(s, i, RAX);
+	if (div)
+		d = get(s, i, RDX);
+	if (o->width == 8) {
+		unsigned __int128 n = ((unsigned __int128)d << 64) | a;
+		if (!div && !sgn) {
+			unsigned __int128 p = (unsigned __int128)a * y;
+			lo = (uint64_t)p;
+			hi = (uint64_t)(p >> 64);
+		} else if (!div) {
+			__int128 p = (__int128)(int64_t)a * (int64_t)y;
+			lo = (uint64_t)p;
+			hi = (uint64_t)((unsigned __int128)p >> 64);
+		} else if (!y) {
+			return;
+		} else if (!sgn) {
+			unsigned __int128 q = n / y;
+			if (q >> 64)
+				return;
+			lo = (uint64_t)q;
+			hi = (uint64_t)(n % y);
+		} else {
+			__int128 sn = (__int128)n, sy = (int64_t)y, q;
+			if (sy == -1 && sn == (__int128)((unsigned __int128)1 << 127))
+				return;
+			q = sn / sy;
+			if (q < INT64_MIN || q > INT64_MAX)
+				return;
+			lo = (uint64_t)(int64_t)q;
+			hi = (uint64_t)(int64_t)(sn % sy);
+		}
+	} else {
+		uint32_t a32 = (uint32_t)a, y32 = (uint32_t)y;
+		uint64_t n = ((uint64_t)(uint32_t)d << 32) | a32;
+		if (!div) {
+			uint64_t p = sgn ? (uint64_t)((int64_t)(int32_t)a32 *
+						      (int32_t)y32) :
+				     (uint64_t)a32 * y32;
+			lo = (uint32_t)p;
+			hi = (uint32_t)(p >> 32);
+		} else if (!y32) {
+			return;
+		} else if (!sgn) {
+			if (n / y32 > UINT32_MAX)
+				return;
+			lo = n / y32;
+			hi = n % y32;
+		} else {
+			int64_t sn = (int64_t)n, sy = (int32_t)y32;
+			if (sy == -1 && sn == INT64_MIN)
+				return;
+			if (sn / sy < INT32_MIN || sn / sy > INT32_MAX)
+				return;
+			lo = (uint32_t)(int32_t)(sn / sy);
+			hi = (uint32_t)(int32_t)(sn % sy);
+		}
+	}
+	set(s, i + 1, RAX, lo);
+	set(s, i + 1, RDX, hi);
+}
+
 static void relate(struct vstate *s, size_t i, const struct facts *f)
 {
 	const struct vinsn *in = &s->in[i];
@@ -1781,8 +1857,8 @@ static void relate(struct vstate *s, size_t i, const struct facts *f)
 		break;
 	case X86_INS_SHL: case X86_INS_SHR: case X86_INS_SAR: {
 		unsigned cnt;
-		if (dreg == NOREG || (d->width != 8 && d->width != 4) ||
-		    !count_of(s, i, in, d->width, &cnt) || !reg_val(s, i, d, &x))
+		if (dreg == NOREG || !count_of(s, i, in, d->width, &cnt) ||
+		    !reg_val(s, i, d, &x))
 			break;
 		uint64_t r = in->id == X86_INS_SHL ? x << cnt :
 			     in->id == X86_INS_SHR ? x >> cnt :
@@ -1790,7 +1866,15 @@ static void relate(struct vstate *s, size_t i, const struct facts *f)
 		put(s, i, d, r & mask_of(d->width));
 		break;
 	}
+	case X86_INS_MUL: case X86_INS_DIV: case X86_INS_IDIV:
+		if (in->nop == 1)
+			muldiv(s, i, f);
+		break;
 	case X86_INS_IMUL:
+		if (in->nop == 1) {
+			muldiv(s, i, f);
+			break;
+		}
 		if (dreg == NOREG || (d->width != 8 && d->width != 4) || in->nop < 2)
 			break;
 		if (in->nop == 2 && reg_val(s, i, d, &x) && src_val(s, i, o1, f, &y))
@@ -1800,7 +1884,38 @@ static void relate(struct vstate *s, size_t i, const struct facts *f)
 			put(s, i, d, (x * sext(y, in->op[2].width)) &
 				     mask_of(d->width));
 		break;
+	case X86_INS_BSF: case X86_INS_BSR: case X86_INS_TZCNT:
+	case X86_INS_POPCNT: {
+		/* not lzcnt: a CPU without it runs bsr (the same for tzcnt
+		 * and bsf but for 0); bsf and bsr of 0 leave the
+		 * destination as it was */
+		if (in->nop != 2 || dreg == NOREG || d->hi8 ||
+		    (d->width != 8 && d->width != 4 && d->width != 2) ||
+		    !src_val(s, i, o1, f, &y))
+			break;
+		y &= mask_of(d->width);
+		if (in->id == X86_INS_POPCNT)
+			put(s, i, d, (uint64_t)__builtin_popcountll(y));
+		else if (y && in->id == X86_INS_BSR)
+			put(s, i, d, (uint64_t)(63 - __builtin_clzll(y)));
+		else if (y)
+			put(s, i, d, (uint64_t)__builtin_ctzll(y));
+		break;
+	}
 	case X86_INS_XCHG:
+		if (in->nop == 2 && dreg != NOREG && d->width == 4 &&
+		    o1->type == X86_OP_REG && o1->reg != NOREG &&
+		    o1->width == 4 && (unsigned)dreg != o1->reg) {
+			/* xchg r32, r32: each gets the other's low half,
+			 * zero-extended */
+			if (kn(s, i, (unsigned)dreg))
+				set(s, i + 1, o1->reg,
+				    get(s, i, (unsigned)dreg) & 0xffffffffull);
+			if (kn(s, i, o1->reg))
+				set(s, i + 1, (unsigned)dreg,
+				    get(s, i, o1->reg) & 0xffffffffull);
+			break;
+		}
 		if (in->nop == 2 && full && o1->type == X86_OP_REG &&
 		    o1->reg != NOREG && o1->width == 8) {
 			unsigned r0 = (unsigned)dreg, r1 = o1->reg;
