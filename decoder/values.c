@@ -32,8 +32,12 @@
 #define MAX_FACTS 512
 #define MAX_CHAIN 16
 /* bytes from the fs base holding glibc's struct pthread (its rseq area,
- * which the kernel writes, included) */
+ * which the kernel writes, included), but for its first TCB_HEAD bytes:
+ * the thread control block header the x86-64 ABI fixes at the fs base
+ * (tcb, dtv, self, the stack guard at fs:0x28 and the pointer guard),
+ * which only the thread itself writes */
 #define TCB_SPAN 4096
+#define TCB_HEAD 0x40
 
 struct vop {
 	uint8_t type;        /* X86_OP_REG / IMM / MEM */
@@ -785,8 +789,10 @@ static const struct priv *priv_of(const struct vstate *s, uint64_t a,
 	if (!size || a + size < a)
 		return NULL;
 	/* the thread's control block (struct pthread at the fs base): the
-	 * kernel writes its rseq area (the CPU the thread runs on) */
-	if (s->fs_base && a < s->fs_base + TCB_SPAN && s->fs_base < a + size)
+	 * kernel writes its rseq area (the CPU the thread runs on), which
+	 * is past the header */
+	if (s->fs_base && a < s->fs_base + TCB_SPAN &&
+	    s->fs_base + TCB_HEAD < a + size)
 		return NULL;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
