@@ -7,7 +7,7 @@
  * made below a stack buffer of a size not known from the code (the stack
  * pointer lost, as after alloca), a spill overwritten by a vector store
  * (capstone 4 gives the EVEX store `vmovdqu64 [mem], ymm16` as a read of
- * its memory), then a store through NULL.  Linked with -z now: no lazy
+ * its memory), bit scans and a division, then a store through NULL.  Linked with -z now: no lazy
  * binding in the window.
  */
 #include <alloca.h>
@@ -92,6 +92,14 @@ __attribute__((noinline)) static long overwrite(void)
 	return v;
 }
 
+/* The highest and the lowest set bit of a value with several (bsr, bsf),
+ * and a division's quotient and remainder. */
+__attribute__((noinline)) static long bits(unsigned long v, unsigned d)
+{
+	return (63 - __builtin_clzl(v)) * 100 + __builtin_ctzl(v) +
+	       (long)(v / d) * 1000 + (long)(v % d);
+}
+
 static long *volatile nowhere;
 
 __attribute__((noinline)) static void crash(long v)
@@ -113,6 +121,7 @@ int main(int argc, char **argv)
 	kill(getpid(), SIGUSR1);
 	acc += below(24 + argc);
 	acc += overwrite();
+	acc += bits(0x90ul + (unsigned long)argc, 7u + (unsigned)argc);
 	crash(acc);
 	return 0;
 }
