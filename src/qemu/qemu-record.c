@@ -1482,6 +1482,65 @@ static struct bt_file_info *bt_file_of(struct bt_files *f,
 	return fi;
 }
 
+/* Whether file @fi has an executable segment in [@off, @off + @len). */
+static int bt_elf_x(const struct bt_file_info *fi, uint64_t off, uint64_t len)
+{
+	for (size_t k = 0; fi && fi->ok && k < fi->elf.nseg; k++) {
+		const struct bt_qemu_elf_seg *sg = &fi->elf.seg[k];
+
+		if ((sg->flags & PF_X) && sg->offset < off + len &&
+		    sg->offset + sg->filesz > off)
+			return 1;
+	}
+	return 0;
+}
+
+/* Mapping @m, [@m->start, @m->end), with the guest core's protections
+ * where the core has the guest's pages (QEMU's view of them: the map
+ * text is the host's, read when code was mapped last, so a later mmap or
+ * mprotect of data, such as the loader's of a library's writable
+ * segment inside the range it reserved read-only, is not in it), in
+ * pieces at the core's mapping boundaries. */
+static int bt_add_mapping_core(struct bt_job *j, struct btrace_mapping *m,
+			       const struct bt_file_info *fi)
+{
+	const struct bt_qemu_core *c = j->core;
+	uint64_t s = m->start, e = m->end, at = s;
+	uint32_t prot = m->prot;
+	size_t k = 0;
+	int rc = 0;
+
+	if (!c || !c->nvmas)
+		return bt_snapbuild_add_mapping(j->sb, m);
+	while (at < e && !rc) {
+		uint64_t to = e;
+
+		while (k < c->nvmas && c->vmas[k].end <= at)
+			k++;
+		m->start = at;
+		m->pgoff += at - s;
+		if (k < c->nvmas && c->vmas[k].start <= at) {
+			uint32_t f = c->vmas[k].flags;
+
+			to = c->vmas[k].end < e ? c->vmas[k].end : e;
+			m->prot = (f & PF_R ? 1u : 0) | (f & PF_W ? 2u : 0) |
+				  (f & PF_X ? 4u : 0);
+			if ((prot & 4) && (!fi || !fi->ok ||
+					   bt_elf_x(fi, m->pgoff, to - at)))
+				m->prot |= 4;
+		} else {
+			if (k < c->nvmas && c->vmas[k].start < e)
+				to = c->vmas[k].start;
+			m->prot = prot;
+		}
+		m->end = to;
+		rc = bt_snapbuild_add_mapping(j->sb, m);
+		m->pgoff -= at - s;
+		at = to;
+	}
+	return rc;
+}
+
 /* One line of the guest map text as a mapping (its file in @f). */
 static int bt_write_mapping(struct bt_job *j, const struct bt_qemu_ring *r,
 			    const struct bt_maps_line *ml, struct bt_files *f)
@@ -1509,18 +1568,12 @@ static int bt_write_mapping(struct bt_job *j, const struct bt_qemu_ring *r,
 	if (fi && fi->ok) {
 		/* QEMU maps guest code read-only on the host: take the
 		 * execute bit from the ELF segments. */
-		for (size_t k = 0; k < fi->elf.nseg; k++) {
-			const struct bt_qemu_elf_seg *sg = &fi->elf.seg[k];
-
-			if ((sg->flags & PF_X) &&
-			    sg->offset < off + (e - s) &&
-			    sg->offset + sg->filesz > off)
-				m.prot |= 4;
-		}
+		if (bt_elf_x(fi, off, e - s))
+			m.prot |= 4;
 		m.build_id_size = fi->elf.build_id_size;
 		memcpy(m.build_id, fi->elf.build_id, sizeof(m.build_id));
 	}
-	return bt_snapbuild_add_mapping(j->sb, &m);
+	return bt_add_mapping_core(j, &m, fi);
 }
 
 /* Code: every executable segment of mapped ELF file @fi, read from the

@@ -154,6 +154,13 @@ struct bt_qemu_core_load {
 	uint32_t flags;       /* p_flags: PF_R, PF_W, PF_X */
 };
 
+/* A guest mapping as the core has it (every PT_LOAD, also those with no
+ * bytes in the file): QEMU's own view of the guest's pages. */
+struct bt_qemu_core_vma {
+	uint64_t start, end;
+	uint32_t flags;       /* p_flags: PF_R, PF_W, PF_X */
+};
+
 /* A guest core: the crashing thread's signal and registers, and where the
  * guest's memory is in the file.  Free with bt_qemu_core_free(). */
 struct bt_qemu_core {
@@ -167,6 +174,8 @@ struct bt_qemu_core {
 	uint64_t initial_stack;
 	struct bt_qemu_core_load *loads;
 	size_t nloads;
+	struct bt_qemu_core_vma *vmas;   /* sorted by address */
+	size_t nvmas;
 };
 int bt_qemu_core_read(const char *path, struct bt_qemu_core *c);
 /* All @len bytes of @fd at @off: 0, or -EIO (short file, error). */
