@@ -6,8 +6,8 @@ _btrace_opts()
 {
 	case $1 in
 	record) echo "--snapshot -b --backend --format -o --output --size --pad
-		--on -p --pid --no-ptrace --no-code --memory --keep-core -q --quiet -h
-		--help" ;;
+		--on -p --pid --no-ptrace --no-code --memory --accesses --keep-core
+		-q --quiet -h --help" ;;
 	snapshot) echo "-o --output -h --help" ;;
 	report) echo "--json --calls --blocks --thread --all-threads --full
 		--debug-dir --no-disk --no-debuginfod -v --verbose -h --help" ;;
@@ -73,7 +73,7 @@ _btrace()
 	-p|--pid)
 		mapfile -t COMPREPLY < <(compgen -W "$(ps -eo pid= 2>/dev/null)" -- "$cur")
 		return ;;
-	--size|--pad|--memory|--calls|--blocks|--thread|--last|--tid|--chunk|--runs)
+	--size|--pad|--memory|--accesses|--calls|--blocks|--thread|--last|--tid|--chunk|--runs)
 		return ;;
 	esac
 

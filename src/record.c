@@ -107,6 +107,12 @@ static int record(const struct btrace_record_opts *opts,
 				"reader refuses a file that inflates that much)",
 				(unsigned long long)opts->memory,
 				(unsigned long long)BTRACE_MEMORY_MAX);
+	if (opts->accesses > BTRACE_ACCESSES_MAX)
+		return bt_error(err, -EINVAL, "record: start failed: access "
+				"log of %llu records per thread is above the "
+				"most, %llu (a snapshot section holds no more)",
+				(unsigned long long)opts->accesses,
+				(unsigned long long)BTRACE_ACCESSES_MAX);
 	if (!!(opts->argv && opts->argv[0]) == !!opts->pid)
 		return bt_error(err, -EINVAL, "record: start failed: give "
 				"either a program to launch or a pid");

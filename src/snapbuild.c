@@ -315,6 +315,12 @@ int bt_snapbuild_add_code(struct bt_snapbuild *b, const struct btrace_code *c)
 	return btrace_writer_add_code(b->w, c, b->err);
 }
 
+int bt_snapbuild_add_accesses(struct bt_snapbuild *b,
+			      const struct btrace_access_log *log)
+{
+	return btrace_writer_add_accesses(b->w, log, b->err);
+}
+
 int bt_snapbuild_add_memory(struct bt_snapbuild *b,
 			    const struct btrace_memory *m)
 {

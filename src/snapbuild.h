@@ -93,6 +93,9 @@ int bt_snapbuild_add_mappings(struct bt_snapbuild *b,
 			      const struct btrace_mapping *maps, size_t nmaps,
 			      bool code, bool alive);
 int bt_snapbuild_add_code(struct bt_snapbuild *b, const struct btrace_code *c);
+/* A thread's access log (btrace_writer_add_accesses()). */
+int bt_snapbuild_add_accesses(struct bt_snapbuild *b,
+			      const struct btrace_access_log *log);
 /* A range of the process's memory (btrace_writer_add_memory()). */
 int bt_snapbuild_add_memory(struct bt_snapbuild *b,
 			    const struct btrace_memory *m);

@@ -33,9 +33,15 @@ extern "C" {
 #define BTRACE_RECORD_NO_MEMORY 0x10u /* store only the crashed thread's
 				       * stack, not the process's data
 				       * (btrace_record_opts.memory) */
+#define BTRACE_RECORD_NO_ACCESSES 0x20u /* log no memory accesses
+					 * (btrace_record_opts.accesses) */
 /* The default of btrace_record_opts.memory, and its most. */
 #define BTRACE_MEMORY_DEFAULT (8ull << 20)
 #define BTRACE_MEMORY_MAX (128ull << 20)
+/* The default of btrace_record_opts.accesses (records per thread), and
+ * its most (a snapshot's "accesses" section holds no more). */
+#define BTRACE_ACCESSES_DEFAULT 65536ull
+#define BTRACE_ACCESSES_MAX 4194304ull
 
 struct btrace_record_opts {
 	size_t sz;                 /* sizeof(struct btrace_record_opts); the
@@ -60,6 +66,15 @@ struct btrace_record_opts {
 				    * BTRACE_MEMORY_DEFAULT, at most
 				    * BTRACE_MEMORY_MAX; none with
 				    * BTRACE_RECORD_NO_MEMORY */
+	uint64_t accesses;         /* memory accesses logged per thread, the
+				    * crashed thread's stored in the
+				    * snapshot (docs/format.md, "accesses";
+				    * the QEMU backend only: the hardware
+				    * ones cannot see them), rounded up to a
+				    * power of two; 0 =
+				    * BTRACE_ACCESSES_DEFAULT, at most
+				    * BTRACE_ACCESSES_MAX; none with
+				    * BTRACE_RECORD_NO_ACCESSES */
 	size_t :0;
 };
 

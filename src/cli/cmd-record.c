@@ -37,10 +37,14 @@ static void help(void)
 "  --memory SIZE        at a crash, store up to SIZE bytes of the program's\n"
 "                       data (globals, heap, libraries' data) besides the\n"
 "                       stack (8M, at most 128M; 0: the stack alone)\n"
+"  --accesses N         qemu backend: log each thread's last N memory\n"
+"                       accesses (instruction, address, size, read or\n"
+"                       write) and store the crashed thread's (64K, at\n"
+"                       most 4M; 0: none)\n"
 "  --keep-core          keep QEMU's guest core next to the snapshot\n"
 "  -q, --quiet          no summary line\n"
 "  -h, --help           this text\n\n"
-"SIZE takes K, M and G suffixes (binary units).\n");
+"SIZE and N take K, M and G suffixes (binary units).\n");
 	cli_help_end(stdout, "record");
 }
 
@@ -97,7 +101,7 @@ static int parse_on(const char *list, uint64_t *out)
 int cmd_record(int argc, char **argv)
 {
 	enum { O_SNAPSHOT = 256, O_FORMAT, O_SIZE, O_PAD, O_ON, O_NO_PTRACE,
-	       O_NO_CODE, O_KEEP_CORE, O_MEMORY };
+	       O_NO_CODE, O_KEEP_CORE, O_MEMORY, O_ACCESSES };
 	static const struct option opts[] = {
 		{ "snapshot", no_argument, NULL, O_SNAPSHOT },
 		{ "backend", required_argument, NULL, 'b' },
@@ -110,6 +114,7 @@ int cmd_record(int argc, char **argv)
 		{ "no-ptrace", no_argument, NULL, O_NO_PTRACE },
 		{ "no-code", no_argument, NULL, O_NO_CODE },
 		{ "memory", required_argument, NULL, O_MEMORY },
+		{ "accesses", required_argument, NULL, O_ACCESSES },
 		{ "keep-core", no_argument, NULL, O_KEEP_CORE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -195,6 +200,17 @@ int cmd_record(int argc, char **argv)
 				ro.flags |= BTRACE_RECORD_NO_MEMORY;
 			else
 				ro.flags &= ~BTRACE_RECORD_NO_MEMORY;
+			break;
+		case O_ACCESSES:
+			if (cli_parse_size(optarg, &ro.accesses) ||
+			    ro.accesses > BTRACE_ACCESSES_MAX)
+				return cli_usage("record", "invalid --accesses "
+						 "'%s' (a number of records up "
+						 "to 4M; 0: none)", optarg);
+			if (!ro.accesses)
+				ro.flags |= BTRACE_RECORD_NO_ACCESSES;
+			else
+				ro.flags &= ~BTRACE_RECORD_NO_ACCESSES;
 			break;
 		case O_KEEP_CORE:
 			ro.flags |= BTRACE_RECORD_KEEP_CORE;

@@ -36,6 +36,10 @@
  *   time=N        a CLOCK_MONOTONIC sample every N records (and at every
  *                 system call, thread start and exit, host fault); 0: no
  *                 clock samples at all (default 256, at most 1024)
+ *   accesses=N    log each thread's last N memory accesses (instruction,
+ *                 address, size, load or store), N rounded up to a power
+ *                 of two, at most 4M; threads in second-class slots keep
+ *                 at most 4096; 0: no access log (the default)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -98,6 +102,8 @@ static struct {
 	int reexec;                      /* exec=1: execve() stays traced */
 	int detached;                    /* a child without a file of its own */
 	uint32_t time_every;             /* time=: records between samples */
+	uint64_t acc_entries;            /* accesses=: per first-class slot */
+	uint64_t acc_xentries;           /* per second-class slot */
 
 	/* The current process's file, and the root file with the TB table. */
 	struct bt_ring_hdr *hdr;
@@ -149,7 +155,11 @@ static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs, int fd,
 	uint64_t maps_off = BT_RING_HDR_SIZE;
 	uint64_t slot_off = maps_off + BT_RING_MAPS_CAP;
 	uint64_t xslot_off = slot_off + g.nslots * slot_size;
-	uint64_t tb_off = xslot_off + g.nxslots * xslot_size;
+	uint64_t acc_off = xslot_off + g.nxslots * xslot_size;
+	uint64_t acc_xoff = acc_off + g.nslots * g.acc_entries *
+			    sizeof(struct bt_ring_access);
+	uint64_t tb_off = acc_xoff + g.nxslots * g.acc_xentries *
+			  sizeof(struct bt_ring_access);
 	uint64_t code_off = tb_off + g.tb_max * sizeof(struct bt_tb_info);
 	uint64_t size = ((with_tbs ? code_off + BT_RING_CODE_CAP : tb_off) +
 			 4095) & ~4095ull;
@@ -212,6 +222,10 @@ static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs, int fd,
 	h->maps_offset = maps_off;
 	h->maps_cap = BT_RING_MAPS_CAP;
 	h->time_every = g.time_every;
+	h->acc_entries = g.acc_entries;
+	h->acc_xentries = g.acc_xentries;
+	h->acc_offset = acc_off;
+	h->acc_xoffset = acc_xoff;
 	if (with_tbs) {
 		h->tb_offset = tb_off;
 		h->tb_max = g.tb_max;
@@ -598,9 +612,10 @@ static void bt_refresh_maps(void)
  * free one of the second (smaller rings), else the one of the thread that
  * exited longest ago (first class first).  With none, the thread writes
  * into the private sink and the header counts it and keeps its tid.
- * *@entries gets the slot's ring size.
+ * *@entries gets the slot's ring size, *@index its index (-1: the sink).
  */
-static struct bt_ring_slot *bt_attach(unsigned int vcpu, uint64_t *entries)
+static struct bt_ring_slot *bt_attach(unsigned int vcpu, uint64_t *entries,
+				      int64_t *index)
 {
 	struct bt_ring_hdr *h = g.hdr;
 	struct bt_ring_slot *best = NULL, *s;
@@ -643,6 +658,7 @@ static struct bt_ring_slot *bt_attach(unsigned int vcpu, uint64_t *entries)
 		bt_ring_stage(best)[0] = BT_RING_SENT;
 		__atomic_store_n(&best->state, BT_SLOT_ACTIVE, __ATOMIC_RELEASE);
 		*entries = bt_ring_slot_entries(h, besti);
+		*index = besti;
 		if (besti >= h->nslots && besti - h->nslots >= h->xslots_used)
 			__atomic_store_n(&h->xslots_used, besti - h->nslots + 1,
 					 __ATOMIC_RELEASE);
@@ -654,6 +670,7 @@ static struct bt_ring_slot *bt_attach(unsigned int vcpu, uint64_t *entries)
 		}
 		best = g.sink;
 		*entries = g.entries;
+		*index = -1;
 	}
 	g_vslot[vcpu] = best;
 	pthread_mutex_unlock(&g.lock);
@@ -684,6 +701,106 @@ static __thread struct bt_tls {
 	struct bt_ring_time *times;  /* the slot's clock samples */
 	uint64_t tmask;              /* their count - 1 */
 } t_bt __attribute__((tls_model("initial-exec")));
+
+/*
+ * The access log (accesses=): the memory callback, on every access an
+ * instruction makes, stores one 16-byte record (struct bt_ring_access) at
+ * the thread's count in its access ring and bumps the count, both in the
+ * shared file; the ring, its mask and the count are in TLS (the count
+ * there is the one read: the file's copy is only written).  A thread without a ring of its own (before its first block, in the sink,
+ * with no log) writes into a private one-record dummy, so the callback
+ * never tests.
+ *
+ * The log follows the TB records: each record notes in at[] (by its
+ * position in the staging area, modulo 4: the look-back of a loop fold
+ * reaches four records back) the count when its block started; a fold
+ * that drops records, and a rep-string block's repeat that stores
+ * nothing, take the count back to where the dropped record (or the
+ * repeated one) started.  The accesses of a loop's dropped turns go with
+ * the turns, and every record keeps the accesses of the execution it
+ * stands for.
+ */
+static struct bt_ring_access g_acc_dummy[1];
+static uint64_t g_acc_dummy_count, g_acc_dummy_floor;
+
+static __thread struct bt_acc_tls {
+	struct bt_ring_access *ring;
+	uint64_t mask;               /* the ring's records - 1 */
+	uint64_t *count;             /* the slot's acc_count */
+	uint64_t *floor;             /* its acc_floor */
+	uint64_t n;                  /* records written (*count's value) */
+	uint64_t at[4];              /* the count at each record's start */
+} t_acc __attribute__((tls_model("initial-exec"))) = {
+	g_acc_dummy, 0, &g_acc_dummy_count, &g_acc_dummy_floor, 0, { 0 }
+};
+
+static void bt_acc_detach(void)
+{
+	memset(&t_acc, 0, sizeof(t_acc));
+	t_acc.ring = g_acc_dummy;
+	t_acc.count = &g_acc_dummy_count;
+	t_acc.floor = &g_acc_dummy_floor;
+}
+
+/* Slot @s (index @i of the slot classes, -1 the sink) becomes the calling
+ * thread's: its access ring, when it has one. */
+static void bt_acc_attach(struct bt_ring_slot *s, int64_t i)
+{
+	struct bt_ring_hdr *h = g.hdr;
+	uint64_t n;
+
+	bt_acc_detach();
+	if (i < 0 || !h->acc_entries)
+		return;
+	n = bt_ring_acc_entries(h, (uint32_t)i);
+	if (!n)
+		return;
+	t_acc.ring = bt_ring_acc_at(h, h, (uint32_t)i);
+	t_acc.mask = n - 1;
+	t_acc.count = &s->acc_count;
+	t_acc.floor = &s->acc_floor;
+}
+
+static inline unsigned int bt_acc_pos(const uint32_t *c)
+{
+	return (unsigned int)((uintptr_t)c / sizeof(*c)) & 3;
+}
+
+/* The record at @c starts now. */
+static inline void bt_acc_mark(const uint32_t *c)
+{
+	t_acc.at[bt_acc_pos(c)] = t_acc.n;
+}
+
+/* Back to where the record at @c started: the accesses since are
+ * dropped.  Those the dropped ones overwrote in the ring (it wrapped) are
+ * gone too: the floor rises first, so a reader never takes them. */
+static inline void bt_acc_rewind(const uint32_t *c)
+{
+	uint64_t to = t_acc.at[bt_acc_pos(c)], n = t_acc.n;
+
+	if (n > t_acc.mask + 1 && n - t_acc.mask - 1 > *t_acc.floor)
+		__atomic_store_n(t_acc.floor, n - t_acc.mask - 1,
+				 __ATOMIC_RELEASE);
+	t_acc.n = to;
+	__atomic_store_n(t_acc.count, to, __ATOMIC_RELEASE);
+}
+
+/* QEMU's memory callback (QEMU_PLUGIN_CB_NO_REGS): @udata is the
+ * instruction's address shifted into place (struct bt_ring_access). */
+static void bt_mem(unsigned int vcpu, qemu_plugin_meminfo_t info,
+		   uint64_t vaddr, void *udata)
+{
+	uint64_t n = t_acc.n;
+	struct bt_ring_access *r = t_acc.ring + (n & t_acc.mask);
+
+	(void)vcpu;
+	r->info = (uint64_t)(uintptr_t)udata | ((info >> 4) & BT_ACC_SHIFT_MASK) |
+		  ((info >> 14) & BT_ACC_STORE);
+	r->addr = vaddr;
+	t_acc.n = n + 1;
+	__atomic_store_n(t_acc.count, n + 1, __ATOMIC_RELEASE);
+}
 
 /* Stage 0 of a fresh staging area: the records so far are in the ring. */
 static void bt_stage_reset(struct bt_ring_slot *s, uint32_t *stage)
@@ -747,8 +864,10 @@ static __attribute__((noinline)) void bt_exec_slow(unsigned int vcpu,
 
 	if (!s) {
 		uint64_t entries;
+		int64_t index;
 
-		s = bt_attach(vcpu & (BT_MAX_VCPUS - 1), &entries);
+		s = bt_attach(vcpu & (BT_MAX_VCPUS - 1), &entries, &index);
+		bt_acc_attach(s, index);
 		t_bt.mask = entries - 1;
 		stage = bt_ring_stage(s);
 		t_bt.s = s;
@@ -781,12 +900,17 @@ static __attribute__((noinline)) void bt_exec_slow(unsigned int vcpu,
 		bt_stage_reset(s, t_bt.stage);
 	}
 	bt_time_sample();
+	bt_acc_mark(t_bt.cur);   /* the dummy's when there is no log */
 	memcpy(t_bt.cur, &udata, 8);
 	t_bt.cur++;
 	bt_set_end();
 }
 
-static void bt_exec(unsigned int vcpu, void *udata)
+/* The callbacks come in two builds each: without the access log, and
+ * with it (@acc: the record notes the access count). */
+#define BT_INLINE static inline __attribute__((always_inline))
+
+BT_INLINE void bt_exec_t(unsigned int vcpu, void *udata, int acc)
 {
 	uint32_t *c = t_bt.cur;
 
@@ -794,8 +918,20 @@ static void bt_exec(unsigned int vcpu, void *udata)
 		bt_exec_slow(vcpu, udata);
 		return;
 	}
+	if (acc)
+		bt_acc_mark(c);
 	memcpy(c, &udata, 8);   /* the entry, then the sentinel */
 	t_bt.cur = c + 1;
+}
+
+static void bt_exec(unsigned int vcpu, void *udata)
+{
+	bt_exec_t(vcpu, udata, 0);
+}
+
+static void bt_exec_acc(unsigned int vcpu, void *udata)
+{
+	bt_exec_t(vcpu, udata, 1);
 }
 
 /* The thread's latest record (a TB index), or BT_RING_SENT if none. */
@@ -811,12 +947,22 @@ static uint32_t bt_last_record(void)
 }
 
 /* TBs ending in a rep-string instruction (only those): QEMU re-enters them
- * once per iteration; store the TB once. */
+ * once per iteration; store the TB once (with the access log: the
+ * accesses of its last iteration). */
 static void bt_exec_rep(unsigned int vcpu, void *udata)
 {
 	if (bt_last_record() == (uint32_t)(uintptr_t)udata)
 		return;
-	bt_exec(vcpu, udata);
+	bt_exec_t(vcpu, udata, 0);
+}
+
+static void bt_exec_rep_acc(unsigned int vcpu, void *udata)
+{
+	if (bt_last_record() == (uint32_t)(uintptr_t)udata) {
+		bt_acc_rewind(t_bt.cur - 1);
+		return;
+	}
+	bt_exec_t(vcpu, udata, 1);
 }
 
 /*
@@ -856,7 +1002,7 @@ static int bt_foldable(const uint32_t *r, int n)
 	return 1;
 }
 
-static void bt_exec_loop(unsigned int vcpu, void *udata)
+BT_INLINE void bt_exec_loop_t(unsigned int vcpu, void *udata, int acc)
 {
 	uint32_t *c = t_bt.cur, idx = (uint32_t)(uintptr_t)udata;
 
@@ -867,8 +1013,12 @@ static void bt_exec_loop(unsigned int vcpu, void *udata)
 	/* Four scalar loads, each at the start of one of the last 8-byte
 	 * stores, so each is forwarded from the store buffer (a 16-byte load
 	 * across them would stall until they retire). */
-	if (__builtin_expect(c[-1] == idx, 0))
-		return;   /* a self loop */
+	if (__builtin_expect(c[-1] == idx, 0)) {
+		/* a self loop: this turn's accesses replace the last's */
+		if (acc)
+			bt_acc_rewind(c - 1);
+		return;
+	}
 	if (__builtin_expect(c[-2] == idx, 0)) {
 		c -= 2;
 	} else if (__builtin_expect(c[-3] == idx, 0)) {
@@ -878,8 +1028,25 @@ static void bt_exec_loop(unsigned int vcpu, void *udata)
 		if (bt_foldable(c - 3, 3))
 			c -= 4;
 	}
+	if (acc) {
+		/* folded: the dropped turn's accesses go with it */
+		if (c != t_bt.cur)
+			bt_acc_rewind(c);
+		else
+			bt_acc_mark(c);
+	}
 	memcpy(c, &udata, 8);
 	t_bt.cur = c + 1;
+}
+
+static void bt_exec_loop(unsigned int vcpu, void *udata)
+{
+	bt_exec_loop_t(vcpu, udata, 0);
+}
+
+static void bt_exec_loop_acc(unsigned int vcpu, void *udata)
+{
+	bt_exec_loop_t(vcpu, udata, 1);
 }
 
 static void bt_vcpu_init(qemu_plugin_id_t id, unsigned int vcpu)
@@ -1262,6 +1429,30 @@ static void bt_log_code(const struct qemu_plugin_tb *tb,
 	info->flags |= BT_TB_F_CODE;
 }
 
+/*
+ * The access log: a memory callback on each of the block's first @n
+ * instructions (not one the block abandoned: it runs in the next block),
+ * with its address as udata.  QEMU calls it after each access the
+ * instruction makes (a faulting one makes none), also from the helpers
+ * that call QEMU's memory functions; an access made otherwise is not
+ * logged.  QEMU_PLUGIN_MEM_RW: 7.2 never calls a callback registered for
+ * loads alone.
+ */
+static void bt_acc_trans(struct qemu_plugin_tb *tb, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+		uint64_t ip = qemu_plugin_insn_vaddr(insn);
+		uint64_t info = ip << BT_ACC_IP_SHIFT;
+
+		if (bt_ring_access_ip(info) != ip)
+			continue;   /* not canonical: cannot be recorded */
+		qemu_plugin_register_vcpu_mem_cb(insn, bt_mem,
+			QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW,
+			(void *)(uintptr_t)info);
+	}
+}
+
 static void bt_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	size_t n = qemu_plugin_tb_n_insns(tb);
@@ -1269,6 +1460,7 @@ static void bt_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	struct bt_tb_info info;
 	uint64_t idx, last;
 	size_t size;
+	int acc;
 
 	if (!n)
 		return;
@@ -1316,12 +1508,16 @@ static void bt_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		bt_log_code(tb, &info);
 		g.tbs[idx] = info;
 	}
+	acc = g.acc_entries != 0;
+	if (acc)
+		bt_acc_trans(tb, info.ninsn);
 	qemu_plugin_register_vcpu_tb_exec_cb(tb,
-		info.kind == BT_TB_REP ? bt_exec_rep :
+		info.kind == BT_TB_REP ? (acc ? bt_exec_rep_acc : bt_exec_rep) :
 		g.loops && (info.kind == BT_TB_COND || info.kind == BT_TB_JMP) &&
 		info.target <= info.start && idx != BT_RING_IDX_GAP &&
 		info.start + info.last_off - info.target <= BT_LOOP_SPAN ?
-		bt_exec_loop : bt_exec,
+		(acc ? bt_exec_loop_acc : bt_exec_loop) :
+		(acc ? bt_exec_acc : bt_exec),
 		QEMU_PLUGIN_CB_NO_REGS,
 		(void *)(uintptr_t)((uint64_t)BT_RING_SENT << 32 | idx));
 }
@@ -1485,6 +1681,7 @@ static void bt_child_init(void)
 	/* The forking thread's slot and cursor are the parent's. */
 	memset(g_vslot, 0, sizeof(g_vslot));
 	memset(&t_bt, 0, sizeof(t_bt));
+	bt_acc_detach();
 	h = bt_file_create(getpid(), 0, -1, 1, &size, &fd);
 	if (!h) {
 		g.detached = 1;   /* untraced, and out of the parent's file */
@@ -1648,6 +1845,24 @@ static int bt_parse_u64(const char *s, uint64_t *v)
 	return errno || end == s || *end ? -1 : 0;
 }
 
+/* The memory callback decodes QEMU 7.2's meminfo itself (bt_mem()): check
+ * that this QEMU's own functions read it the same way. */
+static int bt_meminfo_ok(void)
+{
+	for (uint32_t shift = 0; shift < 8; shift++) {
+		for (uint32_t rw = 1; rw <= 2; rw++) {
+			qemu_plugin_meminfo_t info = shift << 4 | rw << 16;
+
+			if (qemu_plugin_mem_size_shift(info) != shift ||
+			    qemu_plugin_mem_is_store(info) != (rw == 2) ||
+			    ((info >> 4) & BT_ACC_SHIFT_MASK) != shift ||
+			    !!((info >> 14) & BT_ACC_STORE) != (rw == 2))
+				return 0;
+		}
+	}
+	return 1;
+}
+
 BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 				  int argc, char **argv)
 {
@@ -1662,6 +1877,7 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 	g.fixpage = 1;
 	g.ring_fd = -1;
 	g.time_every = BT_RING_DEF_TIME;
+	g.acc_entries = 0;
 	/* Debugging aid: BTRACE_QEMU_LOOPS=0 keeps every turn of a loop (a
 	 * test compares the trace with QEMU's own log of every block). */
 	g.loops = !getenv("BTRACE_QEMU_LOOPS") ||
@@ -1715,6 +1931,9 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 		else if (!strncmp(a, "time=", 5))
 			bad = bt_parse_u64(a + 5, &v) || v > BT_RING_STAGE ||
 			      ((g.time_every = (uint32_t)v), 0);
+		else if (!strncmp(a, "accesses=", 9))
+			bad = bt_parse_u64(a + 9, &v) || v > BT_RING_ACC_MAX ||
+			      ((g.acc_entries = v ? bt_pow2_roundup(v) : 0), 0);
 		else if (!strncmp(a, "dumpable=", 9))
 			bad = bt_parse_u64(a + 9, &v) || ((dumpable = !!v), 0);
 		else
@@ -1734,6 +1953,12 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 		fprintf(stderr, "btrace-qemu: load failed: no dir= argument\n");
 		return -1;
 	}
+	if (g.acc_entries && !bt_meminfo_ok()) {
+		fprintf(stderr, "btrace-qemu: access log: this QEMU encodes "
+			"memory accesses otherwise than 7.2; not logging them\n");
+		g.acc_entries = 0;
+	}
+	g.acc_xentries = bt_ring_acc_xentries(g.acc_entries);
 	{
 		struct stat st;
 

@@ -184,6 +184,13 @@ static void bt_core_note(void *ctx, uint32_t type, const char *name,
 		c->regs[i] = bt_le64(desc + BT_PRSTATUS_REG + 8 * i);
 }
 
+static int bt_vma_cmp(const void *a, const void *b)
+{
+	const struct bt_qemu_core_vma *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
 int bt_qemu_core_read(const char *path, struct bt_qemu_core *c)
 {
 	Elf64_Ehdr eh;
@@ -202,6 +209,19 @@ int bt_qemu_core_read(const char *path, struct bt_qemu_core *c)
 	for (int i = 0; i < n; i++) {
 		uint8_t *buf;
 
+		if (ph[i].p_type == PT_LOAD && ph[i].p_memsz &&
+		    ph[i].p_vaddr + ph[i].p_memsz > ph[i].p_vaddr) {
+			struct bt_qemu_core_vma *v = realloc(c->vmas,
+				(c->nvmas + 1) * sizeof(*v));
+
+			if (v) {
+				c->vmas = v;
+				v[c->nvmas].start = ph[i].p_vaddr;
+				v[c->nvmas].end = ph[i].p_vaddr + ph[i].p_memsz;
+				v[c->nvmas].flags = ph[i].p_flags;
+				c->nvmas++;
+			}
+		}
 		if (ph[i].p_type == PT_LOAD && ph[i].p_filesz) {
 			struct bt_qemu_core_load *l = realloc(c->loads,
 				(c->nloads + 1) * sizeof(*l));
@@ -224,6 +244,7 @@ int bt_qemu_core_read(const char *path, struct bt_qemu_core *c)
 			bt_notes(buf, ph[i].p_filesz, bt_core_note, c);
 		free(buf);
 	}
+	qsort(c->vmas, c->nvmas, sizeof(*c->vmas), bt_vma_cmp);
 	rc = c->found ? 0 : -ENOENT;
 out:
 	free(ph);
@@ -236,4 +257,7 @@ void bt_qemu_core_free(struct bt_qemu_core *c)
 	free(c->loads);
 	c->loads = NULL;
 	c->nloads = 0;
+	free(c->vmas);
+	c->vmas = NULL;
+	c->nvmas = 0;
 }

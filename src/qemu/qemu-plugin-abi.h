@@ -88,6 +88,12 @@ void qemu_plugin_register_vcpu_mem_cb(struct qemu_plugin_insn *insn,
 				      enum qemu_plugin_mem_rw rw,
 				      void *userdata);
 
+/* The meminfo a memory callback receives: in QEMU 7.2, bits 4-6 are the
+ * log2 of the access's size in bytes and bit 17 is set for a store (the
+ * plugin checks that these two functions agree at install). */
+unsigned int qemu_plugin_mem_size_shift(qemu_plugin_meminfo_t info);
+bool qemu_plugin_mem_is_store(qemu_plugin_meminfo_t info);
+
 size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
 uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
 struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb,

@@ -1482,6 +1482,65 @@ static struct bt_file_info *bt_file_of(struct bt_files *f,
 	return fi;
 }
 
+/* Whether file @fi has an executable segment in [@off, @off + @len). */
+static int bt_elf_x(const struct bt_file_info *fi, uint64_t off, uint64_t len)
+{
+	for (size_t k = 0; fi && fi->ok && k < fi->elf.nseg; k++) {
+		const struct bt_qemu_elf_seg *sg = &fi->elf.seg[k];
+
+		if ((sg->flags & PF_X) && sg->offset < off + len &&
+		    sg->offset + sg->filesz > off)
+			return 1;
+	}
+	return 0;
+}
+
+/* Mapping @m, [@m->start, @m->end), with the guest core's protections
+ * where the core has the guest's pages (QEMU's view of them: the map
+ * text is the host's, read when code was mapped last, so a later mmap or
+ * mprotect of data, such as the loader's of a library's writable
+ * segment inside the range it reserved read-only, is not in it), in
+ * pieces at the core's mapping boundaries. */
+static int bt_add_mapping_core(struct bt_job *j, struct btrace_mapping *m,
+			       const struct bt_file_info *fi)
+{
+	const struct bt_qemu_core *c = j->core;
+	uint64_t s = m->start, e = m->end, at = s;
+	uint32_t prot = m->prot;
+	size_t k = 0;
+	int rc = 0;
+
+	if (!c || !c->nvmas)
+		return bt_snapbuild_add_mapping(j->sb, m);
+	while (at < e && !rc) {
+		uint64_t to = e;
+
+		while (k < c->nvmas && c->vmas[k].end <= at)
+			k++;
+		m->start = at;
+		m->pgoff += at - s;
+		if (k < c->nvmas && c->vmas[k].start <= at) {
+			uint32_t f = c->vmas[k].flags;
+
+			to = c->vmas[k].end < e ? c->vmas[k].end : e;
+			m->prot = (f & PF_R ? 1u : 0) | (f & PF_W ? 2u : 0) |
+				  (f & PF_X ? 4u : 0);
+			if ((prot & 4) && (!fi || !fi->ok ||
+					   bt_elf_x(fi, m->pgoff, to - at)))
+				m->prot |= 4;
+		} else {
+			if (k < c->nvmas && c->vmas[k].start < e)
+				to = c->vmas[k].start;
+			m->prot = prot;
+		}
+		m->end = to;
+		rc = bt_snapbuild_add_mapping(j->sb, m);
+		m->pgoff -= at - s;
+		at = to;
+	}
+	return rc;
+}
+
 /* One line of the guest map text as a mapping (its file in @f). */
 static int bt_write_mapping(struct bt_job *j, const struct bt_qemu_ring *r,
 			    const struct bt_maps_line *ml, struct bt_files *f)
@@ -1509,18 +1568,12 @@ static int bt_write_mapping(struct bt_job *j, const struct bt_qemu_ring *r,
 	if (fi && fi->ok) {
 		/* QEMU maps guest code read-only on the host: take the
 		 * execute bit from the ELF segments. */
-		for (size_t k = 0; k < fi->elf.nseg; k++) {
-			const struct bt_qemu_elf_seg *sg = &fi->elf.seg[k];
-
-			if ((sg->flags & PF_X) &&
-			    sg->offset < off + (e - s) &&
-			    sg->offset + sg->filesz > off)
-				m.prot |= 4;
-		}
+		if (bt_elf_x(fi, off, e - s))
+			m.prot |= 4;
 		m.build_id_size = fi->elf.build_id_size;
 		memcpy(m.build_id, fi->elf.build_id, sizeof(m.build_id));
 	}
-	return bt_snapbuild_add_mapping(j->sb, &m);
+	return bt_add_mapping_core(j, &m, fi);
 }
 
 /* Code: every executable segment of mapped ELF file @fi, read from the
@@ -2193,6 +2246,50 @@ static int bt_death_slot(struct bt_job *j, struct bt_death *d,
 	return rc;
 }
 
+/*
+ * The access log of the thread that died (docs/format.md, "accesses"),
+ * and metadata qemu.accesses saying what it holds.  A log the file does
+ * not hold as the plugin writes it is left out, and the metadata and
+ * standard error say why: the rest of the snapshot does not need it.
+ */
+static int bt_death_accesses(struct bt_job *j, struct bt_death *d)
+{
+	struct bt_qemu_accesses a;
+	struct btrace_access_log log;
+	char why[256], v[512];
+	int rc;
+
+	if (!d->crashed)
+		return 0;
+	why[0] = 0;
+	rc = bt_qemu_slot_accesses(&d->r, d->crashed, &a, why, sizeof(why));
+	if (rc == 1)
+		return 0;   /* no access log */
+	if (rc < 0) {
+		snprintf(v, sizeof(v), "thread %d: left out: %s",
+			 (int)d->crashed->tid, why);
+		if (!(j->opts->flags & BTRACE_RECORD_QUIET))
+			bt_msg("btrace record: access log of %s", v);
+		return bt_snapbuild_meta(j->sb, "qemu.accesses", v);
+	}
+	memset(&log, 0, sizeof(log));
+	log.tid = a.tid;
+	log.flags = a.complete ? BTRACE_ACCESSES_COMPLETE : 0;
+	log.entries = a.e;
+	log.n = a.n;
+	rc = bt_snapbuild_add_accesses(j->sb, &log);
+	free(a.e);
+	if (a.complete)
+		snprintf(v, sizeof(v), "thread %d: %llu accesses, every one "
+			 "since the thread started (a ring of %llu)", a.tid,
+			 (unsigned long long)a.n, (unsigned long long)a.cap);
+	else
+		snprintf(v, sizeof(v), "thread %d: the last %llu accesses (a "
+			 "ring of %llu, which wrapped)", a.tid,
+			 (unsigned long long)a.n, (unsigned long long)a.cap);
+	return rc ? rc : bt_snapbuild_meta(j->sb, "qemu.accesses", v);
+}
+
 /* One buffer and one task per thread with a slot; a task without a trace
  * for a thread that died without one. */
 static int bt_death_threads(struct bt_job *j, struct bt_death *d)
@@ -2352,6 +2449,8 @@ static int bt_write_snapshot(struct bt_job *j, const char *ring_path,
 	j->sb = &sb;
 	bt_death_signal(j, d);
 	rc = bt_death_threads(j, d);
+	if (!rc)
+		rc = bt_death_accesses(j, d);
 	if (!rc && d->r.hdr->untraced)
 		rc = bt_write_untraced(j, &d->r, d->crashed_tid, d->untraced_died);
 	if (!rc)
@@ -2822,10 +2921,12 @@ static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
  * for that, say so before running the program rather than after it ran
  * untraced.
  */
-static int bt_check_address_space(uint64_t entries, struct btrace_error *err)
+static int bt_check_address_space(uint64_t entries, uint64_t acc,
+				  struct btrace_error *err)
 {
 	uint64_t need = bt_ring_file_size(BT_RING_DEF_SLOTS, entries,
-					  BT_RING_DEF_TBMAX);
+					  BT_RING_DEF_TBMAX,
+					  acc ? bt_pow2_roundup(acc) : 0);
 	struct rlimit rl;
 	char nbuf[32], lbuf[32];
 
@@ -2833,13 +2934,14 @@ static int bt_check_address_space(uint64_t entries, struct btrace_error *err)
 	    need < rl.rlim_cur)
 		return 0;
 	bt_error(err, -ENOMEM, "qemu backend: record failed: the rings need "
-		 "%s of address space (%u thread slots of %llu entries and "
-		 "the block table), but the address-space limit is %s",
+		 "%s of address space (%u thread slots of %llu entries, "
+		 "their access logs and the block table), but the "
+		 "address-space limit is %s",
 		 bt_fmt_size(nbuf, sizeof(nbuf), need), BT_RING_DEF_SLOTS,
 		 (unsigned long long)entries,
 		 bt_fmt_size(lbuf, sizeof(lbuf), rl.rlim_cur));
 	return bt_hint(err, "raise the limit (ulimit -v) or ask for less "
-		       "history with --size");
+		       "history with --size or --accesses");
 }
 
 /* A launched process killed by SIGKILL that btrace did not send: say
@@ -3113,7 +3215,7 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	struct bt_fwd fwd;
 	struct bt_job j;
 	long oom0;
-	uint64_t on, entries;
+	uint64_t on, entries, acc;
 	int rc, k, cerr = 0, subreaper = -1, ringfd;
 	char fdarg[32] = "";
 	pid_t pid = 0;
@@ -3145,7 +3247,9 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 							  BTRACE_TRACE_PT;
 	on = opts->on ? opts->on : BTRACE_ON_DEFAULT;
 	entries = bt_slot_entries(j.kind, j.size);
-	rc = bt_check_address_space(entries, err);
+	acc = opts->flags & BTRACE_RECORD_NO_ACCESSES ? 0 :
+	      opts->accesses ? opts->accesses : BTRACE_ACCESSES_DEFAULT;
+	rc = bt_check_address_space(entries, acc, err);
 	if (rc)
 		return rc;
 
@@ -3169,8 +3273,9 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	if (k >= 0)
 		close(k);
 	snprintf(plugarg, sizeof(plugarg),
-		 "%s,dir=%s,entries=%llu,dumpable=0,exec=1,watch=%d%s", plugin, rs.dir,
-		 (unsigned long long)entries, k >= 0, fdarg);
+		 "%s,dir=%s,entries=%llu,accesses=%llu,dumpable=0,exec=1,"
+		 "watch=%d%s", plugin, rs.dir, (unsigned long long)entries,
+		 (unsigned long long)acc, k >= 0, fdarg);
 	if (bt_cmdline_build(&cl, qemu, preload, prog, plugarg, launch,
 			     rs.dir)) {
 		close(ringfd);

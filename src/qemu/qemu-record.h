@@ -85,6 +85,26 @@ uint32_t bt_qemu_nslots(const struct bt_qemu_ring *r);
 const uint8_t *bt_qemu_tb_code(const struct bt_qemu_ring *r,
 			       const struct bt_tb_info *t, uint64_t *len);
 
+/*
+ * The access log of slot @s (ring-file.h, struct bt_ring_access), oldest
+ * first, in *@out (free out->e): 0, and out->n records (maybe none);
+ * 1 when the file has no access log for the slot; -BTRACE_ERR_FORMAT when
+ * the file's rings or counts are not what the plugin writes, or a record
+ * is not (nothing of the log is kept), -ENOMEM; @why says why.
+ */
+struct bt_qemu_accesses {
+	struct btrace_access *e;
+	uint64_t n;
+	uint64_t total;       /* the slot's count: records kept since the
+			       * thread started */
+	uint64_t cap;         /* the slot's ring */
+	int complete;         /* none lost (the ring never wrapped) */
+	int tid;
+};
+int bt_qemu_slot_accesses(const struct bt_qemu_ring *r,
+			  const struct bt_ring_slot *s,
+			  struct bt_qemu_accesses *out, char *why, size_t len);
+
 /* How the thread's history ends. */
 struct bt_qemu_end {
 	int have_ip;          /* @ip is the exact next (not executed) insn */
@@ -154,6 +174,13 @@ struct bt_qemu_core_load {
 	uint32_t flags;       /* p_flags: PF_R, PF_W, PF_X */
 };
 
+/* A guest mapping as the core has it (every PT_LOAD, also those with no
+ * bytes in the file): QEMU's own view of the guest's pages. */
+struct bt_qemu_core_vma {
+	uint64_t start, end;
+	uint32_t flags;       /* p_flags: PF_R, PF_W, PF_X */
+};
+
 /* A guest core: the crashing thread's signal and registers, and where the
  * guest's memory is in the file.  Free with bt_qemu_core_free(). */
 struct bt_qemu_core {
@@ -167,6 +194,8 @@ struct bt_qemu_core {
 	uint64_t initial_stack;
 	struct bt_qemu_core_load *loads;
 	size_t nloads;
+	struct bt_qemu_core_vma *vmas;   /* sorted by address */
+	size_t nvmas;
 };
 int bt_qemu_core_read(const char *path, struct bt_qemu_core *c);
 /* All @len bytes of @fd at @off: 0, or -EIO (short file, error). */

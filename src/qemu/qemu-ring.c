@@ -313,6 +313,109 @@ uint64_t bt_qemu_slot_entries(const struct bt_qemu_ring *r,
 	return bt_view(r, s)->entries;
 }
 
+/* The index of slot @s among both classes. */
+static uint32_t bt_slot_index(const struct bt_qemu_ring *r,
+			      const struct bt_ring_slot *s)
+{
+	uint64_t off = (uint64_t)((const uint8_t *)s - r->base);
+	const struct bt_ring_hdr *h = r->hdr;
+
+	if (h->nxslots && off >= h->xslot_offset)
+		return h->nslots + (uint32_t)((off - h->xslot_offset) /
+					      h->xslot_size);
+	return (uint32_t)((off - h->slot_offset) / h->slot_size);
+}
+
+/* Records an access ring may have: 0, or a power of two up to the most. */
+static int bt_acc_entries_ok(uint64_t e)
+{
+	return !e || (!(e & (e - 1)) && e <= BT_RING_ACC_MAX);
+}
+
+int bt_qemu_slot_accesses(const struct bt_qemu_ring *r,
+			  const struct bt_ring_slot *s,
+			  struct bt_qemu_accesses *out, char *why, size_t len)
+{
+	const struct bt_ring_hdr *h = r->hdr;
+	const size_t each = sizeof(struct bt_ring_access);
+	const struct bt_ring_access *ring;
+	uint64_t cap, count, floor, lo;
+	uint32_t i;
+
+	memset(out, 0, sizeof(*out));
+	if (!h->acc_entries)
+		return 1;
+	/* Everything in the file is the emulator's, which the guest can
+	 * reach: checked before it is used. */
+	if (!bt_acc_entries_ok(h->acc_entries) ||
+	    !bt_acc_entries_ok(h->acc_xentries) ||
+	    !bt_fits(h->acc_offset, h->nslots, h->acc_entries * each, r->size) ||
+	    !bt_fits(h->acc_xoffset, h->nxslots, h->acc_xentries * each,
+		     r->size)) {
+		snprintf(why, len, "the ring file's access rings do not fit "
+			 "in it (%llu and %llu records per slot at offsets "
+			 "%llu and %llu of %zu bytes)",
+			 (unsigned long long)h->acc_entries,
+			 (unsigned long long)h->acc_xentries,
+			 (unsigned long long)h->acc_offset,
+			 (unsigned long long)h->acc_xoffset, r->size);
+		return -BTRACE_ERR_FORMAT;
+	}
+	i = bt_slot_index(r, s);
+	cap = bt_ring_acc_entries(h, i);
+	if (!cap)
+		return 1;
+	ring = bt_ring_acc_at(r->base, h, i);
+	count = s->acc_count;
+	floor = s->acc_floor;
+	if (floor > count) {
+		snprintf(why, len, "thread %d's access count %llu is below its "
+			 "first record kept, %llu", (int)s->tid,
+			 (unsigned long long)count, (unsigned long long)floor);
+		return -BTRACE_ERR_FORMAT;
+	}
+	lo = count > cap ? count - cap : 0;
+	if (lo < floor)
+		lo = floor;
+	out->n = count - lo;
+	out->total = count;
+	out->cap = cap;
+	out->complete = lo == 0;
+	out->tid = s->tid;
+	if (!out->n)
+		return 0;
+	out->e = malloc(out->n * sizeof(*out->e));
+	if (!out->e) {
+		snprintf(why, len, "out of memory for %llu records",
+			 (unsigned long long)out->n);
+		return -ENOMEM;
+	}
+	for (uint64_t k = 0; k < out->n; k++) {
+		const struct bt_ring_access *a = &ring[(lo + k) & (cap - 1)];
+		struct btrace_access *e = &out->e[k];
+		uint64_t info = a->info;
+
+		e->ip = bt_ring_access_ip(info);
+		e->addr = a->addr;
+		e->size = 1u << (info & BT_ACC_SHIFT_MASK);
+		e->flags = info & BT_ACC_STORE ? BTRACE_ACCESS_STORE : 0;
+		if ((info & BT_ACC_RESERVED) || !e->ip ||
+		    e->addr > UINT64_MAX - (e->size - 1)) {
+			snprintf(why, len, "thread %d's access record %llu of "
+				 "%llu is not one the plugin writes (info "
+				 "%#llx, address %#llx)", (int)s->tid,
+				 (unsigned long long)(lo + k),
+				 (unsigned long long)count,
+				 (unsigned long long)info,
+				 (unsigned long long)a->addr);
+			free(out->e);
+			memset(out, 0, sizeof(*out));
+			return -BTRACE_ERR_FORMAT;
+		}
+	}
+	return 0;
+}
+
 static uint64_t bt_first_pos(const struct bt_qemu_ring *r,
 			     const struct bt_qemu_view *v)
 {

@@ -27,6 +27,13 @@
  *   hdr.xslot_offset    hdr.nxslots more slots of hdr.xslot_size bytes,
  *                       the same layout with hdr.xentries entries: threads
  *                       beyond the first nslots alive at once
+ *   hdr.acc_offset      with an access log (hdr.acc_entries > 0): one ring
+ *                       of hdr.acc_entries struct bt_ring_access per slot,
+ *                       then at hdr.acc_xoffset one of hdr.acc_xentries
+ *                       per second-class slot (the thread's memory
+ *                       accesses: record i < acc_count at
+ *                       [i & (acc entries - 1)], those below acc_floor
+ *                       lost; see struct bt_ring_access)
  *   hdr.tb_offset       the TB table: hdr.tb_max struct bt_tb_info, of which
  *                       hdr.tb_count are used (only in the root process's
  *                       file: a forked child keeps appending to its
@@ -50,7 +57,7 @@
 #include <stdint.h>
 
 #define BT_RING_MAGIC "BTQRING1"
-#define BT_RING_VERSION 6
+#define BT_RING_VERSION 7
 /* The payload of the datagram that hands a ring descriptor to btrace
  * (plugin.c bt_file_publish(), qemu-record.c). */
 #define BT_RING_SOCK_MAGIC 0x42545152u   /* "BTQR" */
@@ -143,7 +150,15 @@ struct bt_ring_slot {
 	/* Clock samples taken (the ring after the TB indices; atomic,
 	 * release after the sample is written). */
 	uint64_t tcount;
-	uint8_t reserved[48];
+	/* The access log (hdr.acc_entries > 0): records written (atomic,
+	 * release after the record), and the first one not lost since (a
+	 * loop fold took records back after the ring had wrapped: those the
+	 * dropped ones overwrote are gone; raised before acc_count is taken
+	 * back).  The records kept are [max(acc_floor, acc_count - ring
+	 * entries), acc_count). */
+	uint64_t acc_count;
+	uint64_t acc_floor;
+	uint8_t reserved[32];
 	/* Never a TB index: what a look-back before the staging area reads. */
 	uint32_t guard[BT_RING_LOOP];
 };
@@ -233,6 +248,14 @@ struct bt_ring_hdr {
 	/* Records between two clock samples (plugin argument time=); 0: the
 	 * plugin takes none (the slots' tcount stay 0). */
 	uint32_t time_every;
+	uint32_t reserved_acc;
+	/* The access log: records per first-class slot's ring and per
+	 * second-class slot's (powers of two; 0: no access log), and where
+	 * the rings are (struct bt_ring_access). */
+	uint64_t acc_entries;
+	uint64_t acc_xentries;
+	uint64_t acc_offset;
+	uint64_t acc_xoffset;
 };
 #define BT_RING_F_READY    0x1u  /* the plugin finished initialising */
 #define BT_RING_F_EXITED   0x2u  /* normal exit (exit_group seen) */
@@ -311,6 +334,64 @@ static inline struct bt_ring_time *bt_ring_times(struct bt_ring_slot *s,
 	return (struct bt_ring_time *)(bt_ring_entries(s) + entries);
 }
 
+/*
+ * One memory access of a thread (the plugin's memory callback, called by
+ * QEMU after each access an instrumented instruction makes), 16 bytes:
+ *   info  bits 0-2   log2 of the size in bytes (QEMU's size shift)
+ *         bit 3      a store (else a load)
+ *         bits 4-15  zero
+ *         bits 16-63 the instruction's address, its low 48 bits (a
+ *                    canonical address is their sign extension)
+ *   addr  the guest address of the first byte accessed
+ * The log follows the recorded path: when the plugin folds a loop's turn
+ * out of the TB records (or stores a rep-string block's repeats once), it
+ * takes back the accesses made since the dropped record started.
+ */
+struct bt_ring_access {
+	uint64_t info;
+	uint64_t addr;
+};
+#define BT_ACC_SHIFT_MASK 0x7ull
+#define BT_ACC_STORE 0x8ull
+#define BT_ACC_RESERVED 0xfff0ull
+#define BT_ACC_IP_SHIFT 16
+
+/* The instruction address of record @info. */
+static inline uint64_t bt_ring_access_ip(uint64_t info)
+{
+	return (uint64_t)((int64_t)info >> BT_ACC_IP_SHIFT);
+}
+
+/* The most records a thread's access log keeps (a snapshot section's
+ * most, docs/format.md), and what a second-class slot keeps at most. */
+#define BT_RING_ACC_MAX (1ull << 22)
+#define BT_RING_ACC_XMAX 4096ull
+
+/* Records a second-class slot keeps when a first-class one keeps @n. */
+static inline uint64_t bt_ring_acc_xentries(uint64_t n)
+{
+	return n < BT_RING_ACC_XMAX ? n : BT_RING_ACC_XMAX;
+}
+
+/* The access ring of slot @i < nslots + nxslots (hdr.acc_entries > 0). */
+static inline struct bt_ring_access *bt_ring_acc_at(void *base,
+						    const struct bt_ring_hdr *h,
+						    uint32_t i)
+{
+	if (i >= h->nslots)
+		return (struct bt_ring_access *)((uint8_t *)base +
+			h->acc_xoffset + (uint64_t)(i - h->nslots) *
+			h->acc_xentries * sizeof(struct bt_ring_access));
+	return (struct bt_ring_access *)((uint8_t *)base + h->acc_offset +
+		(uint64_t)i * h->acc_entries * sizeof(struct bt_ring_access));
+}
+
+static inline uint64_t bt_ring_acc_entries(const struct bt_ring_hdr *h,
+					   uint32_t i)
+{
+	return i >= h->nslots ? h->acc_xentries : h->acc_entries;
+}
+
 /* The plugin's defaults for slots=, xslots=, xentries= and tbmax=, the map
  * text's room and the code log's (a sparse file: only what is used costs
  * memory). */
@@ -325,15 +406,19 @@ static inline struct bt_ring_time *bt_ring_times(struct bt_ring_slot *s,
 
 /* Bytes of a ring file (and of its mapping, in the emulator and in
  * btrace): header, map text, @nslots slots of @entries entries, the
- * default second class of slots, and the TB table of @tb_max entries and
- * the code log (both 0 in a forked child's file), page-rounded. */
+ * default second class of slots, their access rings (@acc records per
+ * first-class slot), and the TB table of @tb_max entries and the code log
+ * (both 0 in a forked child's file), page-rounded. */
 static inline uint64_t bt_ring_file_size(uint64_t nslots, uint64_t entries,
-					 uint64_t tb_max)
+					 uint64_t tb_max, uint64_t acc)
 {
 	uint64_t size = BT_RING_HDR_SIZE + BT_RING_MAPS_CAP +
 			nslots * bt_ring_slot_size(entries) +
 			BT_RING_DEF_XSLOTS *
 			bt_ring_slot_size(BT_RING_DEF_XENTRIES) +
+			(nslots * acc + BT_RING_DEF_XSLOTS *
+			 bt_ring_acc_xentries(acc)) *
+			sizeof(struct bt_ring_access) +
 			tb_max * sizeof(struct bt_tb_info) +
 			(tb_max ? BT_RING_CODE_CAP : 0);
 

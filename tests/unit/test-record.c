@@ -238,6 +238,20 @@ static void test_record_opts_policy(struct bt_test *t)
 	BT_CHECK(t, btrace_record(&small, &res, &err) < 0);
 	BT_CONTAINS(t, err.msg, "bt-test-program");
 	BT_EQ_INT(t, -EINVAL, btrace_record(NULL, &res, &err));
+	/* an access log larger than a snapshot section holds: refused
+	 * before anything runs; the most is accepted */
+	memset(&small, 0, sizeof(small));
+	small.sz = sizeof(small);
+	small.argv = argv;
+	small.flags = BTRACE_RECORD_QUIET;
+	small.accesses = BTRACE_ACCESSES_MAX + 1;
+	BT_EQ_INT(t, -EINVAL, btrace_record(&small, &res, &err));
+	BT_CONTAINS(t, err.msg, "access log of 4194305 records per thread");
+	small.accesses = BTRACE_ACCESSES_MAX;
+	BT_CHECK(t, btrace_record(&small, &res, &err) < 0);
+	BT_CONTAINS(t, err.msg, "bt-test-program");
+	small.sz = offsetof(struct btrace_record_opts, log);
+	small.accesses = 0;
 
 	/* results: an older caller's shorter struct gets only its bytes */
 	{

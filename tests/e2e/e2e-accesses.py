@@ -1,0 +1,318 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The crashed thread's memory accesses in a QEMU snapshot (TAP).
+
+    e2e-accesses.py BTRACE ACCREAD PROG CRASHDEMO
+
+Records PROG (progs/crash-accesses.c: stores 0..63 into a global array in
+a short loop, then stores 8 bytes into a global and into a local on its
+stack and loads through NULL; it prints the global's, the array's and the
+storing function's addresses first) with the QEMU backend, and reads the
+snapshot with the public reader (ACCREAD, e2e-accread.c):
+- by default the snapshot holds an access log of the crashed thread, and
+  among its last records the 8-byte store to the global's address and the
+  one to the stack near the signal's rsp, made by instructions inside
+  store_then_crash (its address plus the ELF symbol's size); the faulting
+  load is not in it (it did not happen);
+- the log follows the recorded path: the array loop, folded to its first
+  and last turn in the branch history, keeps the stores of those turns
+  (arr[0], arr[63]); with BTRACE_QEMU_LOOPS=0 (every turn kept) all 64
+  stores are there, in order;
+- with --accesses 0 there is no accesses section; with --accesses 1K the
+  log holds at most 1024 records (the program made more: not complete),
+  the global's store among them;
+- btrace info shows the log (text and JSON) and btrace report works;
+- a bad --accesses (above 4M, not a number) is a usage error (exit 2).
+Then the README demo (CRASHDEMO) recorded with and without the log:
+`btrace decode --insn --values` shows at least as many known register
+values with it; and recorded with every loop turn kept
+(BTRACE_QEMU_LOOPS=0, under QEMU's own CPU log `-d cpu,nochain`), the
+values recovered with the log agree with QEMU's registers at every block
+start they cover, and the value recovery finds no conflict.
+Skipped (TAP "1..0 # SKIP") when this machine's qemu-x86_64 is missing or
+has no plugin support.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2elib  # noqa: E402
+
+T = e2elib.Tap()
+ok = T.ok
+
+
+def record(btrace, snap, argv, extra=(), env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([btrace, 'record', '-b', 'qemu', '-q', '-o', snap] +
+                          list(extra) + ['--'] + argv, capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, env=e,
+                          timeout=600)
+
+
+def accread(tool, snap, *extra):
+    """{'signal': (tid, rsp, fault_ip), 'logs': {tid: (flags, [records])},
+    'values': (ninsn, known, conflicts)}"""
+    r = subprocess.run([tool, snap] + list(extra), capture_output=True,
+                       text=True)
+    out = {'signal': None, 'logs': {}, 'values': None, 'rc': r.returncode,
+           'err': r.stderr.strip()}
+    cur = None
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if f[0] == 'signal':
+            out['signal'] = (int(f[1]), int(f[2], 16), int(f[3], 16))
+        elif f[0] == 'log':
+            cur = []
+            out['logs'][int(f[1])] = (int(f[2]), cur)
+        elif f[0] == 'values':
+            out['values'] = tuple(int(x) for x in f[1:4])
+        else:
+            cur.append((int(f[0], 16), int(f[1], 16), int(f[2]), f[3]))
+    return out
+
+
+def addresses(stderr):
+    got = {}
+    for k in ('global', 'arr', 'func'):
+        m = re.search(r'^%s (0x[0-9a-f]+)$' % k, stderr, re.M)
+        got[k] = int(m.group(1), 16) if m else None
+    return got
+
+
+def symbol_size(prog, name):
+    r = subprocess.run(['nm', '-S', '--defined-only', prog],
+                       capture_output=True, text=True)
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if len(f) == 4 and f[3] == name:
+            return int(f[1], 16)
+    return None
+
+
+def info(btrace, snap, *extra):
+    return subprocess.run([btrace, 'info'] + list(extra) + [snap],
+                          capture_output=True, text=True)
+
+
+def known_values(btrace, snap):
+    """Known and unknown register values of btrace decode --insn --values,
+    and the listing's lines."""
+    r = subprocess.run([btrace, 'decode', '--insn', '--values', snap],
+                       capture_output=True, text=True)
+    return (r.returncode, len(re.findall(r'=0x', r.stdout)),
+            len(re.findall(r'=\?', r.stdout)), r.stdout.splitlines())
+
+
+REGS = ['rax', 'rbx', 'rcx', 'rdx', 'rsi', 'rdi', 'rbp', 'rsp', 'r8', 'r9',
+        'r10', 'r11', 'r12', 'r13', 'r14', 'r15']
+QREG = re.compile(r'RAX=(\w+) RBX=(\w+) RCX=(\w+) RDX=(\w+)\nRSI=(\w+) '
+                  r'RDI=(\w+) RBP=(\w+) RSP=(\w+)\nR8 =(\w+) R9 =(\w+) '
+                  r'R10=(\w+) R11=(\w+)\nR12=(\w+) R13=(\w+) R14=(\w+) '
+                  r'R15=(\w+)\nRIP=(\w+)')
+TOK = re.compile(r'(\w+)=(0x[0-9a-f]+|\?)')
+
+
+def against_qemu_log(qlog, listing):
+    """The values listing against QEMU's -d cpu log: from the end, each
+    instruction that starts the block QEMU ran next (backwards) is
+    compared, the registers it reads with the block's registers and those
+    the instruction before it writes likewise.  (checked, wrong, first
+    wrong lines)."""
+    with open(qlog) as f:
+        blocks = [(int(m.group(17), 16),
+                   dict(zip(REGS, (int(x, 16) for x in m.groups()[:16]))))
+                  for m in QREG.finditer(f.read())]
+    lines = [ln for ln in listing if re.match(r'0x[0-9a-f]+ ', ln)]
+    b = len(blocks) - 1
+    checked = wrong = 0
+    bad = []
+    for n in range(len(lines) - 1, -1, -1):
+        if b < 0:
+            break
+        if int(lines[n].split()[0], 16) != blocks[b][0]:
+            continue
+        toks = TOK.findall(lines[n].split(';', 1)[1].split('->')[0])
+        if n:
+            prev = lines[n - 1].split(';', 1)[1].split('->')
+            if len(prev) == 2:
+                toks += TOK.findall(prev[1])
+        for r, v in toks:
+            if v == '?' or r not in blocks[b][1]:
+                continue
+            checked += 1
+            if int(v, 16) != blocks[b][1][r]:
+                wrong += 1
+                bad.append('%s | true %s=%#x' % (lines[n][:100], r,
+                                                 blocks[b][1][r]))
+        b -= 1
+    return checked, wrong, bad[:5]
+
+
+def check_program(btrace, tool, prog, d):
+    snap = os.path.join(d, 'acc.btrace')
+    p = record(btrace, snap, [prog])
+    ok(p.returncode == 128 + 11, 'the program dies of SIGSEGV (%d: %s)' %
+       (p.returncode, p.stderr.strip()[-200:]))
+    a = addresses(p.stderr)
+    size = symbol_size(prog, 'store_then_crash')
+    ok(None not in a.values() and size,
+       'it said its addresses (%s), store_then_crash is %s bytes' % (
+           {k: v and hex(v) for k, v in a.items()}, size))
+    got = accread(tool, snap)
+    sig = got['signal']
+    ok(sig is not None and sig[0] in got['logs'],
+       'the snapshot has an access log of the crashed thread (%s; logs of %s)'
+       % (sig and sig[0], sorted(got['logs'])))
+    if sig is None or sig[0] not in got['logs'] or None in a.values() or \
+            not size:
+        return None
+    tid, rsp, fault_ip = sig
+    flags, log = got['logs'][tid]
+    T.diag('%d records, flags %d; the last: %s' % (
+        len(log), flags, ['%#x %#x %d %s' % r for r in log[-4:]]))
+    inside = range(a['func'], a['func'] + size)
+    last = log[-6:]
+    ok(any(r[1] == a['global'] and r[2] == 8 and r[3] == 'W' and
+           r[0] in inside for r in last),
+       'its last records hold the 8-byte store to the global at %#x, by an '
+       'instruction of store_then_crash [%#x, %#x)' % (
+           a['global'], inside.start, inside.stop))
+    ok(any(r[3] == 'W' and r[2] == 8 and r[0] in inside and
+           rsp - 256 <= r[1] < rsp + 256 and r[1] != a['global']
+           for r in last),
+       'and the 8-byte store to the local on the stack (rsp %#x)' % rsp)
+    ok(not any(r[0] == fault_ip for r in log[-3:]),
+       'the faulting load at %#x is not logged (it did not happen)' % fault_ip)
+    arr = [r for r in log if a['arr'] <= r[1] < a['arr'] + 256 and
+           r[3] == 'W']
+    ok([r[1] for r in arr] == [a['arr'], a['arr'] + 63 * 4],
+       'the folded loop keeps the stores of the turns the history keeps: '
+       'arr[0] and arr[63] (%s)' % [hex(r[1]) for r in arr])
+    ok(flags == 1, 'the log holds every access since the thread started '
+       '(complete: flags %d)' % flags)
+
+    # every turn kept: every store
+    snap_all = os.path.join(d, 'acc-all.btrace')
+    p = record(btrace, snap_all, [prog], env={'BTRACE_QEMU_LOOPS': '0'})
+    got = accread(tool, snap_all)
+    a2 = addresses(p.stderr)
+    logs = list(got['logs'].values())
+    arr = [r for r in (logs[0][1] if logs else [])
+           if a2['arr'] and a2['arr'] <= r[1] < a2['arr'] + 256 and
+           r[3] == 'W']
+    ok(p.returncode == 128 + 11 and a2['arr'] is not None and
+       [r[1] for r in arr] == [a2['arr'] + 4 * i for i in range(64)] and
+       all(r[2] == 4 for r in arr),
+       'with every turn kept (BTRACE_QEMU_LOOPS=0) all 64 stores, in order '
+       '(%d stores)' % len(arr))
+
+    # btrace info and report
+    r = info(btrace, snap)
+    ok(r.returncode == 0 and re.search(r'^accesses: 1 log', r.stdout, re.M)
+       and ('thread %d: %d accesses' % (tid, len(log))) in r.stdout,
+       'btrace info shows the log (%s)' % re.findall(
+           r'^(?:accesses.*|  thread \d+: .*accesses.*)$', r.stdout, re.M))
+    r = info(btrace, snap, '--json')
+    j = json.loads(r.stdout) if r.returncode == 0 else {}
+    ok(j.get('accesses') == [{'tid': tid, 'count': len(log),
+                              'writes': sum(x[3] == 'W' for x in log),
+                              'complete': True}],
+       'and in JSON (%s)' % j.get('accesses'))
+    ok('qemu.accesses' in j.get('metadata', {}),
+       'metadata qemu.accesses says what it holds (%s)' %
+       j.get('metadata', {}).get('qemu.accesses'))
+    try:
+        rep = e2elib.report_json(btrace, snap)
+        ok('store_then_crash' in json.dumps(rep),
+           'btrace report works and names store_then_crash')
+    except RuntimeError as e:
+        ok(False, 'btrace report works (%s)' % e)
+
+    # --accesses 0 and 1K
+    snap0 = os.path.join(d, 'acc-0.btrace')
+    p = record(btrace, snap0, [prog], ['--accesses', '0'])
+    got = accread(tool, snap0)
+    j0 = info(btrace, snap0, '--json')
+    j0 = json.loads(j0.stdout) if j0.returncode == 0 else {}
+    ok(p.returncode == 128 + 11 and got['rc'] == 0 and not got['logs'] and
+       j0.get('accesses') == [] and
+       'qemu.accesses' not in j0.get('metadata', {}),
+       '--accesses 0: no accesses section (%s)' % sorted(got['logs']))
+    snap1 = os.path.join(d, 'acc-1k.btrace')
+    p = record(btrace, snap1, [prog], ['--accesses', '1K'])
+    got = accread(tool, snap1)
+    a1 = addresses(p.stderr)
+    logs = list(got['logs'].values())
+    ok(p.returncode == 128 + 11 and len(logs) == 1 and
+       len(logs[0][1]) == 1024 and logs[0][0] == 0 and
+       any(r[1] == a1['global'] and r[3] == 'W' for r in logs[0][1][-6:]),
+       '--accesses 1K: the last 1024 records, not complete, the global\'s '
+       'store among them (%s)' % [(f, len(x)) for f, x in logs])
+    for bad in ('5M', 'lots', '-1'):
+        r = subprocess.run([btrace, 'record', '-b', 'qemu', '--accesses', bad,
+                            '--', prog], capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL, timeout=60)
+        ok(r.returncode == 2 and "invalid --accesses '%s'" % bad in r.stderr,
+           '--accesses %s: a usage error (%d)' % (bad, r.returncode))
+    return True
+
+
+def check_demo(btrace, tool, demo, d):
+    runs = {}
+    for name, extra in (('log', []), ('nolog', ['--accesses', '0'])):
+        snap = os.path.join(d, 'demo-%s.btrace' % name)
+        p = record(btrace, snap, [demo], extra)
+        rc, known, unknown, _ = known_values(btrace, snap)
+        runs[name] = (p.returncode, rc, known, unknown,
+                      accread(tool, snap, 'values')['values'])
+        T.diag('demo %s: %d known, %d not known; values() %s' % (
+            name, known, unknown, runs[name][4]))
+    ok(all(r[0] == 128 + 11 and r[1] == 0 for r in runs.values()),
+       'the demo recorded and decoded with and without the log (%s)' %
+       [(r[0], r[1]) for r in runs.values()])
+    ok(runs['log'][2] >= runs['nolog'][2] > 0,
+       'decode --values knows at least as many values with the log: %d '
+       'against %d' % (runs['log'][2], runs['nolog'][2]))
+
+    # Every turn kept, under QEMU's own log of the registers at each block.
+    snap = os.path.join(d, 'demo-all.btrace')
+    qlog = os.path.join(d, 'qemu-cpu.log')
+    p = record(btrace, snap, [demo], env={
+        'BTRACE_QEMU_LOOPS': '0',
+        'BTRACE_QEMU_ARGS': '-d cpu,nochain -D %s' % qlog})
+    rc, known, unknown, listing = known_values(btrace, snap)
+    v = accread(tool, snap, 'values')['values']
+    ok(p.returncode == 128 + 11 and rc == 0 and os.path.exists(qlog),
+       'the demo recorded with every turn kept, under -d cpu (%d, %d)' %
+       (p.returncode, rc))
+    if not os.path.exists(qlog):
+        return
+    checked, wrong, bad = against_qemu_log(qlog, listing)
+    for b in bad:
+        T.diag('wrong: %s' % b)
+    ok(checked > 0 and wrong == 0,
+       'the values recovered with the log are QEMU\'s registers at every '
+       'block start they cover: %d checked, %d wrong' % (checked, wrong))
+    ok(v is not None and v[2] == 0,
+       'and the value recovery finds no conflict (%s)' % (v,))
+
+
+def main():
+    btrace, tool, prog, demo = sys.argv[1:5]
+    why = e2elib.qemu_skip_reason()
+    if why:
+        return e2elib.skip_all(why)
+    with tempfile.TemporaryDirectory() as d:
+        check_program(btrace, tool, prog, d)
+        check_demo(btrace, tool, demo, d)
+    return T.done()
+
+
+if __name__ == '__main__':
+    e2elib.run_main(main)

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Test program (e2e-accesses): known memory accesses right before a crash.
+ * fill() stores 0 .. 63 into accesses_arr[] in a short loop (one the QEMU
+ * plugin folds); store_then_crash() stores 0x5eed1234 into the global
+ * accesses_global (8 bytes) and 0x600dcafe into a local on its stack,
+ * then loads through NULL.  On standard error first: "global 0x...",
+ * "arr 0x...", "func 0x..." (store_then_crash's address; its size is the
+ * ELF symbol's).
+ */
+#include <stdio.h>
+
+long accesses_global;
+int accesses_arr[64];
+
+__attribute__((noinline)) void fill(void)
+{
+	for (int i = 0; i < 64; i++)
+		((volatile int *)accesses_arr)[i] = i;
+}
+
+__attribute__((noinline)) long store_then_crash(const long *p)
+{
+	volatile long local;
+
+	accesses_global = 0x5eed1234;
+	local = 0x600dcafe;
+	return *(volatile const long *)p + local;   /* e2e: fault */
+}
+
+int main(int argc, char **argv)
+{
+	fprintf(stderr, "global %p\narr %p\nfunc %p\n", (void *)&accesses_global,
+		(void *)accesses_arr, (void *)store_then_crash);
+	fflush(stderr);
+	fill();
+	return (int)store_then_crash(argc > 99 ? (const long *)argv : NULL);
+}
