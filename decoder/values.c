@@ -108,6 +108,7 @@ struct vstate {
 	uint64_t conflicts;
 	int changed;
 	uint64_t stk_lo, stk_hi;  /* the stack's mapping, 0: none known */
+	int qemu;                 /* recorded by the QEMU backend */
 	int have_fault;           /* @fault_ip is known (it may be 0: a call
 				   * through a NULL pointer) */
 	uint64_t fault_ip;        /* where the path goes after its last
@@ -634,7 +635,9 @@ static int log_addr(const struct vstate *s, size_t i, const struct vop *o,
 	uint64_t lo = UINT64_MAX;
 	unsigned cnt = 0;
 
-	if (!s->log || !in->logged || !in->nacc || in->two_mem ||
+	/* a rep string instruction's: the QEMU backend keeps those of its
+	 * last iteration alone */
+	if (!s->log || !in->logged || !in->nacc || in->two_mem || in->rep ||
 	    o->type != X86_OP_MEM || !o->width || sa == 3 ||
 	    in->id == X86_INS_LEA || in->id == X86_INS_NOP)
 		return 0;
@@ -1939,8 +1942,10 @@ static void relate(struct vstate *s, size_t i, const struct facts *f)
 		}
 		break;
 	case X86_INS_SYSCALL:
-		/* rcx: where it returns */
-		set(s, i + 1, BTRACE_VREG_RCX, in->ip + in->size);
+		/* rcx: where it returns (not under QEMU, whose user-mode
+		 * syscall leaves rcx and r11 as they were; then not known) */
+		if (!s->qemu)
+			set(s, i + 1, BTRACE_VREG_RCX, in->ip + in->size);
 		break;
 	case X86_INS_ADC: case X86_INS_SBB: {
 		int cf;
@@ -2361,6 +2366,34 @@ static void solve_passes(struct vstate *s)
 }
 
 /* --- the path --- */
+
+/*
+ * The QEMU backend folds the turns of short loops out of the history
+ * (docs/qemu-backend.md, "Loops"): at a block that ends in a backward
+ * direct jump or branch reaching at most 256 bytes back, the turns it
+ * drops lie right before or right after it, and nothing marks where.  On
+ * such a snapshot (unless metadata qemu.loop_turns says every turn was
+ * kept) the path is used from after the last such branch: the number of
+ * instructions of @ip (@n) to leave out, 0 none.
+ */
+#define LOOP_SPAN 256u
+
+static size_t folded_from(struct bt_ctx *c, const uint64_t *ip, size_t n)
+{
+	const struct btrace_snapshot *sn = c->snap;
+	const char *turns = btrace_snapshot_meta(sn, "qemu.loop_turns");
+
+	if (!sn->has_config || sn->config.backend != BTRACE_BACKEND_QEMU ||
+	    (turns && !strcmp(turns, "kept")))
+		return 0;
+	for (size_t k = n; k-- > 0;) {
+		const struct bt_insn_info *ii = bt_insn_classify(c, ip[k]);
+		if ((ii->cls == BTRACE_INSN_JMP || ii->cls == BTRACE_INSN_JCC) &&
+		    ii->target <= ip[k] && ip[k] - ii->target <= LOOP_SPAN)
+			return k + 1;
+	}
+	return 0;
+}
 
 /* The instructions of the straight run before the end of @t's history
  * before the fault: ips into *@out (oldest first), at most @max. */
@@ -2914,6 +2947,8 @@ static int build(const struct btrace_decode_result *res, size_t thread,
 		goto oom;
 	s.c = c;
 	s.n = n;
+	s.qemu = c->snap->has_config &&
+		 c->snap->config.backend == BTRACE_BACKEND_QEMU;
 	s.in = calloc(n + 1, sizeof(*s.in));
 	s.val = calloc((n + 1) * NR, sizeof(*s.val));
 	s.kn = calloc(n + 1, sizeof(*s.kn));
@@ -2924,6 +2959,14 @@ static int build(const struct btrace_decode_result *res, size_t thread,
 	if (!s.in || !s.val || !s.kn || !s.mem || !s.searched ||
 	    (c->cs_ok && !ci))
 		goto oom;
+	/* a QEMU history may have loop turns folded out of it: only what
+	 * follows the last block the plugin may fold at */
+	size_t cut = folded_from(c, ip, n);
+	if (cut) {
+		memmove(ip, ip + cut, (n - cut) * sizeof(*ip));
+		n -= cut;
+		s.n = n;
+	}
 	int32_t depth = 0;
 	for (size_t i = 0; i < n; i++) {
 		decode_one(c, ci, ip[i], &s.in[i]);

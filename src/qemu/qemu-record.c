@@ -1708,6 +1708,14 @@ static int bt_write_meta(struct bt_job *j)
 				       "qemu-x86_64 TCG plugin (software)");
 	if (!rc)
 		rc = bt_snapbuild_meta(j->sb, "guest_cpu", "qemu -cpu max (TCG)");
+	/* the plugin folds loop turns unless BTRACE_QEMU_LOOPS=0 in the
+	 * environment it inherits (docs/qemu-backend.md, "Loops"); the
+	 * value recovery needs to know (docs/report.md, "Folded loops") */
+	if (!rc) {
+		const char *l = getenv("BTRACE_QEMU_LOOPS");
+		rc = bt_snapbuild_meta(j->sb, "qemu.loop_turns",
+				       l && !strcmp(l, "0") ? "kept" : "folded");
+	}
 	return rc;
 }
 
