@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Interleaved timing of commands (bench/qemu-accesses.sh).
+"""Interleaved timing of commands (bench/qemu-overhead.sh, bench/qemu-accesses.sh).
 
     interleave.py ROUNDS RUNS NAME CMD0 CMD1 ...
 

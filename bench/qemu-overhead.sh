@@ -54,47 +54,11 @@ echo "rounds:  $rounds x $runs runs per command, interleaved"
 echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (start)"
 
 # bench NAME CMD...: interleaved rounds over CMDs, the first is the baseline
+# (bench/interleave.py)
 bench() {
 	name=$1
 	shift
-	"$py" - "$rounds" "$runs" "$name" "$@" <<'EOF'
-import os, shlex, statistics, subprocess, sys, time
-rounds, runs, name, cmds = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4:]
-cmds = [c for c in cmds if c]
-
-def run(c):
-    t0 = time.perf_counter()
-    p = subprocess.Popen(shlex.split(c), stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
-    _, st, ru = os.wait4(p.pid, 0)
-    if st:
-        sys.exit(f"{c}: exit status {st:#x}")
-    return time.perf_counter() - t0, ru.ru_utime + ru.ru_stime
-
-for c in cmds:            # warm-up: page cache, first-run effects
-    run(c)
-wall = {c: [] for c in cmds}
-cpu = {c: [] for c in cmds}
-rcpu = [{c: [] for c in cmds} for _ in range(rounds)]
-for r in range(rounds):
-    k = r % len(cmds)
-    for c in cmds[k:] + cmds[:k]:
-        for _ in range(runs):
-            w, u = run(c)
-            wall[c].append(w)
-            cpu[c].append(u)
-            rcpu[r][c].append(u)
-base = cmds[0]
-bw, bc = statistics.median(wall[base]), statistics.median(cpu[base])
-print(f"\n{name}:")
-for c in cmds:
-    w, u = statistics.median(wall[c]), statistics.median(cpu[c])
-    # the ratio within each round (same conditions), then its median
-    rr = [statistics.median(x[c]) / statistics.median(x[base]) for x in rcpu]
-    short = c if len(c) < 70 else c[:67] + "..."
-    print(f"  wall {w:7.3f} s  x{w / bw:5.2f}   cpu {u:7.3f} s  x{u / bc:5.2f}"
-          f"  per-round cpu x{statistics.median(rr):5.2f} ({min(rr):.2f}-{max(rr):.2f})   {short}")
-EOF
+	"$py" "$top/bench/interleave.py" "$rounds" "$runs" "$name" "$@"
 }
 
 bench branchy \
