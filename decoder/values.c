@@ -469,6 +469,16 @@ static void set(struct vstate *s, size_t i, unsigned r, uint64_t v)
 	s->changed = 1;
 }
 
+/* Where the path went after instruction @j: 1 and *@next, 0 not known
+ * (the last instruction, the fault not known). */
+static int next_ip(const struct vstate *s, size_t j, uint64_t *next)
+{
+	if (j + 1 >= s->n && !s->have_fault)
+		return 0;
+	*next = j + 1 < s->n ? s->in[j + 1].ip : s->fault_ip;
+	return 1;
+}
+
 static uint64_t mask_of(unsigned width)
 {
 	return width >= 8 ? ~0ull : (1ull << (8 * width)) - 1;
@@ -1424,6 +1434,21 @@ static long flag_writer(const struct vstate *s, size_t i)
 	return -1;
 }
 
+/* An indirect jmp or call through a register: the register held the
+ * address the path went to (the path runs on only through blocks and
+ * system calls: the next instruction is the branch's target). */
+static void target_facts(struct vstate *s, size_t i)
+{
+	const struct vinsn *in = &s->in[i];
+	const struct vop *o = &in->op[0];
+	uint64_t next;
+
+	if ((in->id == X86_INS_JMP || in->id == X86_INS_CALL) && in->nop == 1 &&
+	    o->type == X86_OP_REG && o->reg != NOREG && o->width == 8 &&
+	    next_ip(s, i, &next))
+		set(s, i, o->reg, next);
+}
+
 /* Whether the path went to the jump's target: 1 taken, 0 fell through,
  * -1 not known. */
 static int jump_taken(const struct vstate *s, size_t j)
@@ -1734,6 +1759,7 @@ static void relate(struct vstate *s, size_t i, const struct facts *f)
 	uint16_t wr = in->id == X86_INS_SYSCALL ? syscall_writes(s, i) : in->wr;
 
 	branch_facts(s, i);
+	target_facts(s, i);
 	log_stack(s, i);
 	log_regs(s, i);
 	if (in->id == X86_INS_SYSCALL && kn(s, i, BTRACE_VREG_RAX) &&

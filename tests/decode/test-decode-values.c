@@ -10,7 +10,7 @@
  * program and in total (--table: a Markdown table, for bench/).
  *
  *	test-decode-values [--table] [--min PERCENT] [--stack BYTES]
- *	                   [--memory BYTES] [--log] PROG[=ARG] ...
+ *	                   [--memory BYTES] [--log] [--misses] PROG[=ARG] ...
  *
  * --min: fail a program whose share is below PERCENT.  --stack: the
  * snapshot holds up to BYTES of the crashed thread's stack at the fault
@@ -19,6 +19,9 @@
  * chooses it (bt_snap_data_select(), src/snapbuild.h).  --log: and an
  * access log (the accesses section) of the last instructions' memory
  * accesses, computed from the true registers (gen_opts.accesses).
+ * --misses: print, per program, where the values not recovered are: the
+ * functions with the most (instruction, register) values unknown, and the
+ * registers (a diagnostic, as TAP comments).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -58,6 +61,30 @@ static const char *base(const char *p)
 static uint64_t stack;
 static uint64_t memory;
 static int use_log;
+static int misses;
+
+/* --misses: unknown values per function (by name, linear: a diagnostic) */
+struct miss {
+	const char *fn;
+	uint64_t n;
+};
+
+static void count_miss(struct miss *m, size_t *nm, size_t cap, const char *fn)
+{
+	for (size_t i = 0; i < *nm; i++)
+		if (!strcmp(m[i].fn, fn)) {
+			m[i].n++;
+			return;
+		}
+	if (*nm < cap)
+		m[(*nm)++] = (struct miss){ fn, 1 };
+}
+
+static int miss_cmp(const void *a, const void *b)
+{
+	const struct miss *x = a, *y = b;
+	return x->n < y->n ? 1 : x->n > y->n ? -1 : 0;
+}
 
 static int run(const char *dir, char *spec, struct count *c, char *why,
 	       size_t wl, int verbose)
@@ -126,6 +153,9 @@ static int run(const char *dir, char *spec, struct count *c, char *why,
 			 (unsigned long long)tr.fault_ip);
 		goto out;
 	}
+	struct miss fm[256];
+	size_t nfm = 0;
+	uint64_t rmiss[BTRACE_NVREGS] = { 0 };
 	/* position k of the path is truth instruction n - ninsn + k, its
 	 * registers at nregs - ninsn + k; k = ninsn: the fault */
 	for (size_t k = 0; k <= v->ninsn; k++) {
@@ -157,8 +187,17 @@ static int run(const char *dir, char *spec, struct count *c, char *why,
 		for (unsigned r = 0; r < BTRACE_NVREGS; r++) {
 			uint64_t x;
 			c->total++;
-			if (!btrace_values_get(v, k, r, &x))
+			if (!btrace_values_get(v, k, r, &x)) {
+				if (misses) {
+					struct btrace_symbol sy = { 0 };
+					if (btrace_decode_symbolize(res, v->ip[k], &sy) < 0 ||
+					    !sy.outer)
+						sy.outer = "?";
+					count_miss(fm, &nfm, 256, sy.outer);
+					rmiss[r]++;
+				}
 				continue;
+			}
 			c->known++;
 			if (x != truth[reg_of[r]]) {
 				if (verbose && c->wrong < 20)
@@ -173,6 +212,17 @@ static int run(const char *dir, char *spec, struct count *c, char *why,
 		}
 	}
 	c->conflicts = v->conflicts;
+	if (misses) {
+		qsort(fm, nfm, sizeof(*fm), miss_cmp);
+		for (size_t i = 0; i < nfm && i < 8; i++)
+			printf("# %s: %llu unknown in %s\n", base(spec),
+			       (unsigned long long)fm[i].n, fm[i].fn);
+		printf("# %s: unknown per register:", base(spec));
+		for (unsigned r = 0; r < BTRACE_NVREGS; r++)
+			printf(" %s %llu", btrace_vreg_name(r),
+			       (unsigned long long)rmiss[r]);
+		printf("\n");
+	}
 	rc = 0;
 out:
 	btrace_values_free(v);
@@ -207,8 +257,10 @@ int main(int argc, char **argv)
 			memory = strtoull(argv[++first], NULL, 0);
 		else if (!strcmp(argv[first], "--log"))
 			use_log = 1;
+		else if (!strcmp(argv[first], "--misses"))
+			misses = 1;
 		else {
-			fprintf(stderr, "usage: %s [--table] [--min PCT] [--stack BYTES] [--memory BYTES] [--log] PROG[=ARG]...\n",
+			fprintf(stderr, "usage: %s [--table] [--min PCT] [--stack BYTES] [--memory BYTES] [--log] [--misses] PROG[=ARG]...\n",
 				argv[0]);
 			return 2;
 		}
