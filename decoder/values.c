@@ -108,6 +108,7 @@ struct vstate {
 	uint64_t conflicts;
 	int changed;
 	uint64_t stk_lo, stk_hi;  /* the stack's mapping, 0: none known */
+	int stk_heap;             /* it is the brk area ("[heap]") */
 	int qemu;                 /* recorded by the QEMU backend */
 	int have_fault;           /* @fault_ip is known (it may be 0: a call
 				   * through a NULL pointer) */
@@ -1114,13 +1115,13 @@ static int syscall_range(const struct vstate *s, size_t i, uint64_t *a,
 	if (!kn(s, i, RAX))
 		return -1;
 	switch (get(s, i, RAX)) {
-	case 1: case 3: case 8: case 10: case 11: case 12: case 15: case 20:
+	case 1: case 3: case 8: case 10: case 15: case 20:
 	case 24: case 39: case 60: case 62: case 102: case 104: case 107:
 	case 108: case 110: case 186: case 200: case 231: case 234:
-		/* write, close, lseek, mprotect, munmap, brk, rt_sigreturn,
-		 * writev, sched_yield, getpid, exit, kill, get[ug]id,
-		 * gete[ug]id, getppid, gettid, tkill, exit_group, tgkill:
-		 * no user memory (munmap and brk only add or remove it) */
+		/* write, close, lseek, mprotect, rt_sigreturn, writev,
+		 * sched_yield, getpid, exit, kill, get[ug]id, gete[ug]id,
+		 * getppid, gettid, tkill, exit_group, tgkill: no user memory
+		 * (mmap, munmap and brk: syscall_mem()) */
 		return 0;
 	case 13:     /* rt_sigaction: the old action, 32 bytes, at rdx */
 		ptr = RDX;
@@ -1149,12 +1150,99 @@ static int syscall_range(const struct vstate *s, size_t i, uint64_t *a,
 	return *len > UINT32_MAX || *a + *len < *a ? -1 : 1;
 }
 
+/* fact_kill() of [@a, @a + @len), a range of any length. */
+static void fact_kill_range(struct facts *f, uint64_t a, uint64_t len)
+{
+	uint64_t end = a + len < a ? UINT64_MAX : a + len;
+	size_t w = 0;
+
+	/* the snapshot's memory in it: no longer what it was here */
+	for (size_t k = 0; f->snap && k < f->snap->nmemory; k++) {
+		const struct btrace_memory *m = &f->snap->memory[k];
+		uint64_t lo = m->vaddr > a ? m->vaddr : a;
+		uint64_t hi = m->vaddr + m->size < end ? m->vaddr + m->size : end;
+
+		while (f->snap && lo < hi) {
+			uint64_t n = hi - lo > UINT32_MAX ? UINT32_MAX : hi - lo;
+			fact_kill(f, lo, (unsigned)n);
+			lo += n;
+		}
+	}
+	for (size_t k = 0; k < f->n; k++)
+		if (f->f[k].addr + f->f[k].size <= a || end <= f->f[k].addr)
+			f->f[w++] = f->f[k];
+	f->n = w;
+}
+
+/*
+ * The system calls that change the mappings: what they map or unmap is
+ * not what it held (a range unmapped may be mapped again, with other
+ * contents).  mmap: [its result, + the length in pages) (do_mmap() maps
+ * there, replacing what was mapped only with MAP_FIXED; with MAP_FIXED or
+ * MAP_FIXED_NOREPLACE the result is rdi or an error); munmap: [rdi, + rsi); brk: the brk area lies below the stack
+ * (mm->brk < mm->start_stack): everything but the thread's stack, unless
+ * the stack is in the brk area.  The ranges (at most 2: start and length)
+ * into @r and their count; -1 not known; -2 not one of them.
+ */
+static int syscall_maps(const struct vstate *s, size_t i, uint64_t r[2][2])
+{
+	enum { RAX = BTRACE_VREG_RAX, RDI = BTRACE_VREG_RDI,
+	       RSI = BTRACE_VREG_RSI, R10 = BTRACE_VREG_R10 };
+	uint64_t len = get(s, i, RSI);
+
+	switch (kn(s, i, RAX) ? get(s, i, RAX) : ~0ull) {
+	case 9:
+		if (!kn(s, i, RSI) || len > UINT64_MAX - 4095)
+			return -1;
+		if (kn(s, i + 1, RAX) && get(s, i + 1, RAX) < -4096ull)
+			r[0][0] = get(s, i + 1, RAX);
+		else if (kn(s, i, R10) && (get(s, i, R10) & (0x10 | 0x100000)) &&
+			 kn(s, i, RDI))
+			/* MAP_FIXED(_NOREPLACE): at rdi, or nowhere */
+			r[0][0] = get(s, i, RDI);
+		else
+			return -1;
+		r[0][1] = (len + 4095) & ~4095ull;
+		break;
+	case 11:
+		if (!kn(s, i, RDI) || !kn(s, i, RSI))
+			return -1;
+		r[0][0] = get(s, i, RDI);
+		r[0][1] = len;
+		break;
+	case 12:
+		if (!s->stk_hi || s->stk_heap)
+			return -1;
+		r[0][0] = 0;
+		r[0][1] = s->stk_lo;
+		r[1][0] = s->stk_hi;
+		r[1][1] = UINT64_MAX - s->stk_hi;
+		return 2;
+	default:
+		return -2;
+	}
+	/* up to the end of the address space */
+	if (r[0][1] > UINT64_MAX - r[0][0])
+		r[0][1] = UINT64_MAX - r[0][0];
+	return 1;
+}
+
 /* What system call @i may write is no longer known in @f. */
 static void syscall_mem(const struct vstate *s, size_t i, struct facts *f)
 {
 	uint64_t a, len;
-	int r = syscall_range(s, i, &a, &len);
+	int r;
 
+	uint64_t m[2][2];
+
+	r = syscall_maps(s, i, m);
+	if (r == -1)
+		fact_clear(f);
+	for (int k = 0; k < r; k++)
+		fact_kill_range(f, m[k][0], m[k][1]);
+	if (r != -2)
+		return;
+	r = syscall_range(s, i, &a, &len);
 	if (r < 0)
 		fact_clear(f);
 	else if (r)
@@ -2084,8 +2172,14 @@ static int write_ranges(const struct vstate *s, size_t k, const uint32_t *seg,
 	if (in->clobber)
 		return -1;
 	if (in->id == X86_INS_SYSCALL) {
-		uint64_t len;
-		int r = syscall_range(s, k, &a, &len);
+		uint64_t len, m[2][2];
+		int r = syscall_maps(s, k, m);
+		if (r != -2) {
+			for (int j = 0; j < r; j++)
+				w[n++] = (struct wrange){ 0, 0, m[j][0], m[j][1] };
+			return r < 0 ? -1 : n;
+		}
+		r = syscall_range(s, k, &a, &len);
 		if (r > 0)
 			w[n++] = (struct wrange){ 0, 0, a, len };
 		return r < 0 ? -1 : n;
@@ -2317,8 +2411,12 @@ out:
 }
 
 /* After the last system call of the path that may change the mappings or
- * their protection (mmap, mprotect, munmap, brk, mremap, madvise,
- * pkey_mprotect, or one whose number is not known). */
+ * their protection (mmap with MAP_FIXED or flags not known, mprotect,
+ * munmap, brk, mremap, madvise, shmat, shmdt, remap_file_pages,
+ * pkey_mprotect, or one whose number is not known).  An mmap without
+ * MAP_FIXED (0x10) only maps where nothing is mapped (do_mmap(): the
+ * address is a hint; MAP_FIXED_NOREPLACE fails on a mapped range): the
+ * mappings a load read from stay as they were. */
 static size_t remap_after(const struct vstate *s)
 {
 	for (size_t i = s->n; i-- > 0;) {
@@ -2327,7 +2425,13 @@ static size_t remap_after(const struct vstate *s)
 		if (!kn(s, i, BTRACE_VREG_RAX))
 			return i + 1;
 		switch (get(s, i, BTRACE_VREG_RAX)) {
-		case 9: case 10: case 11: case 12: case 25: case 28: case 329:
+		case 9:
+			if (kn(s, i, BTRACE_VREG_R10) &&
+			    !(get(s, i, BTRACE_VREG_R10) & 0x10))
+				break;
+			return i + 1;
+		case 10: case 11: case 12: case 25: case 28: case 30: case 67:
+		case 216: case 329:
 			return i + 1;
 		}
 	}
@@ -3028,6 +3132,7 @@ static int build(const struct btrace_decode_result *res, size_t thread,
 			if (sp >= m->start && sp < m->end) {
 				s.stk_lo = m->start;
 				s.stk_hi = m->end;
+				s.stk_heap = m->path && !strcmp(m->path, "[heap]");
 			}
 		}
 		s.snap_mem = memory_at_fault(c, t, ci, fault_ip);

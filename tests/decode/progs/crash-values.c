@@ -7,12 +7,15 @@
  * made below a stack buffer of a size not known from the code (the stack
  * pointer lost, as after alloca), a spill overwritten by a vector store
  * (capstone 4 gives the EVEX store `vmovdqu64 [mem], ymm16` as a read of
- * its memory), bit scans and a division, then a store through NULL.  Linked with -z now: no lazy
- * binding in the window.
+ * its memory), bit scans and a division, a read-only page read and then
+ * replaced by another with mmap(MAP_FIXED) (the memory at the fault is not
+ * what the load read), then a store through NULL.  Linked with -z now: no
+ * lazy binding in the window.
  */
 #include <alloca.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static volatile long sink;
@@ -100,6 +103,27 @@ __attribute__((noinline)) static long bits(unsigned long v, unsigned d)
 	       (long)(v / d) * 1000 + (long)(v % d);
 }
 
+/* 0x1234 read from a read-only page, the page then replaced by a page of
+ * zeros at the same address (mmap with MAP_FIXED) and read again: 0x1234
+ * and 0.  At an address of the code's (a pointer the path does not tell
+ * would end what is known of memory). */
+#define REMAP_AT ((long *)0x3e5a00000000ul)
+__attribute__((noinline)) static long remapped(void)
+{
+	long *p = REMAP_AT;
+	long v, w;
+
+	if (mmap(p, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
+		 MAP_FIXED_NOREPLACE, -1, 0) != p)
+		return 0;
+	p[0] = 0x1234;
+	mprotect(p, 4096, PROT_READ);
+	v = *(volatile long *)p;
+	mmap(p, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	w = *(volatile long *)p;
+	return v + w;
+}
+
 static long *volatile nowhere;
 
 __attribute__((noinline)) static void crash(long v)
@@ -122,6 +146,7 @@ int main(int argc, char **argv)
 	acc += below(24 + argc);
 	acc += overwrite();
 	acc += bits(0x90ul + (unsigned long)argc, 7u + (unsigned)argc);
+	acc += remapped();
 	crash(acc);
 	return 0;
 }
