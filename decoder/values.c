@@ -1249,6 +1249,8 @@ static void syscall_mem(const struct vstate *s, size_t i, struct facts *f)
 		fact_kill(f, a, (unsigned)len);
 }
 
+static int upper_zero(const struct vstate *s, size_t i, unsigned r);
+
 /* The memory relation of @i, with @f the facts about memory before it
  * (forwards) or after it (backwards: @back). */
 static void mem_step(struct vstate *s, size_t i, struct facts *f, int back)
@@ -1286,9 +1288,17 @@ static void mem_step(struct vstate *s, size_t i, struct facts *f, int back)
 				fact_kill(f, a, size);
 		}
 	} else {
+		const struct vop *o1 = &in->op[1];
 		if (st && src >= 0 && size == 8 && fact_get(f, a, 8, &m) &&
 		    !((s->in[i].wr >> src) & 1))
 			set(s, i, (unsigned)src, m);
+		else if (st && size == 4 && in->id == X86_INS_MOV &&
+			 o1->type == X86_OP_REG && o1->reg != NOREG &&
+			 o1->width == 4 && !o1->hi8 && fact_get(f, a, 4, &m) &&
+			 upper_zero(s, i, o1->reg))
+			/* a 32-bit store of a register whose last writer
+			 * zero-extended it: the whole register */
+			set(s, i, o1->reg, m);
 		if (st)
 			fact_kill(f, a, size);
 		other_writes(s, i, f, st);
