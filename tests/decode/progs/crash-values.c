@@ -9,7 +9,8 @@
  * (capstone 4 gives the EVEX store `vmovdqu64 [mem], ymm16` as a read of
  * its memory), bit scans and a division, a read-only page read and then
  * replaced by another with mmap(MAP_FIXED) (the memory at the fault is not
- * what the load read), then a store through NULL.  Linked with -z now: no
+ * what the load read), a 32-bit store of a register whose upper half is
+ * not zero, then a store through NULL.  Linked with -z now: no
  * lazy binding in the window.
  */
 #include <alloca.h>
@@ -124,6 +125,16 @@ __attribute__((noinline)) static long remapped(void)
 	return v + w;
 }
 
+/* The low half of a value whose upper half is not zero stored in 32 bits:
+ * the memory tells the low half of the register only. */
+__attribute__((noinline)) static long low_half(unsigned long v)
+{
+	volatile int slot;
+
+	slot = (int)v;
+	return (long)(v >> 32) + slot;
+}
+
 static long *volatile nowhere;
 
 __attribute__((noinline)) static void crash(long v)
@@ -147,6 +158,7 @@ int main(int argc, char **argv)
 	acc += overwrite();
 	acc += bits(0x90ul + (unsigned long)argc, 7u + (unsigned)argc);
 	acc += remapped();
+	acc += low_half((unsigned long)acc | 0x5a5a00000000ul);
 	crash(acc);
 	return 0;
 }
