@@ -1177,9 +1177,12 @@ static void fact_kill_range(struct facts *f, uint64_t a, uint64_t len)
 /*
  * The system calls that change the mappings: what they map or unmap is
  * not what it held (a range unmapped may be mapped again, with other
- * contents).  mmap: [its result, + the length in pages) (do_mmap() maps
- * there, replacing what was mapped only with MAP_FIXED; with MAP_FIXED or
- * MAP_FIXED_NOREPLACE the result is rdi or an error); munmap: [rdi, + rsi); brk: the brk area lies below the stack
+ * contents).  mmap with MAP_FIXED: [rdi, + the length in pages) (the
+ * result is rdi or an error); without it, nothing: do_mmap() then maps
+ * only where nothing is mapped (MAP_FIXED_NOREPLACE fails with EEXIST
+ * otherwise), and what was there before was ended when it was unmapped
+ * (by munmap, brk, or a call not known, which ends everything); munmap:
+ * [rdi, + rsi in pages); brk: the brk area lies below the stack
  * (mm->brk < mm->start_stack): everything but the thread's stack, unless
  * the stack is in the brk area.  The ranges (at most 2: start and length)
  * into @r and their count; -1 not known; -2 not one of them.
@@ -1192,23 +1195,26 @@ static int syscall_maps(const struct vstate *s, size_t i, uint64_t r[2][2])
 
 	switch (kn(s, i, RAX) ? get(s, i, RAX) : ~0ull) {
 	case 9:
+		/* without MAP_FIXED: only where nothing was mapped (and a
+		 * fact there was ended when it was unmapped) */
+		if (kn(s, i, R10) && !(get(s, i, R10) & 0x10))
+			return 0;
 		if (!kn(s, i, RSI) || len > UINT64_MAX - 4095)
 			return -1;
-		if (kn(s, i + 1, RAX) && get(s, i + 1, RAX) < -4096ull)
-			r[0][0] = get(s, i + 1, RAX);
-		else if (kn(s, i, R10) && (get(s, i, R10) & (0x10 | 0x100000)) &&
-			 kn(s, i, RDI))
-			/* MAP_FIXED(_NOREPLACE): at rdi, or nowhere */
+		if (kn(s, i, R10) && kn(s, i, RDI))
+			/* MAP_FIXED: at rdi, or nowhere */
 			r[0][0] = get(s, i, RDI);
+		else if (kn(s, i + 1, RAX) && get(s, i + 1, RAX) < -4096ull)
+			r[0][0] = get(s, i + 1, RAX);
 		else
 			return -1;
 		r[0][1] = (len + 4095) & ~4095ull;
 		break;
 	case 11:
-		if (!kn(s, i, RDI) || !kn(s, i, RSI))
+		if (!kn(s, i, RDI) || !kn(s, i, RSI) || len > UINT64_MAX - 4095)
 			return -1;
 		r[0][0] = get(s, i, RDI);
-		r[0][1] = len;
+		r[0][1] = (len + 4095) & ~4095ull;
 		break;
 	case 12:
 		if (!s->stk_hi || s->stk_heap)
