@@ -1603,6 +1603,17 @@ static int upper_zero(const struct vstate *s, size_t i, unsigned r)
 {
 	for (size_t k = i; k-- > 0 && i - k <= 64;) {
 		const struct vinsn *w = &s->in[k];
+		if (w->id == X86_INS_SYSCALL && r == BTRACE_VREG_RAX &&
+		    kn(s, k, r)) {
+			/* getpid, getppid, gettid (a pid, at most 2^22),
+			 * get[ug]id, gete[ug]id (an unsigned 32-bit id): they
+			 * cannot fail */
+			switch (get(s, k, r)) {
+			case 39: case 110: case 186: case 102: case 104:
+			case 107: case 108:
+				return 1;
+			}
+		}
 		if (!((w->wr >> r) & 1))
 			continue;
 		return w->id && w->id != X86_INS_XCHG && w->id != X86_INS_CMPXCHG &&
