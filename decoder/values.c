@@ -1865,6 +1865,58 @@ static void muldiv(struct vstate *s, size_t i, const struct facts *f)
 	set(s, i + 1, RDX, hi);
 }
 
+/* The inverse of odd @y modulo 2^64 (Newton's iteration: each step
+ * doubles the bits that are right, from 3). */
+static uint64_t inverse_odd(uint64_t y)
+{
+	uint64_t v = y;
+
+	for (int k = 0; k < 5; k++)
+		v *= 2 - y * v;
+	return v;
+}
+
+/*
+ * imul of two or three operands backwards: the product modulo 2^width
+ * with an odd factor known tells the other factor modulo 2^width (an odd
+ * number has an inverse; an even one loses the top bits).  The whole
+ * register of that factor when the width is 64, or 32 with its upper half
+ * known to be zero.
+ */
+static void imul_back(struct vstate *s, size_t i, const struct facts *f)
+{
+	const struct vinsn *in = &s->in[i];
+	const struct vop *d = &in->op[0];
+	const struct vop *a, *b;
+	uint64_t m = mask_of(d->width), p, y;
+
+	if (!kn(s, i + 1, d->reg))
+		return;
+	p = get(s, i + 1, d->reg) & m;
+	/* d = a * b: a the unknown register factor, b the known one */
+	if (in->nop == 3) {
+		a = &in->op[1];
+		b = &in->op[2];
+		if (!src_val(s, i, b, NULL, &y))
+			return;
+		y = sext(y, b->width);
+	} else {
+		a = reg_val(s, i, d, &y) ? &in->op[1] : d;
+		b = a == d ? &in->op[1] : d;
+		if (!src_val(s, i, b, f, &y))
+			return;
+	}
+	if (!(y & 1) || a->type != X86_OP_REG || a->reg == NOREG || a->hi8 ||
+	    a->width != d->width || (in->nop == 2 && a->reg == b->reg &&
+				     b->type == X86_OP_REG))
+		return;
+	uint64_t x = (p * inverse_odd(y)) & m;
+	if (d->width == 8)
+		set(s, i, a->reg, x);
+	else if (d->width == 4 && upper_zero(s, i, a->reg))
+		set(s, i, a->reg, x);
+}
+
 static void relate(struct vstate *s, size_t i, const struct facts *f)
 {
 	const struct vinsn *in = &s->in[i];
@@ -2033,6 +2085,7 @@ static void relate(struct vstate *s, size_t i, const struct facts *f)
 			 src_val(s, i, &in->op[2], NULL, &y))
 			put(s, i, d, (x * sext(y, in->op[2].width)) &
 				     mask_of(d->width));
+		imul_back(s, i, f);
 		break;
 	case X86_INS_BSF: case X86_INS_BSR: case X86_INS_TZCNT:
 	case X86_INS_POPCNT: {
