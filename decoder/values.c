@@ -62,7 +62,8 @@ struct vinsn {
 	uint8_t nop;
 	uint8_t rep;         /* a rep prefix */
 	uint8_t clobber;     /* memory: 1 a range not known was written
-			      * (clear every fact) */
+			      * (clear every fact); 2 a rep movs or stos:
+			      * the range rep_range() says, or not known */
 	uint16_t rd, wr;     /* GPRs read / written */
 	uint16_t iwr;        /* of @wr, those implicit_writes() adds */
 	int32_t depth;       /* call depth it runs at */
@@ -109,6 +110,8 @@ struct vstate {
 	int changed;
 	uint64_t stk_lo, stk_hi;  /* the stack's mapping, 0: none known */
 	int stk_heap;             /* it is the brk area ("[heap]") */
+	int fault_df;             /* the direction flag at the fault, -1 not
+				   * known */
 	int qemu;                 /* recorded by the QEMU backend */
 	int have_fault;           /* @fault_ip is known (it may be 0: a call
 				   * through a NULL pointer) */
@@ -193,6 +196,10 @@ static uint16_t implicit_writes(const cs_insn *ci)
 	       SP = 1u << 4, BP = 1u << 5, SI = 1u << 6, DI = 1u << 7,
 	       R11 = 1u << 11 };
 
+	/* a string instruction counts rcx down with a rep prefix only */
+	uint16_t rc = x->prefix[0] == X86_PREFIX_REP ||
+		      x->prefix[0] == X86_PREFIX_REPNE ? C : 0;
+
 	for (unsigned k = 0; k < x->op_count; k++)
 		regop |= x->operands[k].type == X86_OP_REG;
 	switch (id) {
@@ -212,25 +219,60 @@ static uint16_t implicit_writes(const cs_insn *ci)
 	case X86_INS_CMPXCHG8B: case X86_INS_CMPXCHG16B:
 		return A | D;
 	case X86_INS_LODSB: case X86_INS_LODSW: case X86_INS_LODSD:
-	case X86_INS_LODSQ: return A | SI | C;
+	case X86_INS_LODSQ: return A | SI | rc;
 	case X86_INS_STOSB: case X86_INS_STOSW: case X86_INS_STOSD:
 	case X86_INS_STOSQ: case X86_INS_SCASB: case X86_INS_SCASW:
-	case X86_INS_SCASD: case X86_INS_SCASQ: return DI | C;
+	case X86_INS_SCASD: case X86_INS_SCASQ: return DI | rc;
 	case X86_INS_MOVSD: case X86_INS_CMPSD:
 		/* also the SSE scalar moves and compares of doubles
 		 * (capstone 4 gives `movsd xmm0, [rsi]` the same id): those
 		 * have a register operand */
 		if (regop)
 			return 0;
-		return SI | DI | C;
+		return SI | DI | rc;
 	case X86_INS_MOVSB: case X86_INS_MOVSW:
 	case X86_INS_MOVSQ: case X86_INS_CMPSB: case X86_INS_CMPSW:
-	case X86_INS_CMPSQ: return SI | DI | C;
+	case X86_INS_CMPSQ: return SI | DI | rc;
 	case X86_INS_LEAVE: case X86_INS_ENTER: return SP | BP;
 	case X86_INS_PUSH: case X86_INS_POP: case X86_INS_CALL:
 	case X86_INS_RET: case X86_INS_PUSHFQ: case X86_INS_POPFQ:
 	case X86_INS_PUSHAL: case X86_INS_POPAL:
 		return SP;
+	}
+	return 0;
+}
+
+/* A string instruction (movs, stos, lods, cmps, scas): the bytes it
+ * moves rsi and rdi by, 0 not one (@iwr: its implicit writes, which tell
+ * the SSE movsd/cmpsd from the string ones). */
+static unsigned string_step(unsigned id, uint16_t iwr)
+{
+	switch (id) {
+	case X86_INS_MOVSB: case X86_INS_STOSB: case X86_INS_LODSB:
+	case X86_INS_CMPSB: case X86_INS_SCASB:
+		return 1;
+	case X86_INS_MOVSW: case X86_INS_STOSW: case X86_INS_LODSW:
+	case X86_INS_CMPSW: case X86_INS_SCASW:
+		return 2;
+	case X86_INS_MOVSD: case X86_INS_CMPSD:
+		return iwr ? 4 : 0;
+	case X86_INS_STOSD: case X86_INS_LODSD: case X86_INS_SCASD:
+		return 4;
+	case X86_INS_MOVSQ: case X86_INS_STOSQ: case X86_INS_LODSQ:
+	case X86_INS_CMPSQ: case X86_INS_SCASQ:
+		return 8;
+	}
+	return 0;
+}
+
+/* movs or stos: a string instruction that stores at rdi. */
+static int string_store(unsigned id)
+{
+	switch (id) {
+	case X86_INS_MOVSB: case X86_INS_MOVSW: case X86_INS_MOVSD:
+	case X86_INS_MOVSQ: case X86_INS_STOSB: case X86_INS_STOSW:
+	case X86_INS_STOSD: case X86_INS_STOSQ:
+		return 1;
 	}
 	return 0;
 }
@@ -357,6 +399,8 @@ static void decode_one(struct bt_ctx *c, cs_insn *ci, uint64_t ip,
 	}
 	out->iwr = implicit_writes(ci);
 	out->wr |= out->iwr;
+	if (!out->rep && string_step(ci->id, out->iwr))
+		out->wr &= (uint16_t)~(1u << BTRACE_VREG_RCX);
 	/* compares write no register (capstone 4 lists test's first
 	 * operand, `test al, 1`, as written) */
 	if (ci->id == X86_INS_TEST || ci->id == X86_INS_CMP ||
@@ -429,6 +473,9 @@ static void decode_one(struct bt_ctx *c, cs_insn *ci, uint64_t ip,
 		}
 	}
 	out->two_mem = nmem > 1;
+	if (out->clobber && out->rep && string_step(ci->id, out->iwr) &&
+	    string_store(ci->id))
+		out->clobber = 2;
 	switch (ci->id) {
 	case X86_INS_SYSENTER: case X86_INS_INT:
 	case X86_INS_INT1: case X86_INS_INT3: case X86_INS_INTO:
@@ -911,6 +958,30 @@ static void fact_kill(struct facts *f, uint64_t a, unsigned size)
 	f->n = w;
 }
 
+/* fact_kill() of [@a, @a + @len), a range of any length. */
+static void fact_kill_range(struct facts *f, uint64_t a, uint64_t len)
+{
+	uint64_t end = a + len < a ? UINT64_MAX : a + len;
+	size_t w = 0;
+
+	/* the snapshot's memory in it: no longer what it was here */
+	for (size_t k = 0; f->snap && k < f->snap->nmemory; k++) {
+		const struct btrace_memory *m = &f->snap->memory[k];
+		uint64_t lo = m->vaddr > a ? m->vaddr : a;
+		uint64_t hi = m->vaddr + m->size < end ? m->vaddr + m->size : end;
+
+		while (f->snap && lo < hi) {
+			uint64_t n = hi - lo > UINT32_MAX ? UINT32_MAX : hi - lo;
+			fact_kill(f, lo, (unsigned)n);
+			lo += n;
+		}
+	}
+	for (size_t k = 0; k < f->n; k++)
+		if (f->f[k].addr + f->f[k].size <= a || end <= f->f[k].addr)
+			f->f[w++] = f->f[k];
+	f->n = w;
+}
+
 static void fact_set(const struct vstate *s, struct facts *f, uint64_t a,
 		     unsigned size, uint64_t v)
 {
@@ -976,14 +1047,23 @@ static int store_of(const struct vstate *s, size_t i, uint64_t *a,
 	return 0;
 }
 
+static int rep_range(const struct vstate *s, size_t i, uint64_t *a,
+		     uint64_t *len);
+
 /* The memory writes of @i other than store_of()'s: kill what they may
  * change in @f. */
 static void other_writes(const struct vstate *s, size_t i, struct facts *f,
 			 int stored)
 {
 	const struct vinsn *in = &s->in[i];
-	uint64_t a;
+	uint64_t a, len;
+	int r;
 
+	if (in->clobber == 2 && (r = rep_range(s, i, &a, &len)) >= 0) {
+		if (r)
+			fact_kill_range(f, a, len);
+		return;
+	}
 	if (in->clobber) {
 		fact_clear(f);
 		return;
@@ -1150,30 +1230,6 @@ static int syscall_range(const struct vstate *s, size_t i, uint64_t *a,
 	return *len > UINT32_MAX || *a + *len < *a ? -1 : 1;
 }
 
-/* fact_kill() of [@a, @a + @len), a range of any length. */
-static void fact_kill_range(struct facts *f, uint64_t a, uint64_t len)
-{
-	uint64_t end = a + len < a ? UINT64_MAX : a + len;
-	size_t w = 0;
-
-	/* the snapshot's memory in it: no longer what it was here */
-	for (size_t k = 0; f->snap && k < f->snap->nmemory; k++) {
-		const struct btrace_memory *m = &f->snap->memory[k];
-		uint64_t lo = m->vaddr > a ? m->vaddr : a;
-		uint64_t hi = m->vaddr + m->size < end ? m->vaddr + m->size : end;
-
-		while (f->snap && lo < hi) {
-			uint64_t n = hi - lo > UINT32_MAX ? UINT32_MAX : hi - lo;
-			fact_kill(f, lo, (unsigned)n);
-			lo += n;
-		}
-	}
-	for (size_t k = 0; k < f->n; k++)
-		if (f->f[k].addr + f->f[k].size <= a || end <= f->f[k].addr)
-			f->f[w++] = f->f[k];
-	f->n = w;
-}
-
 /*
  * The system calls that change the mappings: what they map or unmap is
  * not what it held (a range unmapped may be mapped again, with other
@@ -1313,7 +1369,8 @@ static void mem_step(struct vstate *s, size_t i, struct facts *f, int back)
 		syscall_mem(s, i, f);
 	else if (xsave_area(in->id))
 		xsave_mem(s, i, f);
-	if (in->clobber)
+	if (in->clobber == 1 ||
+	    (in->clobber == 2 && rep_range(s, i, &a, &m) < 0))
 		fact_clear(f);
 }
 
@@ -1551,6 +1608,101 @@ static void target_facts(struct vstate *s, size_t i)
 	    o->type == X86_OP_REG && o->reg != NOREG && o->width == 8 &&
 	    next_ip(s, i, &next))
 		set(s, i, o->reg, next);
+}
+
+/* Whether instruction @k may change the direction flag other than by cld
+ * or std: popf, iret, rt_sigreturn (or a system call not known). */
+static int df_other(const struct vstate *s, size_t k)
+{
+	const struct vinsn *in = &s->in[k];
+
+	switch (in->id) {
+	case X86_INS_POPF: case X86_INS_POPFQ: case X86_INS_POPFD:
+	case X86_INS_IRET: case X86_INS_IRETD: case X86_INS_IRETQ:
+		return 1;
+	case X86_INS_SYSCALL:
+		return !kn(s, k, BTRACE_VREG_RAX) ||
+		       get(s, k, BTRACE_VREG_RAX) == 15;
+	}
+	return !in->id;   /* not disassembled */
+}
+
+/* The direction flag before instruction @i: the last cld or std before
+ * it, or, when no instruction from it to the fault changes the flag, the
+ * flag at the fault.  -1 not known. */
+static int df_at(const struct vstate *s, size_t i)
+{
+	for (size_t k = i; k-- > 0;) {
+		if (s->in[k].id == X86_INS_CLD)
+			return 0;
+		if (s->in[k].id == X86_INS_STD)
+			return 1;
+		if (df_other(s, k))
+			break;
+	}
+	if (s->fault_df < 0)
+		return -1;
+	for (size_t k = i; k < s->n; k++)
+		if (s->in[k].id == X86_INS_CLD || s->in[k].id == X86_INS_STD ||
+		    df_other(s, k))
+			return -1;
+	return s->fault_df;
+}
+
+/* A rep movs or stos (clobber 2) stores rcx elements at rdi, upwards or
+ * downwards: 1 and the range, 0 nothing (rcx 0), -1 not known. */
+static int rep_range(const struct vstate *s, size_t i, uint64_t *a,
+		     uint64_t *len)
+{
+	const struct vinsn *in = &s->in[i];
+	uint64_t w = string_step(in->id, in->iwr), c, d;
+	int df;
+
+	if (!kn(s, i, BTRACE_VREG_RCX) || !kn(s, i, BTRACE_VREG_RDI) ||
+	    (df = df_at(s, i)) < 0)
+		return -1;
+	c = get(s, i, BTRACE_VREG_RCX);
+	d = get(s, i, BTRACE_VREG_RDI);
+	if (!c)
+		return 0;
+	if (c > (1ull << 40) / w)
+		return -1;
+	*len = c * w;
+	*a = df ? d - (c - 1) * w : d;
+	if (*a + *len < *a)
+		return -1;
+	return 1;
+}
+
+/* A string instruction without rep moves rsi and rdi (those it writes) by
+ * its width, up or down as the direction flag says; a rep movs or stos
+ * (which runs to the end: no condition) by rcx times that, and leaves rcx
+ * 0. */
+static void string_regs(struct vstate *s, size_t i)
+{
+	const struct vinsn *in = &s->in[i];
+	uint64_t w = string_step(in->id, in->iwr);
+	static const unsigned r[2] = { BTRACE_VREG_RSI, BTRACE_VREG_RDI };
+	int df;
+
+	if (!w || (in->rep && !string_store(in->id)) ||
+	    (df = df_at(s, i)) < 0)
+		return;
+	if (in->rep) {
+		if (!kn(s, i, BTRACE_VREG_RCX))
+			return;
+		w *= get(s, i, BTRACE_VREG_RCX);
+		set(s, i + 1, BTRACE_VREG_RCX, 0);
+	}
+	uint64_t d = df ? -w : w;
+	for (unsigned k = 0; k < 2; k++) {
+		if (!((in->iwr >> r[k]) & 1))
+			continue;
+		if (kn(s, i, r[k]))
+			set(s, i + 1, r[k], get(s, i, r[k]) + d);
+		else if (kn(s, i + 1, r[k]))
+			set(s, i, r[k], get(s, i + 1, r[k]) - d);
+	}
 }
 
 /* Whether the path went to the jump's target: 1 taken, 0 fell through,
@@ -1927,6 +2079,7 @@ static void relate(struct vstate *s, size_t i, const struct facts *f)
 
 	branch_facts(s, i);
 	target_facts(s, i);
+	string_regs(s, i);
 	log_stack(s, i);
 	log_regs(s, i);
 	if (in->id == X86_INS_SYSCALL && kn(s, i, BTRACE_VREG_RAX) &&
@@ -2249,6 +2402,13 @@ static int write_ranges(const struct vstate *s, size_t k, const uint32_t *seg,
 	uint64_t a;
 	int n = 0;
 
+	if (in->clobber == 2) {
+		uint64_t len;
+		int r = rep_range(s, k, &a, &len);
+		if (r > 0)
+			w[n++] = (struct wrange){ 0, 0, a, len };
+		return r < 0 ? -1 : n;
+	}
 	if (in->clobber)
 		return -1;
 	if (in->id == X86_INS_SYSCALL) {
@@ -3135,7 +3295,7 @@ static int build(const struct btrace_decode_result *res, size_t thread,
 	const struct btrace_thread *t;
 	const struct btrace_signal *sig;
 	struct bt_values *v;
-	struct vstate s = { 0 };
+	struct vstate s = { .fault_df = -1 };
 	uint64_t *ip = NULL;
 	size_t n = 0;
 	cs_insn *ci = NULL;
@@ -3205,6 +3365,7 @@ static int build(const struct btrace_decode_result *res, size_t thread,
 		};
 		uint64_t sp = sig->regs[BTRACE_REG_RSP];
 		s.fs_base = sig->regs[BTRACE_REG_FS_BASE];
+		s.fault_df = !!(sig->regs[BTRACE_REG_EFLAGS] & 0x400);
 		for (unsigned r = 0; r < NR; r++)
 			set(&s, n, r, sig->regs[map[r]]);
 		for (size_t k = 0; k < c->snap->nmappings; k++) {

@@ -10,7 +10,9 @@
  * its memory), bit scans and a division, a read-only page read and then
  * replaced by another with mmap(MAP_FIXED) (the memory at the fault is not
  * what the load read), a 32-bit store of a register whose upper half is
- * not zero, then a store through NULL.  Linked with -z now: no
+ * not zero, then a store through NULL; after the handler, string
+ * instructions without rep (movsq up, then down after std) and with it
+ * (rep stosb).  Linked with -z now: no
  * lazy binding in the window.
  */
 #include <alloca.h>
@@ -135,6 +137,26 @@ __attribute__((noinline)) static long low_half(unsigned long v)
 	return (long)(v >> 32) + slot;
 }
 
+/* movsq twice upwards, twice downwards (std), then rep stosb: rsi and
+ * rdi move by 8 each time, up or down as the direction flag says, and
+ * by rcx bytes with rep. */
+__attribute__((noinline)) static long strings(void)
+{
+	long src[4] = { 1, 2, 3, 4 }, dst[4], buf[2];
+	long *sp = src, *dp = dst;
+	void *bp = buf;
+	unsigned long n = sizeof(buf);
+
+	__asm__ volatile("movsq\n\tmovsq" : "+S"(sp), "+D"(dp) : : "memory");
+	sp = src + 3;
+	dp = dst + 3;
+	__asm__ volatile("std\n\tmovsq\n\tmovsq\n\tcld"
+			 : "+S"(sp), "+D"(dp) : : "memory", "cc");
+	__asm__ volatile("rep stosb" : "+D"(bp), "+c"(n) : "a"(0) : "memory");
+	return dst[0] + dst[3] + (long)(sp - src) + (long)(dp - dst) +
+	       buf[1] + (long)n;
+}
+
 static long *volatile nowhere;
 
 __attribute__((noinline)) static void crash(long v)
@@ -154,6 +176,7 @@ int main(int argc, char **argv)
 	for (long i = 0; i < 12; i++)
 		acc += mix(i);
 	kill(getpid(), SIGUSR1);
+	acc += strings();
 	acc += below(24 + argc);
 	acc += overwrite();
 	acc += bits(0x90ul + (unsigned long)argc, 7u + (unsigned)argc);
