@@ -403,8 +403,9 @@ static void decode_one(struct bt_ctx *c, cs_insn *ci, uint64_t ip,
 		out->wr &= (uint16_t)~(1u << BTRACE_VREG_RCX);
 	/* compares write no register (capstone 4 lists test's first
 	 * operand, `test al, 1`, as written) */
-	if (ci->id == X86_INS_TEST || ci->id == X86_INS_CMP ||
-	    ci->id == X86_INS_BT)
+	int cmp = ci->id == X86_INS_TEST || ci->id == X86_INS_CMP ||
+		  ci->id == X86_INS_BT;
+	if (cmp)
 		out->wr = 0;
 	out->eflags = x->eflags;
 	out->nop = x->op_count < 4 ? x->op_count : 4;
@@ -420,7 +421,8 @@ static void decode_one(struct bt_ctx *c, cs_insn *ci, uint64_t ip,
 			v->reg = g >= 0 ? (uint8_t)g : NOREG;
 			/* an operand whose access capstone does not give
 			 * may be written */
-			if (g >= 0 && (!o->access || (o->access & CS_AC_WRITE)))
+			if (g >= 0 && !cmp &&
+			    (!o->access || (o->access & CS_AC_WRITE)))
 				out->wr |= (uint16_t)(1u << g);
 		} else if (o->type == X86_OP_IMM) {
 			v->imm = o->imm;
