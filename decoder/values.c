@@ -1770,6 +1770,13 @@ static int upper_zero(const struct vstate *s, size_t i, unsigned r)
 		}
 		if (!((w->wr >> r) & 1))
 			continue;
+		/* a byte or word written alone keeps the upper half */
+		if (w->id && w->nop >= 1 && w->op[0].type == X86_OP_REG &&
+		    w->op[0].reg == r && w->op[0].width <= 2 &&
+		    !((w->iwr >> r) & 1) && w->id != X86_INS_XCHG &&
+		    !(w->nop >= 2 && w->op[1].type == X86_OP_REG &&
+		      w->op[1].reg == r && w->op[1].width > 2))
+			continue;
 		return w->id && w->id != X86_INS_XCHG && w->id != X86_INS_CMPXCHG &&
 		       w->id != X86_INS_XADD && w->id != X86_INS_BSF &&
 		       w->id != X86_INS_BSR && w->nop >= 1 &&
