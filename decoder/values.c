@@ -1294,12 +1294,9 @@ static int syscall_maps(const struct vstate *s, size_t i, uint64_t r[2][2])
 /* What system call @i may write is no longer known in @f. */
 static void syscall_mem(const struct vstate *s, size_t i, struct facts *f)
 {
-	uint64_t a, len;
-	int r;
+	uint64_t a, len, m[2][2];
+	int r = syscall_maps(s, i, m);
 
-	uint64_t m[2][2];
-
-	r = syscall_maps(s, i, m);
 	if (r == -1)
 		fact_clear(f);
 	for (int k = 0; k < r; k++)
