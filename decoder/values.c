@@ -1709,9 +1709,9 @@ static void string_regs(struct vstate *s, size_t i)
 static int jump_taken(const struct vstate *s, size_t j)
 {
 	const struct vinsn *in = &s->in[j];
-	uint64_t next = j + 1 < s->n ? s->in[j + 1].ip : s->fault_ip;
+	uint64_t next;
 
-	if ((j + 1 >= s->n && !s->have_fault) || in->nop != 1 ||
+	if (!next_ip(s, j, &next) || in->nop != 1 ||
 	    in->op[0].type != X86_OP_IMM)
 		return -1;
 	int t = next == (uint64_t)in->op[0].imm, f = next == in->ip + in->size;
@@ -1870,9 +1870,8 @@ static void sigreturn_frame(struct vstate *s, size_t i)
 	if (!sn || !i || kn(s, i, BTRACE_VREG_RSP) || s->kn[i + 1] != 0xffff ||
 	    s->in[i - 1].id != X86_INS_MOV)
 		return;
-	next = i + 1 < s->n ? s->in[i + 1].ip : s->fault_ip;
 	/* the memory and what is sought do not change: once */
-	if ((i + 1 >= s->n && !s->have_fault) || !s->searched || s->searched[i])
+	if (!next_ip(s, i, &next) || !s->searched || s->searched[i])
 		return;
 	s->searched[i] = 1;
 	restorer = s->in[i - 1].ip;
