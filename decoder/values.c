@@ -938,35 +938,45 @@ static void fact_clear(struct facts *f)
 	f->snap = NULL;
 }
 
-static void fact_kill(struct facts *f, uint64_t a, unsigned size)
+/* The snapshot's memory at [@a, @a + @size) is no longer what it was here
+ * (too many such ranges: no memory at the fault is used any more). */
+static void snap_kill(struct facts *f, uint64_t a, unsigned size)
+{
+	if (f->nkilled == MAX_FACTS)
+		f->snap = NULL;
+	else
+		f->killed[f->nkilled++] = (struct fact){ a, 0, size };
+}
+
+/* The facts about [@a, @end) are gone. */
+static void fact_drop(struct facts *f, uint64_t a, uint64_t end)
 {
 	size_t w = 0;
 
+	for (size_t k = 0; k < f->n; k++)
+		if (f->f[k].addr + f->f[k].size <= a || end <= f->f[k].addr)
+			f->f[w++] = f->f[k];
+	f->n = w;
+}
+
+static void fact_kill(struct facts *f, uint64_t a, unsigned size)
+{
 	int in_snap = 0;
 
 	for (size_t k = 0; f->snap && k < f->snap->nmemory; k++)
 		in_snap |= a < f->snap->memory[k].vaddr + f->snap->memory[k].size &&
 			   f->snap->memory[k].vaddr < a + size;
-	if (in_snap) {
-		if (f->nkilled == MAX_FACTS)
-			f->snap = NULL;
-		else
-			f->killed[f->nkilled++] = (struct fact){ a, 0, size };
-	}
-
-	for (size_t k = 0; k < f->n; k++)
-		if (f->f[k].addr + f->f[k].size <= a || a + size <= f->f[k].addr)
-			f->f[w++] = f->f[k];
-	f->n = w;
+	if (in_snap)
+		snap_kill(f, a, size);
+	fact_drop(f, a, a + size);
 }
 
-/* fact_kill() of [@a, @a + @len), a range of any length. */
+/* fact_kill() of [@a, @a + @len), a range of any length: the snapshot's
+ * memory in it by the pieces of it the snapshot holds. */
 static void fact_kill_range(struct facts *f, uint64_t a, uint64_t len)
 {
 	uint64_t end = a + len < a ? UINT64_MAX : a + len;
-	size_t w = 0;
 
-	/* the snapshot's memory in it: no longer what it was here */
 	for (size_t k = 0; f->snap && k < f->snap->nmemory; k++) {
 		const struct btrace_memory *m = &f->snap->memory[k];
 		uint64_t lo = m->vaddr > a ? m->vaddr : a;
@@ -974,14 +984,11 @@ static void fact_kill_range(struct facts *f, uint64_t a, uint64_t len)
 
 		while (f->snap && lo < hi) {
 			uint64_t n = hi - lo > UINT32_MAX ? UINT32_MAX : hi - lo;
-			fact_kill(f, lo, (unsigned)n);
+			snap_kill(f, lo, (unsigned)n);
 			lo += n;
 		}
 	}
-	for (size_t k = 0; k < f->n; k++)
-		if (f->f[k].addr + f->f[k].size <= a || end <= f->f[k].addr)
-			f->f[w++] = f->f[k];
-	f->n = w;
+	fact_drop(f, a, end);
 }
 
 static void fact_set(const struct vstate *s, struct facts *f, uint64_t a,
