@@ -1375,8 +1375,9 @@ static void mem_step(struct vstate *s, size_t i, struct facts *f, int back)
 		syscall_mem(s, i, f);
 	else if (xsave_area(in->id))
 		xsave_mem(s, i, f);
-	if (in->clobber == 1 ||
-	    (in->clobber == 2 && rep_range(s, i, &a, &m) < 0))
+	/* (a rep movs or stos: other_writes() ended its range, or every
+	 * fact when the range is not known) */
+	if (in->clobber == 1)
 		fact_clear(f);
 }
 
