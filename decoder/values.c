@@ -1210,7 +1210,7 @@ static int syscall_range(const struct vstate *s, size_t i, uint64_t *a,
 		/* write, close, lseek, mprotect, rt_sigreturn, writev,
 		 * sched_yield, getpid, exit, kill, get[ug]id, gete[ug]id,
 		 * getppid, gettid, tkill, exit_group, tgkill: no user memory
-		 * (mmap, munmap and brk: syscall_mem()) */
+		 * (mmap, munmap and brk: syscall_ranges()) */
 		return 0;
 	case 13:     /* rt_sigaction: the old action, 32 bytes, at rdx */
 		ptr = RDX;
@@ -1249,10 +1249,11 @@ static int syscall_range(const struct vstate *s, size_t i, uint64_t *a,
  * (by munmap, brk, or a call not known, which ends everything); munmap:
  * [rdi, + rsi in pages); brk: the brk area lies below the stack
  * (mm->brk < mm->start_stack): everything but the thread's stack, unless
- * the stack is in the brk area.  The ranges (at most 2: start and length)
- * into @r and their count; -1 not known; -2 not one of them.
+ * the stack is in the brk area.  Any other call: syscall_range().  The
+ * memory system call @i may change: the ranges (at most 2: start and
+ * length) into @r and their count; -1 not known.
  */
-static int syscall_maps(const struct vstate *s, size_t i, uint64_t r[2][2])
+static int syscall_ranges(const struct vstate *s, size_t i, uint64_t r[2][2])
 {
 	enum { RAX = BTRACE_VREG_RAX, RDI = BTRACE_VREG_RDI,
 	       RSI = BTRACE_VREG_RSI, R10 = BTRACE_VREG_R10 };
@@ -1290,7 +1291,7 @@ static int syscall_maps(const struct vstate *s, size_t i, uint64_t r[2][2])
 		r[1][1] = UINT64_MAX - s->stk_hi;
 		return 2;
 	default:
-		return -2;
+		return syscall_range(s, i, &r[0][0], &r[0][1]);
 	}
 	/* up to the end of the address space */
 	if (r[0][1] > UINT64_MAX - r[0][0])
@@ -1301,20 +1302,13 @@ static int syscall_maps(const struct vstate *s, size_t i, uint64_t r[2][2])
 /* What system call @i may write is no longer known in @f. */
 static void syscall_mem(const struct vstate *s, size_t i, struct facts *f)
 {
-	uint64_t a, len, m[2][2];
-	int r = syscall_maps(s, i, m);
+	uint64_t m[2][2];
+	int r = syscall_ranges(s, i, m);
 
-	if (r == -1)
+	if (r < 0)
 		fact_clear(f);
 	for (int k = 0; k < r; k++)
 		fact_kill_range(f, m[k][0], m[k][1]);
-	if (r != -2)
-		return;
-	r = syscall_range(s, i, &a, &len);
-	if (r < 0)
-		fact_clear(f);
-	else if (r)
-		fact_kill(f, a, (unsigned)len);
 }
 
 static int upper_zero(const struct vstate *s, size_t i, unsigned r);
@@ -2425,16 +2419,10 @@ static int write_ranges(const struct vstate *s, size_t k, const uint32_t *seg,
 	if (in->clobber)
 		return -1;
 	if (in->id == X86_INS_SYSCALL) {
-		uint64_t len, m[2][2];
-		int r = syscall_maps(s, k, m);
-		if (r != -2) {
-			for (int j = 0; j < r; j++)
-				w[n++] = (struct wrange){ 0, 0, m[j][0], m[j][1] };
-			return r < 0 ? -1 : n;
-		}
-		r = syscall_range(s, k, &a, &len);
-		if (r > 0)
-			w[n++] = (struct wrange){ 0, 0, a, len };
+		uint64_t m[2][2];
+		int r = syscall_ranges(s, k, m);
+		for (int j = 0; j < r; j++)
+			w[n++] = (struct wrange){ 0, 0, m[j][0], m[j][1] };
 		return r < 0 ? -1 : n;
 	}
 	if (in->id == X86_INS_PUSH || in->id == X86_INS_CALL ||
