@@ -1239,6 +1239,14 @@ static int syscall_range(const struct vstate *s, size_t i, uint64_t *a,
 	return *len > UINT32_MAX || *a + *len < *a ? -1 : 1;
 }
 
+/* System call @i (rax 9) is an mmap without MAP_FIXED (0x10): it maps
+ * only where nothing is mapped (do_mmap(); MAP_FIXED_NOREPLACE fails with
+ * EEXIST on a mapped range). */
+static int mmap_unfixed(const struct vstate *s, size_t i)
+{
+	return kn(s, i, BTRACE_VREG_R10) && !(get(s, i, BTRACE_VREG_R10) & 0x10);
+}
+
 /*
  * The system calls that change the mappings: what they map or unmap is
  * not what it held (a range unmapped may be mapped again, with other
@@ -1263,7 +1271,7 @@ static int syscall_ranges(const struct vstate *s, size_t i, uint64_t r[2][2])
 	case 9:
 		/* without MAP_FIXED: only where nothing was mapped (and a
 		 * fact there was ended when it was unmapped) */
-		if (kn(s, i, R10) && !(get(s, i, R10) & 0x10))
+		if (mmap_unfixed(s, i))
 			return 0;
 		if (!kn(s, i, RSI) || len > UINT64_MAX - 4095)
 			return -1;
@@ -2655,9 +2663,8 @@ out:
  * their protection (mmap with MAP_FIXED or flags not known, mprotect,
  * munmap, brk, mremap, madvise, shmat, shmdt, remap_file_pages,
  * pkey_mprotect, or one whose number is not known).  An mmap without
- * MAP_FIXED (0x10) only maps where nothing is mapped (do_mmap(): the
- * address is a hint; MAP_FIXED_NOREPLACE fails on a mapped range): the
- * mappings a load read from stay as they were. */
+ * MAP_FIXED (mmap_unfixed()) leaves the mappings a load read from as they
+ * were. */
 static size_t remap_after(const struct vstate *s)
 {
 	for (size_t i = s->n; i-- > 0;) {
@@ -2667,8 +2674,7 @@ static size_t remap_after(const struct vstate *s)
 			return i + 1;
 		switch (get(s, i, BTRACE_VREG_RAX)) {
 		case 9:
-			if (kn(s, i, BTRACE_VREG_R10) &&
-			    !(get(s, i, BTRACE_VREG_R10) & 0x10))
+			if (mmap_unfixed(s, i))
 				break;
 			return i + 1;
 		case 10: case 11: case 12: case 25: case 28: case 30: case 67:
