@@ -804,23 +804,45 @@ static void log_regs(struct vstate *s, size_t i)
  * instruction that may make no access in one run (may_skip()) whose
  * entries could be an earlier run's (skip_sure()), and where the path
  * runs one instruction twice in a row and the log holds accesses of it.
+ *
+ * A fold mark (BTRACE_ACCESS_FOLD) stands right before the accesses of
+ * the execution of the loop block, at the mark's address, that follows
+ * the turns folded out: the instructions after it up to the first one
+ * with an access make none, so they lie in that block (from its first
+ * instruction, at most a TB's reach on).  The walk stops at the block's
+ * first instruction and *@fold is its index (the path before it is not
+ * the one that ran right before it); at anything else it stops, as when
+ * it cannot tell.  *@fold is 0 when no mark was met.  Returns the index
+ * of the first instruction given its accesses (the number of
+ * instructions: none).
  */
-static void align_log(struct vstate *s, const struct btrace_access *log,
-		      uint64_t nlog, int complete)
+#define TB_REACH 8192u
+
+static size_t align_log(struct vstate *s, const struct btrace_access *log,
+			uint64_t nlog, int complete, size_t *fold)
 {
 	uint64_t j = nlog;
+	size_t i;
 
+	*fold = 0;
 	s->log = log;
 	if (!log || !s->have_fault ||
 	    (s->n && s->in[s->n - 1].ip == s->fault_ip))
-		return;
-	while (j && log[j - 1].ip == s->fault_ip)
+		return s->n;
+	while (j && log[j - 1].ip == s->fault_ip &&
+	       !(log[j - 1].flags & BTRACE_ACCESS_FOLD))
 		j--;
-	for (size_t i = s->n; i-- > 0;) {
+	if (j && (log[j - 1].flags & BTRACE_ACCESS_FOLD) &&
+	    log[j - 1].ip == s->fault_ip) {
+		*fold = s->n;   /* turns folded right before the fault */
+		return s->n;
+	}
+	for (i = s->n; i-- > 0;) {
 		struct vinsn *in = &s->in[i];
 		uint64_t k = j;
 
-		while (k && log[k - 1].ip == in->ip)
+		while (k && log[k - 1].ip == in->ip &&
+		       !(log[k - 1].flags & BTRACE_ACCESS_FOLD))
 			k--;
 		if (may_skip(in) && k < j && !skip_sure(s, i))
 			break;
@@ -828,11 +850,22 @@ static void align_log(struct vstate *s, const struct btrace_access *log,
 			break;
 		if (!k && !complete)
 			break;   /* the log may have started inside it */
+		if (k && (log[k - 1].flags & BTRACE_ACCESS_FOLD) &&
+		    log[k - 1].ip != in->ip &&
+		    (in->ip < log[k - 1].ip ||
+		     in->ip - log[k - 1].ip >= TB_REACH))
+			break;   /* not the loop block's: out of step */
 		in->acc = (uint32_t)k;
 		in->nacc = (uint32_t)(j - k);
 		in->logged = 1;
 		j = k;
+		if (k && (log[k - 1].flags & BTRACE_ACCESS_FOLD) &&
+		    log[k - 1].ip == in->ip) {
+			*fold = i;
+			return i;
+		}
 	}
+	return i + 1;
 }
 
 /* --- memory facts (the thread's stack) --- */
@@ -2748,21 +2781,31 @@ static void solve_passes(struct vstate *s)
  * The QEMU backend folds the turns of short loops out of the history
  * (docs/qemu-backend.md, "Loops"): at a block that ends in a backward
  * direct jump or branch reaching at most 256 bytes back, the turns it
- * drops lie right before or right after it, and nothing marks where.  On
- * such a snapshot (unless metadata qemu.loop_turns says every turn was
- * kept) the path is used from after the last such branch: the number of
- * instructions of @ip (@n) to leave out, 0 none.
+ * drops lie right before the block.  Metadata qemu.loop_turns says
+ * whether it may have: FOLD_NONE (not QEMU, or "kept": every turn is in
+ * the history), FOLD_MARKED (each fold is marked in the access log, when
+ * the log reaches back to it: align_log()), FOLD_ANY (nothing marks
+ * where).
  */
 #define LOOP_SPAN 256u
+enum { FOLD_NONE, FOLD_ANY, FOLD_MARKED };
 
-static size_t folded_from(struct bt_ctx *c, const uint64_t *ip, size_t n)
+static int folds(const struct bt_ctx *c)
 {
 	const struct btrace_snapshot *sn = c->snap;
 	const char *turns = btrace_snapshot_meta(sn, "qemu.loop_turns");
 
 	if (!sn->has_config || sn->config.backend != BTRACE_BACKEND_QEMU ||
 	    (turns && !strcmp(turns, "kept")))
-		return 0;
+		return FOLD_NONE;
+	return turns && !strcmp(turns, "marked") ? FOLD_MARKED : FOLD_ANY;
+}
+
+/* Where a fold may lie in the first @n instructions of @ip when nothing
+ * marks it: the path is used from after the last block the plugin may
+ * fold at, the number of instructions to leave out (0 none). */
+static size_t folded_from(struct bt_ctx *c, const uint64_t *ip, size_t n)
+{
 	for (size_t k = n; k-- > 0;) {
 		const struct bt_insn_info *ii = bt_insn_classify(c, ip[k]);
 		if ((ii->cls == BTRACE_INSN_JMP || ii->cls == BTRACE_INSN_JCC) &&
@@ -2770,6 +2813,40 @@ static size_t folded_from(struct bt_ctx *c, const uint64_t *ip, size_t n)
 			return k + 1;
 	}
 	return 0;
+}
+
+/* With fold marks: the path from the last fold the log marks (@fold,
+ * align_log()), or, where the log reached back to the first instruction
+ * @from with no mark, from after the last block the plugin may have
+ * folded at unmarked: one whose first instruction lies before @from (the
+ * block holding instruction @from - 1 ends at the first control transfer
+ * from there).  The number of instructions to leave out. */
+static size_t marked_cut(struct vstate *s, const uint64_t *ip, size_t from,
+			 size_t fold)
+{
+	size_t e;
+
+	if (fold || !from)
+		return fold;
+	e = from - 1;
+	while (e + 1 < s->n &&
+	       bt_insn_classify(s->c, ip[e])->cls == BTRACE_INSN_OTHER)
+		e++;
+	return folded_from(s->c, ip, e + 1);
+}
+
+/* Leave the first @cut instructions of the path out (before solve():
+ * only the state at the fault is known yet). */
+static void drop_front(struct vstate *s, uint64_t *ip, size_t cut)
+{
+	size_t n = s->n, m = n + 1 - cut;
+
+	memmove(ip, ip + cut, (n - cut) * sizeof(*ip));
+	memmove(s->in, s->in + cut, m * sizeof(*s->in));
+	memmove(s->val, s->val + cut * NR, m * NR * sizeof(*s->val));
+	memmove(s->kn, s->kn + cut, m * sizeof(*s->kn));
+	memmove(s->searched, s->searched + cut, m);
+	s->n = n - cut;
 }
 
 /* The instructions of the straight run before the end of @t's history
@@ -3336,9 +3413,11 @@ static int build(const struct btrace_decode_result *res, size_t thread,
 	if (!s.in || !s.val || !s.kn || !s.mem || !s.searched ||
 	    (c->cs_ok && !ci))
 		goto oom;
-	/* a QEMU history may have loop turns folded out of it: only what
-	 * follows the last block the plugin may fold at */
-	size_t cut = folded_from(c, ip, n);
+	/* a QEMU history may have loop turns folded out of it: with no
+	 * marks, only what follows the last block the plugin may fold at */
+	int fo = folds(c);
+	size_t cut = fo == FOLD_ANY || (fo == FOLD_MARKED && !log) ?
+		     folded_from(c, ip, n) : 0;
 	if (cut) {
 		memmove(ip, ip + cut, (n - cut) * sizeof(*ip));
 		n -= cut;
@@ -3388,9 +3467,16 @@ static int build(const struct btrace_decode_result *res, size_t thread,
 			goto oom;
 	}
 	s.fault_ip = fault_ip;
-	if (log)
-		align_log(&s, log->entries, log->n,
-			  log->flags & BTRACE_ACCESSES_COMPLETE);
+	if (log) {
+		size_t fold, from = align_log(&s, log->entries, log->n,
+					      log->flags & BTRACE_ACCESSES_COMPLETE,
+					      &fold);
+		cut = fo == FOLD_MARKED ? marked_cut(&s, ip, from, fold) : 0;
+		if (cut) {
+			drop_front(&s, ip, cut);
+			n = s.n;
+		}
+	}
 	solve(&s);
 	for (size_t i = 0; i < n; i++)
 		if (s.in[i].id == X86_INS_SYSCALL)

@@ -178,6 +178,12 @@ struct btrace_memory {
  * logged them (docs/format.md, section "accesses"): oldest first, the last
  * one the last the thread made before the snapshot. */
 #define BTRACE_ACCESS_STORE 0x1u        /* a write; else a read */
+#define BTRACE_ACCESS_FOLD 0x2u         /* not an access: a fold mark.
+					 * Turns of a loop ran here that the
+					 * trace and the log left out; the
+					 * accesses after it are those of the
+					 * loop block at @ip, which the trace
+					 * resumes with (addr and size 0) */
 struct btrace_access {
 	uint64_t ip;               /* the instruction that made it */
 	uint64_t addr;             /* its first byte */

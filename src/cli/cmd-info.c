@@ -166,6 +166,18 @@ static size_t exec_mappings(const struct btrace_snapshot *s)
 
 /* Whether the trace has time, its clock and where its timing packets are
  * (docs/format.md, "Time": the metadata the decoder reads). */
+/* Of access log @l: the writes (*@st) and the fold marks (*@fo), which
+ * are not accesses. */
+static void access_counts(const struct btrace_access_log *l, uint64_t *st,
+			  uint64_t *fo)
+{
+	*st = *fo = 0;
+	for (uint64_t k = 0; k < l->n; k++) {
+		*st += l->entries[k].flags & BTRACE_ACCESS_STORE;
+		*fo += !!(l->entries[k].flags & BTRACE_ACCESS_FOLD);
+	}
+}
+
 static void print_time(const struct btrace_snapshot *s)
 {
 	const char *clk = btrace_snapshot_meta(s, "time.clock");
@@ -342,16 +354,19 @@ static void print_text(const char *path, const struct btrace_snapshot *s)
 		       size_str(a, sizeof(a), stored));
 		for (size_t i = 0; i < s->naccess_logs; i++) {
 			const struct btrace_access_log *l = &s->access_logs[i];
-			uint64_t st = 0;
+			uint64_t st, fo;
 
-			for (uint64_t k = 0; k < l->n; k++)
-				st += l->entries[k].flags & BTRACE_ACCESS_STORE;
-			printf("  thread %d: %llu accesses (%llu writes)%s\n",
-			       l->tid, (unsigned long long)l->n,
+			access_counts(l, &st, &fo);
+			printf("  thread %d: %llu accesses (%llu writes)%s",
+			       l->tid, (unsigned long long)(l->n - fo),
 			       (unsigned long long)st,
 			       l->flags & BTRACE_ACCESSES_COMPLETE ?
 			       ", every one since the thread started" :
 			       ", the last ones");
+			if (fo)
+				printf(", %llu loop fold%s marked",
+				       (unsigned long long)fo, fo == 1 ? "" : "s");
+			printf("\n");
 		}
 	}
 
@@ -498,14 +513,14 @@ static void print_json(const char *path, const struct btrace_snapshot *s)
 	json_begin_array(&j, "accesses");
 	for (size_t i = 0; i < s->naccess_logs; i++) {
 		const struct btrace_access_log *l = &s->access_logs[i];
-		uint64_t st = 0;
+		uint64_t st, fo;
 
-		for (uint64_t k = 0; k < l->n; k++)
-			st += l->entries[k].flags & BTRACE_ACCESS_STORE;
+		access_counts(l, &st, &fo);
 		json_begin_object(&j, NULL);
 		json_int(&j, "tid", l->tid);
-		json_uint(&j, "count", l->n);
+		json_uint(&j, "count", l->n - fo);
 		json_uint(&j, "writes", st);
+		json_uint(&j, "folds", fo);
 		json_bool(&j, "complete", l->flags & BTRACE_ACCESSES_COMPLETE);
 		json_end_object(&j);
 	}

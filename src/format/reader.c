@@ -534,7 +534,8 @@ static int parse_memory(struct rd *r, struct fit *it)
 }
 
 /* A thread's access log: whole records, at most BT_MAX_ACCESSES, each of
- * 1 to 4096 bytes within the address space, with no flag not defined. */
+ * 1 to 4096 bytes within the address space, with no flag not defined, or
+ * a fold mark (an instruction address alone). */
 static int parse_accesses(struct rd *r, struct fit *it)
 {
 	struct snap_priv *sp = r->sp;
@@ -576,6 +577,17 @@ static int parse_accesses(struct rd *r, struct fit *it)
 		e[i].addr = bt_le64(p + 8);
 		e[i].size = bt_le32(p + 16);
 		e[i].flags = bt_le32(p + 20);
+		if (e[i].flags == BTRACE_ACCESS_FOLD) {
+			/* a fold mark: an address of code, nothing else */
+			if (e[i].size || e[i].addr || !e[i].ip) {
+				snprintf(msg, sizeof(msg), "accesses: record "
+					 "%llu: a fold mark with a size, an "
+					 "address or no instruction",
+					 (unsigned long long)i);
+				return sec_error(r, -BTRACE_ERR_FORMAT, 0, msg);
+			}
+			continue;
+		}
 		if (!e[i].size || e[i].size > 4096 ||
 		    e[i].addr + e[i].size < e[i].addr ||
 		    (e[i].flags & ~BTRACE_ACCESS_STORE)) {

@@ -786,6 +786,25 @@ static inline void bt_acc_rewind(const uint32_t *c)
 	__atomic_store_n(t_acc.count, to, __ATOMIC_RELEASE);
 }
 
+/* A loop fold: back to where the record at @c started, and a fold mark
+ * there with the address of TB @idx, the loop block whose execution (and
+ * accesses) follow the dropped turns (struct bt_ring_access).  A turn
+ * folded again comes back to the mark and writes it again. */
+static inline void bt_acc_fold(const uint32_t *c, uint32_t idx)
+{
+	struct bt_ring_access *r;
+	uint64_t n;
+
+	bt_acc_rewind(c);
+	n = t_acc.n;
+	r = t_acc.ring + (n & t_acc.mask);
+	r->info = (idx < g.tb_max ? g.tbs[idx].start << BT_ACC_IP_SHIFT : 0) |
+		  BT_ACC_FOLD;
+	r->addr = 0;
+	t_acc.n = n + 1;
+	__atomic_store_n(t_acc.count, n + 1, __ATOMIC_RELEASE);
+}
+
 /* QEMU's memory callback (QEMU_PLUGIN_CB_NO_REGS): @udata is the
  * instruction's address shifted into place (struct bt_ring_access). */
 static void bt_mem(unsigned int vcpu, qemu_plugin_meminfo_t info,
@@ -1016,7 +1035,7 @@ BT_INLINE void bt_exec_loop_t(unsigned int vcpu, void *udata, int acc)
 	if (__builtin_expect(c[-1] == idx, 0)) {
 		/* a self loop: this turn's accesses replace the last's */
 		if (acc)
-			bt_acc_rewind(c - 1);
+			bt_acc_fold(c - 1, idx);
 		return;
 	}
 	if (__builtin_expect(c[-2] == idx, 0)) {
@@ -1031,7 +1050,7 @@ BT_INLINE void bt_exec_loop_t(unsigned int vcpu, void *udata, int acc)
 	if (acc) {
 		/* folded: the dropped turn's accesses go with it */
 		if (c != t_bt.cur)
-			bt_acc_rewind(c);
+			bt_acc_fold(c, idx);
 		else
 			bt_acc_mark(c);
 	}

@@ -1709,12 +1709,15 @@ static int bt_write_meta(struct bt_job *j)
 	if (!rc)
 		rc = bt_snapbuild_meta(j->sb, "guest_cpu", "qemu -cpu max (TCG)");
 	/* the plugin folds loop turns unless BTRACE_QEMU_LOOPS=0 in the
-	 * environment it inherits (docs/qemu-backend.md, "Loops"); the
-	 * value recovery needs to know (docs/report.md, "Folded loops") */
+	 * environment it inherits (docs/qemu-backend.md, "Loops"), and marks
+	 * each fold in the access log when it keeps one; the value recovery
+	 * needs to know (docs/report.md, "Folded loops") */
 	if (!rc) {
 		const char *l = getenv("BTRACE_QEMU_LOOPS");
 		rc = bt_snapbuild_meta(j->sb, "qemu.loop_turns",
-				       l && !strcmp(l, "0") ? "kept" : "folded");
+				       l && !strcmp(l, "0") ? "kept" :
+				       j->opts->flags & BTRACE_RECORD_NO_ACCESSES ?
+				       "folded" : "marked");
 	}
 	return rc;
 }

@@ -399,6 +399,13 @@ int bt_qemu_slot_accesses(const struct bt_qemu_ring *r,
 		e->addr = a->addr;
 		e->size = 1u << (info & BT_ACC_SHIFT_MASK);
 		e->flags = info & BT_ACC_STORE ? BTRACE_ACCESS_STORE : 0;
+		if (info & BT_ACC_FOLD) {
+			/* a fold mark: no size, no store, no address */
+			e->flags = BTRACE_ACCESS_FOLD;
+			e->size = 0;
+			if ((info & (BT_ACC_SHIFT_MASK | BT_ACC_STORE)) || e->addr)
+				e->ip = 0;   /* refused below */
+		}
 		if ((info & BT_ACC_RESERVED) || !e->ip ||
 		    e->addr > UINT64_MAX - (e->size - 1)) {
 			snprintf(why, len, "thread %d's access record %llu of "

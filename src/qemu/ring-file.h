@@ -339,13 +339,18 @@ static inline struct bt_ring_time *bt_ring_times(struct bt_ring_slot *s,
  * QEMU after each access an instrumented instruction makes), 16 bytes:
  *   info  bits 0-2   log2 of the size in bytes (QEMU's size shift)
  *         bit 3      a store (else a load)
- *         bits 4-15  zero
+ *         bit 4      a fold mark (below): bits 0-3 and addr are zero
+ *         bits 5-15  zero
  *         bits 16-63 the instruction's address, its low 48 bits (a
  *                    canonical address is their sign extension)
  *   addr  the guest address of the first byte accessed
  * The log follows the recorded path: when the plugin folds a loop's turn
  * out of the TB records (or stores a rep-string block's repeats once), it
- * takes back the accesses made since the dropped record started.
+ * takes back the accesses made since the dropped record started.  A fold
+ * also leaves a fold mark there, its address the loop block's first
+ * instruction: one or more turns of the loop ran between the record
+ * before it and the block's execution whose accesses follow it (a turn
+ * folded again takes the log back to the same mark).
  */
 struct bt_ring_access {
 	uint64_t info;
@@ -353,7 +358,8 @@ struct bt_ring_access {
 };
 #define BT_ACC_SHIFT_MASK 0x7ull
 #define BT_ACC_STORE 0x8ull
-#define BT_ACC_RESERVED 0xfff0ull
+#define BT_ACC_FOLD 0x10ull
+#define BT_ACC_RESERVED 0xffe0ull
 #define BT_ACC_IP_SHIFT 16
 
 /* The instruction address of record @info. */

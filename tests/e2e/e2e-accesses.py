@@ -16,8 +16,9 @@ snapshot with the public reader (ACCREAD, e2e-accread.c):
   load is not in it (it did not happen);
 - the log follows the recorded path: the array loop, folded to its first
   and last turn in the branch history, keeps the stores of those turns
-  (arr[0], arr[63]); with BTRACE_QEMU_LOOPS=0 (every turn kept) all 64
-  stores are there, in order;
+  (arr[0], arr[63]), with a fold mark at the loop's address between them;
+  with BTRACE_QEMU_LOOPS=0 (every turn kept) all 64 stores are there, in
+  order, and no mark;
 - with --accesses 0 there is no accesses section; with --accesses 1K the
   log holds at most 1024 records (the program made more: not complete),
   the global's store among them;
@@ -28,7 +29,10 @@ Then the README demo (CRASHDEMO) recorded with and without the log:
 values with it; and recorded with every loop turn kept
 (BTRACE_QEMU_LOOPS=0, under QEMU's own CPU log `-d cpu,nochain`), the
 values recovered with the log agree with QEMU's registers at every block
-start they cover, and the value recovery finds no conflict.
+start they cover, and the value recovery finds no conflict; recorded with
+loop turns folded (under -d cpu too) they agree likewise, and reach back
+past the last block the plugin may fold at (the marks tell where the
+folds are).
 Skipped (TAP "1..0 # SKIP") when this machine's qemu-x86_64 is missing or
 has no plugin support.
 """
@@ -130,6 +134,13 @@ def against_qemu_log(qlog, listing):
                   for m in QREG.finditer(f.read())]
     lines = [ln for ln in listing if re.match(r'0x[0-9a-f]+ ', ln)]
     b = len(blocks) - 1
+    # a block that starts at the faulting instruction is not in the
+    # listing's lines (it is the "=> fault at" line)
+    fault = [int(m.group(1), 16) for m in
+             (re.match(r'=> fault at (0x[0-9a-f]+)', ln) for ln in listing)
+             if m]
+    if fault and b >= 0 and blocks[b][0] == fault[-1]:
+        b -= 1
     checked = wrong = 0
     bad = []
     for n in range(len(lines) - 1, -1, -1):
@@ -198,11 +209,20 @@ def check_program(btrace, tool, prog, d):
        'and the 8-byte store to the local on the stack (rsp %#x)' % rsp)
     ok(not any(r[0] == fault_ip for r in log[-3:]),
        'the faulting load at %#x is not logged (it did not happen)' % fault_ip)
-    arr = [r for r in log if a['arr'] <= r[1] < a['arr'] + 256 and
-           r[3] == 'W']
-    ok([r[1] for r in arr] == [a['arr'], a['arr'] + 63 * 4],
+    arr = [k for k, r in enumerate(log) if a['arr'] <= r[1] < a['arr'] + 256
+           and r[3] == 'W']
+    ok([log[k][1] for k in arr] == [a['arr'], a['arr'] + 63 * 4],
        'the folded loop keeps the stores of the turns the history keeps: '
-       'arr[0] and arr[63] (%s)' % [hex(r[1]) for r in arr])
+       'arr[0] and arr[63] (%s)' % [hex(log[k][1]) for k in arr])
+    marks = [k for k, r in enumerate(log) if r[3] == 'F']
+    between = [k for k in marks if len(arr) == 2 and arr[0] < k < arr[1]]
+    ok(len(between) == 1 and
+       0 <= log[arr[1]][0] - log[between[0]][0] < 256 and
+       all(log[k][1] == 0 and log[k][2] == 0 for k in marks),
+       'one fold mark stands between the two turns kept, at the start of '
+       'the loop\'s block (at most 256 bytes before the store at %s: marks '
+       '%s)' % (len(arr) == 2 and hex(log[arr[1]][0]),
+                [(k, hex(log[k][0])) for k in between]))
     ok(flags == 1, 'the log holds every access since the thread started '
        '(complete: flags %d)' % flags)
 
@@ -217,21 +237,24 @@ def check_program(btrace, tool, prog, d):
            r[3] == 'W']
     ok(p.returncode == 128 + 11 and a2['arr'] is not None and
        [r[1] for r in arr] == [a2['arr'] + 4 * i for i in range(64)] and
-       all(r[2] == 4 for r in arr),
-       'with every turn kept (BTRACE_QEMU_LOOPS=0) all 64 stores, in order '
-       '(%d stores)' % len(arr))
+       all(r[2] == 4 for r in arr) and
+       not any(r[3] == 'F' for r in (logs[0][1] if logs else [])),
+       'with every turn kept (BTRACE_QEMU_LOOPS=0) all 64 stores, in order, '
+       'and no fold mark (%d stores)' % len(arr))
 
     # btrace info and report
+    nacc = len(log) - len(marks)
     r = info(btrace, snap)
     ok(r.returncode == 0 and re.search(r'^accesses: 1 log', r.stdout, re.M)
-       and ('thread %d: %d accesses' % (tid, len(log))) in r.stdout,
+       and ('thread %d: %d accesses' % (tid, nacc)) in r.stdout and
+       (', %d loop fold' % len(marks)) in r.stdout,
        'btrace info shows the log (%s)' % re.findall(
            r'^(?:accesses.*|  thread \d+: .*accesses.*)$', r.stdout, re.M))
     r = info(btrace, snap, '--json')
     j = json.loads(r.stdout) if r.returncode == 0 else {}
-    ok(j.get('accesses') == [{'tid': tid, 'count': len(log),
+    ok(j.get('accesses') == [{'tid': tid, 'count': nacc,
                               'writes': sum(x[3] == 'W' for x in log),
-                              'complete': True}],
+                              'folds': len(marks), 'complete': True}],
        'and in JSON (%s)' % j.get('accesses'))
     ok('qemu.accesses' in j.get('metadata', {}),
        'metadata qemu.accesses says what it holds (%s)' %
@@ -289,11 +312,45 @@ def check_demo(btrace, tool, demo, d):
        'decode --values knows at least as many values with the log: %d '
        'against %d' % (runs['log'][2], runs['nolog'][2]))
     # loop turns folded out of the history: the recovery starts after the
-    # last block the plugin may fold at (two derivations that disagree
-    # would mean it related turns that did not run back to back)
+    # last fold the log marks, or without the log after the last block
+    # the plugin may fold at (two derivations that disagree would mean it
+    # related turns that did not run back to back)
     ok(all(r[4] is not None and r[4][2] == 0 for r in runs.values()),
        'with loop turns folded, the value recovery finds no conflict, with '
        'or without the log (%s)' % [r[4] for r in runs.values()])
+
+    # Loop turns folded and marked in the log, under QEMU's own log of
+    # the registers at each block (every block it ran, the folded turns
+    # too): right from the end back to the last fold, where the recovery
+    # stops.
+    snap = os.path.join(d, 'demo-folded.btrace')
+    qlog = os.path.join(d, 'qemu-cpu-folded.log')
+    p = record(btrace, snap, [demo], env={
+        'BTRACE_QEMU_ARGS': '-d cpu,nochain -D %s' % qlog})
+    rc, known, unknown, listing = known_values(btrace, snap)
+    v = accread(tool, snap, 'values')['values']
+    ok(p.returncode == 128 + 11 and rc == 0 and os.path.exists(qlog),
+       'the demo recorded with loop turns folded, under -d cpu (%d, %d)' %
+       (p.returncode, rc))
+    if os.path.exists(qlog):
+        checked, wrong, bad = against_qemu_log(qlog, listing)
+        for b in bad:
+            T.diag('wrong: %s' % b)
+        ok(checked > 0 and wrong == 0,
+           'with loop turns folded and marked, the values recovered are '
+           'QEMU\'s registers at every block start they cover: %d checked, '
+           '%d wrong' % (checked, wrong))
+    last = before = None
+    for n, ln in enumerate(listing):
+        m = re.match(r'(0x[0-9a-f]+) .*\sj[a-z]+ (0x[0-9a-f]+)\s', ln)
+        if m and 0 <= int(m.group(1), 16) - int(m.group(2), 16) <= 256:
+            last = n
+    if last is not None:
+        before = sum('=0x' in ln for ln in listing[:last])
+    ok(v is not None and v[2] == 0 and before,
+       'the marks take the recovery back past the last block the plugin '
+       'may fold at (%s values known before it, line %s; values() %s)' %
+       (before, last, v))
 
     # Every turn kept, under QEMU's own log of the registers at each block.
     snap = os.path.join(d, 'demo-all.btrace')

@@ -41,6 +41,7 @@ int main(int argc, char **argv)
 			       (unsigned long long)l->entries[k].ip,
 			       (unsigned long long)l->entries[k].addr,
 			       l->entries[k].size,
+			       l->entries[k].flags & BTRACE_ACCESS_FOLD ? "F" :
 			       l->entries[k].flags & BTRACE_ACCESS_STORE ? "W" : "R");
 	}
 	if (argc > 2 && !strcmp(argv[2], "values")) {

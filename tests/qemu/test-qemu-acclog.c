@@ -255,6 +255,45 @@ static void damaged(struct bt_test *t, uint32_t i, const char *reason)
 	BT_CONTAINS(t, why, reason);
 }
 
+/* A fold mark (BT_ACC_FOLD: the loop block's address, nothing else)
+ * becomes a BTRACE_ACCESS_FOLD record of size 0 at address 0; one with a
+ * size, a store bit or an address is not one the plugin writes. */
+static void test_fold_mark(struct bt_test *t)
+{
+	static const uint64_t bad[][2] = {
+		{ BT_ACC_FOLD | 3, 0 },
+		{ BT_ACC_FOLD | BT_ACC_STORE, 0 },
+		{ BT_ACC_FOLD, 0x7000 },
+	};
+	struct bt_ring_access *ring;
+	struct bt_qemu_accesses a;
+	char why[256];
+
+	build(&normal);
+	fill(0, 0, 5);
+	ring = bt_ring_acc_at(file, hdr, 0);
+	ring[2].info = (0x401234ull << BT_ACC_IP_SHIFT) | BT_ACC_FOLD;
+	ring[2].addr = 0;
+	BT_REQUIRE(t, read_log(0, &a, why, sizeof(why)) == 0);
+	BT_EQ_U64(t, 5, a.n);
+	BT_EQ_U64(t, 0x401234, a.e[2].ip);
+	BT_EQ_U64(t, 0, a.e[2].addr);
+	BT_EQ_INT(t, 0, a.e[2].size);
+	BT_EQ_INT(t, BTRACE_ACCESS_FOLD, a.e[2].flags);
+	BT_EQ_U64(t, 0x401003, a.e[3].ip);   /* the others as written */
+	BT_EQ_INT(t, BTRACE_ACCESS_STORE, a.e[3].flags);
+	free(a.e);
+
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		build(&normal);
+		fill(0, 0, 5);
+		ring = bt_ring_acc_at(file, hdr, 0);
+		ring[1].info = (0x401234ull << BT_ACC_IP_SHIFT) | bad[k][0];
+		ring[1].addr = bad[k][1];
+		damaged(t, 0, "record 1 of 5");
+	}
+}
+
 static void test_damage(struct bt_test *t)
 {
 	static const struct layout past = { ACC, XACC, 1 << 20 };
@@ -273,7 +312,7 @@ static void test_damage(struct bt_test *t)
 	build(&normal);
 	fill(0, 0, 5);
 	ring = bt_ring_acc_at(file, hdr, 0);
-	ring[2].info |= 0x10;        /* a reserved bit */
+	ring[2].info |= 0x20;        /* a reserved bit */
 	damaged(t, 0, "record 2 of 5");
 
 	build(&normal);
@@ -312,5 +351,5 @@ static void test_cleanup(struct bt_test *t)
 }
 
 BT_TESTS(test_setup, test_oldest_first, test_wrapped, test_floor,
-	 test_second_class, test_canonical_ip, test_no_log, test_damage,
-	 test_cleanup)
+	 test_second_class, test_canonical_ip, test_no_log, test_fold_mark,
+	 test_damage, test_cleanup)

@@ -103,10 +103,11 @@ static int write_sample(const char *path, unsigned wflags)
 	static const struct btrace_access acc[] = {
 		{ 0x555555555120, 0x7ffffffde000 - 8, 8, BTRACE_ACCESS_STORE },
 		{ 0x555555555123, 0xffffffffffff0000, 16, 0 },
+		{ 0x555555555100, 0, 0, BTRACE_ACCESS_FOLD },
 	};
 	struct btrace_access_log al = {
 		.tid = 4242, .flags = BTRACE_ACCESSES_COMPLETE, .entries = acc,
-		.n = 2,
+		.n = 3,
 	};
 	struct btrace_signal s = {
 		.tid = 4242, .signo = 11, .code = 1, .err = 0, .addr = 0,
@@ -203,7 +204,7 @@ static void check_sample(struct bt_test *t, const struct btrace_snapshot *s)
 	BT_REQUIRE(t, s->naccess_logs == 1);
 	BT_EQ_INT(t, 4242, s->access_logs[0].tid);
 	BT_EQ_INT(t, BTRACE_ACCESSES_COMPLETE, s->access_logs[0].flags);
-	BT_REQUIRE(t, s->access_logs[0].n == 2);
+	BT_REQUIRE(t, s->access_logs[0].n == 3);
 	BT_EQ_U64(t, 0x555555555120, s->access_logs[0].entries[0].ip);
 	BT_EQ_U64(t, 0x7ffffffde000 - 8, s->access_logs[0].entries[0].addr);
 	BT_EQ_INT(t, 8, s->access_logs[0].entries[0].size);
@@ -211,6 +212,9 @@ static void check_sample(struct bt_test *t, const struct btrace_snapshot *s)
 	BT_EQ_U64(t, 0xffffffffffff0000, s->access_logs[0].entries[1].addr);
 	BT_EQ_INT(t, 16, s->access_logs[0].entries[1].size);
 	BT_EQ_INT(t, 0, s->access_logs[0].entries[1].flags);
+	BT_EQ_U64(t, 0x555555555100, s->access_logs[0].entries[2].ip);
+	BT_EQ_INT(t, BTRACE_ACCESS_FOLD, s->access_logs[0].entries[2].flags);
+	BT_EQ_INT(t, 0, s->access_logs[0].entries[2].size);
 
 	BT_EQ_STR(t, "testhost", btrace_snapshot_meta(s, "host"));
 	BT_EQ_STR(t, "6.1.0", btrace_snapshot_meta(s, "kernel"));
@@ -713,7 +717,11 @@ static void test_resync_skips_lookalike(struct bt_test *t)
 static void test_bad_access_records(struct bt_test *t)
 {
 	static const struct { struct btrace_access a; const char *why; } bad[] = {
-		{ { 0x1000, 0x2000, 8, 0x2 }, "accesses: record 1: unknown flags" },
+		{ { 0x1000, 0x2000, 8, 0x4 }, "accesses: record 1: unknown flags" },
+		{ { 0x1000, 0x2000, 8, 0x3 }, "accesses: record 1: unknown flags" },
+		{ { 0x1000, 0, 8, 0x2 }, "record 1: a fold mark with a size" },
+		{ { 0x1000, 0x2000, 0, 0x2 }, "record 1: a fold mark with a size" },
+		{ { 0, 0, 0, 0x2 }, "record 1: a fold mark with a size" },
 		{ { 0x1000, 0x2000, 0, 0 }, "accesses: record 1: bad size" },
 		{ { 0x1000, 0x2000, 8192, 0 }, "accesses: record 1: bad size" },
 		{ { 0x1000, ~0ull - 3, 8, 0 }, "accesses: record 1: bad size" },
