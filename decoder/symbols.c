@@ -449,7 +449,8 @@ static struct bt_dwcu *dwidx_cu(struct bt_dwidx *x, Dwfl_Module *mod,
 		free(u->ranges);
 		return NULL;
 	}
-	qsort(u->ranges, u->nranges, sizeof(*u->ranges), dwrange_cmp);
+	if (u->nranges)   /* qsort(NULL, 0, ...) is undefined */
+		qsort(u->ranges, u->nranges, sizeof(*u->ranges), dwrange_cmp);
 	x->last = x->ncus++;
 	return u;
 }

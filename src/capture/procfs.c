@@ -150,7 +150,8 @@ int bt_proc_tids(pid_t pid, pid_t **tids)
 		arr[n++] = (pid_t)atoi(de->d_name);
 	}
 	closedir(d);
-	qsort(arr, n, sizeof(*arr), cmp_pid);
+	if (n)   /* qsort(NULL, 0, ...) is undefined */
+		qsort(arr, n, sizeof(*arr), cmp_pid);
 	*tids = arr;
 	return (int)n;
 }

@@ -244,7 +244,8 @@ int bt_qemu_core_read(const char *path, struct bt_qemu_core *c)
 			bt_notes(buf, ph[i].p_filesz, bt_core_note, c);
 		free(buf);
 	}
-	qsort(c->vmas, c->nvmas, sizeof(*c->vmas), bt_vma_cmp);
+	if (c->nvmas)   /* qsort(NULL, 0, ...) is undefined */
+		qsort(c->vmas, c->nvmas, sizeof(*c->vmas), bt_vma_cmp);
 	rc = c->found ? 0 : -ENOENT;
 out:
 	free(ph);

@@ -1179,7 +1179,8 @@ static int bt_write_logged_code(struct bt_job *j, const struct bt_qemu_ring *r,
 	*nbytes = 0;
 	if (!r->code)
 		return 0;
-	qsort(good, ngood, sizeof(*good), bt_span_cmp);
+	if (ngood)   /* qsort(NULL, 0, ...) is undefined */
+		qsort(good, ngood, sizeof(*good), bt_span_cmp);
 	for (uint64_t i = 0; i < r->ntbs; i++) {
 		const struct bt_tb_info *t = &r->tbs[i];
 		uint64_t len;
