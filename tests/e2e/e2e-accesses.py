@@ -76,8 +76,11 @@ def accread(tool, snap, *extra):
             out['logs'][int(f[1])] = (int(f[2]), cur)
         elif f[0] == 'values':
             out['values'] = tuple(int(x) for x in f[1:4])
-        else:
+        elif len(f) == 4 and cur is not None:
             cur.append((int(f[0], 16), int(f[1], 16), int(f[2]), f[3]))
+        else:
+            out['rc'] = out['rc'] or -1
+            out['err'] += ' (a line it does not print: %r)' % line[:80]
     return out
 
 

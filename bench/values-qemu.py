@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Register values recovered on real QEMU recordings of the crash corpus,
+against QEMU's own log of the registers at every block it runs.
+
+    bench/values-qemu.py [--test] BUILD_DIR [RECORD_OPTION...]
+
+Each program bench/values-corpus.py measures (tests/corpus, the same
+choice) is recorded by `btrace record -b qemu` as a user would record it
+(loop turns folded, the access log on, unless RECORD_OPTIONs say
+otherwise, e.g. --accesses 0) under QEMU's `-d cpu,nochain`
+(BTRACE_QEMU_ARGS), which logs the registers at the start of every block
+QEMU runs, the turns the plugin folds out of the history too.  Then
+`btrace decode --insn --values` of the snapshot is compared with that
+log from the fault back (e2e-accesses.py's against_qemu_log()): each
+instruction that starts the block QEMU ran next, with the registers it
+reads, and the one before it with those it writes.  Printed per program
+and in total: the instructions the recovery covers and the values it
+knows there (btrace_values_build through tests/e2e/e2e-accread), the
+values checked against QEMU's log and the wrong ones, as a Markdown
+table (docs/performance.md, "Values and the origin").  With --test (the
+test e2e-values-qemu): TAP, exit status 1 on any wrong value, a
+conflict, or a program that was not recorded or decoded, unless
+docs/report.md's "Known limits" names it (a program that does not die
+under QEMU as it does on the CPU: skipped, with the reason).
+"""
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+
+top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(top, 'tests', 'corpus'))
+sys.path.insert(0, os.path.join(top, 'tests', 'e2e'))
+import corpus  # noqa: E402
+
+
+def load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+acc = load('e2e_accesses', os.path.join(top, 'tests', 'e2e',
+                                        'e2e-accesses.py'))
+vc = load('values_corpus', os.path.join(top, 'bench', 'values-corpus.py'))
+
+
+def main():
+    args = sys.argv[1:]
+    test = '--test' in args
+    if test:
+        args.remove('--test')
+    if not args:
+        print(__doc__, file=sys.stderr)
+        return 2
+    build = os.path.abspath(args[0])
+    extra = args[1:]
+    btrace = os.path.join(build, 'src', 'cli', 'btrace')
+    tool = os.path.join(build, 'tests', 'e2e', 'e2e-accread')
+    why = acc.e2elib.qemu_skip_reason()
+    if why:
+        if test:
+            print('1..0 # SKIP %s' % why)
+            return 0
+        print(why, file=sys.stderr)
+        return 1
+    lim = corpus.known_limits()
+    rows = []
+    fail = 0
+    with tempfile.TemporaryDirectory(prefix='btrace-vq-') as d:
+        n = 0
+        for case in corpus.CASES:
+            if not vc.wanted(case):
+                continue
+            try:
+                argv, _ = corpus.build(case, d)
+            except Exception as e:  # a missing compiler: say so, go on
+                print('# %s: not built: %s' % (case['name'], e))
+                continue
+            argv = argv + case.get('args', [])
+            snap = os.path.join(d, case['name'] + '.btrace')
+            qlog = os.path.join(d, case['name'] + '.qlog')
+            p = acc.record(btrace, snap, argv, extra, env={
+                'BTRACE_QEMU_ARGS': '-d cpu,nochain -D %s' % qlog})
+            rc, known, unknown, listing = acc.known_values(btrace, snap)
+            got = acc.accread(tool, snap, 'values')
+            v = got['values']
+            checked = wrong = 0
+            bad = []
+            if os.path.exists(qlog):
+                checked, wrong, bad = acc.against_qemu_log(qlog, listing)
+                os.unlink(qlog)
+            n += 1
+            limit = corpus.todo_for(lim, case['name'], 'values')
+            if not os.path.exists(snap) and limit:
+                # a program QEMU does not crash as the CPU does
+                print('ok %d - %s # SKIP not recorded: %s' % (
+                    n, case['name'], limit) if test else
+                    '# %s: not recorded: %s' % (case['name'], limit))
+                continue
+            good = (os.path.exists(snap) and rc == 0 and got['rc'] == 0 and
+                    v is not None and
+                    v[2] == 0 and wrong == 0)
+            fail |= not good
+            rows.append((case['name'], v, checked, wrong))
+            if test:
+                print('%s %d - %s: %s instructions, %s values known, %d '
+                      'checked against QEMU\'s log, %d wrong, %s conflicts%s'
+                      % ('ok' if good else 'not ok', n, case['name'],
+                         v and v[0], v and v[1], checked, wrong,
+                         v and v[2], '' if good else ' (%s; %s)' % (
+                             got['err'][-600:], p.stderr.strip()[-200:])))
+                for b in bad:
+                    print('# wrong: %s' % b)
+            for path in (snap,):
+                if os.path.exists(path):
+                    os.unlink(path)
+    tot = [sum(r[1][0] for r in rows if r[1]), sum(r[1][1] for r in rows if r[1]),
+           sum(r[2] for r in rows), sum(r[3] for r in rows)]
+    if test:
+        n += 1
+        print('ok %d - total: %d instructions, %d values known, %d checked, '
+              '%d wrong' % (n, *tot) if not fail else
+              'not ok %d - total: %d wrong' % (n, tot[3]))
+        print('1..%d' % n)
+        return 1 if fail else 0
+    print('| program | instructions covered | values known | checked against QEMU | wrong |')
+    print('|---|---:|---:|---:|---:|')
+    for name, v, c, w in rows:
+        print('| %s | %s | %s | %d | %d |' % (name, v and v[0], v and v[1], c, w))
+    print('| **total** | %d | %d | %d | %d |' % tuple(tot))
+    return 1 if fail else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
