@@ -322,27 +322,10 @@ def check_demo(btrace, tool, demo, d):
        'with loop turns folded, the value recovery finds no conflict, with '
        'or without the log (%s)' % [r[4] for r in runs.values()])
 
-    # Loop turns folded and marked in the log, under QEMU's own log of
-    # the registers at each block (every block it ran, the folded turns
-    # too): right from the end back to the last fold, where the recovery
-    # stops.
-    snap = os.path.join(d, 'demo-folded.btrace')
-    qlog = os.path.join(d, 'qemu-cpu-folded.log')
-    p = record(btrace, snap, [demo], env={
-        'BTRACE_QEMU_ARGS': '-d cpu,nochain -D %s' % qlog})
-    rc, known, unknown, listing = known_values(btrace, snap)
-    v = accread(tool, snap, 'values')['values']
-    ok(p.returncode == 128 + 11 and rc == 0 and os.path.exists(qlog),
-       'the demo recorded with loop turns folded, under -d cpu (%d, %d)' %
-       (p.returncode, rc))
-    if os.path.exists(qlog):
-        checked, wrong, bad = against_qemu_log(qlog, listing)
-        for b in bad:
-            T.diag('wrong: %s' % b)
-        ok(checked > 0 and wrong == 0,
-           'with loop turns folded and marked, the values recovered are '
-           'QEMU\'s registers at every block start they cover: %d checked, '
-           '%d wrong' % (checked, wrong))
+    # Loop turns folded and marked in the log: right from the end back to
+    # the last fold, where the recovery stops.
+    listing, v = under_cpu_log(btrace, tool, demo, d, 'folded', {},
+                               'with loop turns folded and marked')
     last = before = None
     for n, ln in enumerate(listing):
         m = re.match(r'(0x[0-9a-f]+) .*\sj[a-z]+ (0x[0-9a-f]+)\s', ln)
@@ -355,27 +338,35 @@ def check_demo(btrace, tool, demo, d):
        'may fold at (%s values known before it, line %s; values() %s)' %
        (before, last, v))
 
-    # Every turn kept, under QEMU's own log of the registers at each block.
-    snap = os.path.join(d, 'demo-all.btrace')
-    qlog = os.path.join(d, 'qemu-cpu.log')
-    p = record(btrace, snap, [demo], env={
-        'BTRACE_QEMU_LOOPS': '0',
-        'BTRACE_QEMU_ARGS': '-d cpu,nochain -D %s' % qlog})
-    rc, known, unknown, listing = known_values(btrace, snap)
-    v = accread(tool, snap, 'values')['values']
-    ok(p.returncode == 128 + 11 and rc == 0 and os.path.exists(qlog),
-       'the demo recorded with every turn kept, under -d cpu (%d, %d)' %
-       (p.returncode, rc))
-    if not os.path.exists(qlog):
-        return
-    checked, wrong, bad = against_qemu_log(qlog, listing)
-    for b in bad:
-        T.diag('wrong: %s' % b)
-    ok(checked > 0 and wrong == 0,
-       'the values recovered with the log are QEMU\'s registers at every '
-       'block start they cover: %d checked, %d wrong' % (checked, wrong))
+    # Every turn kept.
+    listing, v = under_cpu_log(btrace, tool, demo, d, 'all',
+                               {'BTRACE_QEMU_LOOPS': '0'},
+                               'with every turn kept')
     ok(v is not None and v[2] == 0,
        'and the value recovery finds no conflict (%s)' % (v,))
+
+
+def under_cpu_log(btrace, tool, demo, d, name, env, how):
+    """The demo recorded (@env) under QEMU's own log of the registers at
+    each block it runs (every block, folded turns too), its values
+    checked against that log: (the values listing, values())."""
+    snap = os.path.join(d, 'demo-%s.btrace' % name)
+    qlog = os.path.join(d, 'qemu-cpu-%s.log' % name)
+    env = dict(env, BTRACE_QEMU_ARGS='-d cpu,nochain -D %s' % qlog)
+    p = record(btrace, snap, [demo], env=env)
+    rc, _, _, listing = known_values(btrace, snap)
+    v = accread(tool, snap, 'values')['values']
+    ok(p.returncode == 128 + 11 and rc == 0 and os.path.exists(qlog),
+       'the demo recorded %s, under -d cpu (%d, %d)' % (how, p.returncode,
+                                                       rc))
+    if os.path.exists(qlog):
+        checked, wrong, bad = against_qemu_log(qlog, listing)
+        for b in bad:
+            T.diag('wrong: %s' % b)
+        ok(checked > 0 and wrong == 0,
+           '%s, the values recovered are QEMU\'s registers at every block '
+           'start they cover: %d checked, %d wrong' % (how, checked, wrong))
+    return listing, v
 
 
 def main():
