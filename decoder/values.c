@@ -811,8 +811,9 @@ static void log_regs(struct vstate *s, size_t i)
  * with an access make none, so they lie in that block (from its first
  * instruction, at most a TB's reach on).  The walk stops at the block's
  * first instruction and *@fold is its index (the path before it is not
- * the one that ran right before it); at anything else it stops, as when
- * it cannot tell.  *@fold is 0 when no mark was met.  Returns the index
+ * the one that ran right before it); at an instruction outside the block
+ * it stops too, and *@fold is the index after it (the fold lies there or
+ * later).  *@fold is 0 when no mark was met.  Returns the index
  * of the first instruction given its accesses (the number of
  * instructions: none).
  */
@@ -853,8 +854,12 @@ static size_t align_log(struct vstate *s, const struct btrace_access *log,
 		if (k && (log[k - 1].flags & BTRACE_ACCESS_FOLD) &&
 		    log[k - 1].ip != in->ip &&
 		    (in->ip < log[k - 1].ip ||
-		     in->ip - log[k - 1].ip >= TB_REACH))
-			break;   /* not the loop block's: out of step */
+		     in->ip - log[k - 1].ip >= TB_REACH)) {
+			/* not the loop block's: out of step, and the fold
+			 * lies somewhere after it */
+			*fold = i + 1;
+			return i + 1;
+		}
 		in->acc = (uint32_t)k;
 		in->nacc = (uint32_t)(j - k);
 		in->logged = 1;
