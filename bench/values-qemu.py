@@ -91,7 +91,7 @@ def main():
             checked = wrong = 0
             bad = []
             if os.path.exists(qlog):
-                checked, wrong, bad = acc.against_qemu_log(qlog, listing)
+                checked, wrong, bad, _ = acc.against_qemu_log(qlog, listing)
                 os.unlink(qlog)
             n += 1
             limit = corpus.todo_for(lim, case['name'], 'values')

@@ -76,6 +76,13 @@ struct vinsn {
 			      * encoding whose ModRM names a register, or
 			      * EVEX without a mask, or VEX other than
 			      * masked moves and gathers */
+	uint8_t fold;        /* not an instruction: the loop turns the
+			      * recorder folded out of the history right
+			      * before the loop block at @ip, as one step that
+			      * may write the registers of @wr, and memory
+			      * when @clobber (fold_effects()) */
+	uint8_t fold_df;     /* @fold: the turns may change the direction
+			      * flag */
 	struct vop op[4];
 };
 
@@ -135,6 +142,11 @@ struct vstate {
 	uint8_t *searched;        /* rt_sigreturn i's frame searched for */
 	const struct btrace_access *log;  /* the accesses the recorder logged,
 				   * NULL none (vinsn.acc indexes it) */
+	size_t *fold_at;          /* align_log(): the fold marks it met, newest
+				   * first: the index of the loop block's
+				   * first instruction after the turns */
+	uint64_t *fold_ip;        /* the loop block of each */
+	size_t nfold;
 };
 
 struct bt_values {
@@ -143,6 +155,7 @@ struct bt_values {
 	uint64_t *val;
 	uint16_t *kn;
 	uint16_t *rw;        /* reads, then writes: 2 * (n + 1) */
+	uint8_t *fold;       /* n + 1 */
 	struct btrace_origin_link chain[MAX_CHAIN];
 };
 
@@ -809,41 +822,53 @@ static void log_regs(struct vstate *s, size_t i)
  * the execution of the loop block, at the mark's address, that follows
  * the turns folded out: the instructions after it up to the first one
  * with an access make none, so they lie in that block (from its first
- * instruction, at most a TB's reach on).  The walk stops at the block's
- * first instruction and *@fold is its index (the path before it is not
- * the one that ran right before it); at an instruction outside the block
- * it stops too, and *@fold is the index after it (the fold lies there or
- * later).  *@fold is 0 when no mark was met.  Returns the index
- * of the first instruction given its accesses (the number of
- * instructions: none).
+ * instruction, at most a TB's reach on).  At the block's first
+ * instruction the walk notes the fold (s->fold_at, s->fold_ip: the turns
+ * ran right before that instruction) and goes on before it with the
+ * entries before the mark, which are the accesses of the path before the
+ * turns.  At an instruction outside the block it stops, and *@cut is the
+ * index after it (the path is out of step with the log, and a fold lies
+ * there or later; 0: it did not stop so).  Returns the index of the first
+ * instruction given its accesses (the number of instructions: none).
  */
 #define TB_REACH 8192u
 
+static void add_fold(struct vstate *s, size_t at, uint64_t ip)
+{
+	/* one per instruction (and one at the fault) at most: the walk
+	 * notes each index once, going down */
+	s->fold_at[s->nfold] = at;
+	s->fold_ip[s->nfold++] = ip;
+}
+
+static int is_mark(const struct btrace_access *e)
+{
+	return (e->flags & BTRACE_ACCESS_FOLD) != 0;
+}
+
 static size_t align_log(struct vstate *s, const struct btrace_access *log,
-			uint64_t nlog, int complete, size_t *fold)
+			uint64_t nlog, int complete, size_t *cut)
 {
 	uint64_t j = nlog;
 	size_t i;
 
-	*fold = 0;
+	*cut = 0;
 	s->log = log;
 	if (!log || !s->have_fault ||
 	    (s->n && s->in[s->n - 1].ip == s->fault_ip))
 		return s->n;
-	while (j && log[j - 1].ip == s->fault_ip &&
-	       !(log[j - 1].flags & BTRACE_ACCESS_FOLD))
+	while (j && log[j - 1].ip == s->fault_ip && !is_mark(&log[j - 1]))
 		j--;
-	if (j && (log[j - 1].flags & BTRACE_ACCESS_FOLD) &&
-	    log[j - 1].ip == s->fault_ip) {
-		*fold = s->n;   /* turns folded right before the fault */
-		return s->n;
+	if (j && is_mark(&log[j - 1]) && log[j - 1].ip == s->fault_ip) {
+		/* turns folded right before the fault */
+		add_fold(s, s->n, s->fault_ip);
+		j--;
 	}
 	for (i = s->n; i-- > 0;) {
 		struct vinsn *in = &s->in[i];
 		uint64_t k = j;
 
-		while (k && log[k - 1].ip == in->ip &&
-		       !(log[k - 1].flags & BTRACE_ACCESS_FOLD))
+		while (k && log[k - 1].ip == in->ip && !is_mark(&log[k - 1]))
 			k--;
 		if (may_skip(in) && k < j && !skip_sure(s, i))
 			break;
@@ -851,23 +876,21 @@ static size_t align_log(struct vstate *s, const struct btrace_access *log,
 			break;
 		if (!k && !complete)
 			break;   /* the log may have started inside it */
-		if (k && (log[k - 1].flags & BTRACE_ACCESS_FOLD) &&
-		    log[k - 1].ip != in->ip &&
+		if (k && is_mark(&log[k - 1]) && log[k - 1].ip != in->ip &&
 		    (in->ip < log[k - 1].ip ||
 		     in->ip - log[k - 1].ip >= TB_REACH)) {
 			/* not the loop block's: out of step, and the fold
 			 * lies somewhere after it */
-			*fold = i + 1;
+			*cut = i + 1;
 			return i + 1;
 		}
 		in->acc = (uint32_t)k;
 		in->nacc = (uint32_t)(j - k);
 		in->logged = 1;
 		j = k;
-		if (k && (log[k - 1].flags & BTRACE_ACCESS_FOLD) &&
-		    log[k - 1].ip == in->ip) {
-			*fold = i;
-			return i;
+		if (k && is_mark(&log[k - 1]) && log[k - 1].ip == in->ip) {
+			add_fold(s, i, in->ip);
+			j = k - 1;
 		}
 	}
 	return i + 1;
@@ -1663,6 +1686,8 @@ static int df_other(const struct vstate *s, size_t k)
 {
 	const struct vinsn *in = &s->in[k];
 
+	if (in->fold)
+		return in->fold_df;
 	switch (in->id) {
 	case X86_INS_POPF: case X86_INS_POPFQ: case X86_INS_POPFD:
 	case X86_INS_IRET: case X86_INS_IRETD: case X86_INS_IRETQ:
@@ -2806,6 +2831,163 @@ static int folds(const struct bt_ctx *c)
 	return turns && !strcmp(turns, "marked") ? FOLD_MARKED : FOLD_ANY;
 }
 
+/*
+ * Across a fold.  Metadata qemu.fold_cycles "direct4" says what a turn the
+ * recorder folded out may be: a path of at most FOLD_TBS blocks from the
+ * loop block back to it, none of the blocks after the loop block ending in
+ * a call, a return, a far transfer or a trap (docs/qemu-backend.md,
+ * "Loops").  Each block ends at a jump or branch, or before one, so every
+ * such turn is among the paths of the code from the loop block's first
+ * instruction with at most FOLD_TBS jumps and branches that come back to
+ * it, through no call or return.  What those may write, the turns may
+ * have written: fold_effects() makes it one step of the path.
+ */
+#define FOLD_TBS 4
+#define FOLD_INSNS 1024       /* instructions on one path */
+#define FOLD_WORK 16384       /* instructions looked at in all */
+
+static int fold_cycles(const struct bt_ctx *c)
+{
+	const char *v = btrace_snapshot_meta(c->snap, "qemu.fold_cycles");
+
+	return v && !strcmp(v, "direct4");
+}
+
+/* Instruction @in may store to memory. */
+static int may_store(const struct vinsn *in)
+{
+	if (in->clobber || stack_access(in->id) == 1 || xsave_area(in->id) ||
+	    in->id == X86_INS_SYSCALL)
+		return 1;
+	for (unsigned k = 0; k < in->nop; k++) {
+		const struct vop *o = &in->op[k];
+		if (o->type == X86_OP_MEM && in->id != X86_INS_LEA &&
+		    in->id != X86_INS_NOP &&
+		    (!o->access || (o->access & CS_AC_WRITE)))
+			return 1;
+	}
+	return 0;
+}
+
+/* Whether instruction @id changes the direction flag. */
+static int sets_df(unsigned id)
+{
+	switch (id) {
+	case X86_INS_CLD: case X86_INS_STD:
+	case X86_INS_POPF: case X86_INS_POPFQ: case X86_INS_POPFD:
+	case X86_INS_IRET: case X86_INS_IRETD: case X86_INS_IRETQ:
+		return 1;
+	}
+	return 0;
+}
+
+struct fold_walk {
+	struct bt_ctx *c;
+	cs_insn *ci;
+	uint64_t loop;            /* the loop block's first instruction */
+	uint64_t path[FOLD_INSNS];
+	size_t work;
+	int fail;
+	unsigned turns;           /* paths found */
+	struct vinsn *out;
+};
+
+/* A turn's path back to the loop block: what its instructions may do,
+ * into the fold step. */
+static void fold_turn(struct fold_walk *w, size_t len)
+{
+	struct vinsn v;
+
+	w->turns++;
+	for (size_t k = 0; k < len && !w->fail; k++) {
+		decode_one(w->c, w->ci, w->path[k], &v);
+		if (v.id == X86_INS_WRFSBASE) {
+			/* the fs base: fs_from() reads it off the path */
+			w->fail = 1;
+			return;
+		}
+		w->out->wr |= v.wr;
+		if (may_store(&v))
+			w->out->clobber = 1;
+		if (!v.id || sets_df(v.id))
+			w->out->fold_df = 1;
+	}
+}
+
+/* The paths from @a, @len instructions into one, with @jumps jumps and
+ * branches left. */
+static void fold_paths(struct fold_walk *w, uint64_t a, size_t len, int jumps)
+{
+	while (!w->fail) {
+		if (len && a == w->loop) {
+			fold_turn(w, len);
+			return;
+		}
+		if (len == FOLD_INSNS || ++w->work > FOLD_WORK) {
+			w->fail = 1;
+			return;
+		}
+		const struct bt_insn_info *ii = bt_insn_classify(w->c, a);
+		unsigned cls = ii->cls, size = ii->size;
+		uint64_t to = ii->target;
+		if (!size) {
+			w->fail = 1;    /* no code: where it goes is not known */
+			return;
+		}
+		w->path[len++] = a;
+		switch (cls) {
+		case BTRACE_INSN_OTHER:
+			a += size;
+			continue;
+		case BTRACE_INSN_JCC:
+		case BTRACE_INSN_JMP:
+			if (!jumps)
+				return;     /* a turn is not that long */
+			if (!to) {
+				w->fail = 1;
+				return;
+			}
+			if (cls == BTRACE_INSN_JCC)
+				fold_paths(w, a + size, len, jumps - 1);
+			a = to;
+			jumps--;
+			continue;
+		case BTRACE_INSN_CALL: case BTRACE_INSN_CALL_IND:
+		case BTRACE_INSN_RET:
+			return;             /* not on a folded turn */
+		default:
+			/* an indirect jump (its target is not known), a system
+			 * call or another far transfer */
+			w->fail = 1;
+			return;
+		}
+	}
+}
+
+/* The fold step for the turns folded out before the loop block at @loop:
+ * 1 and *@out, 0 when what they may do cannot be told. */
+static int fold_effects(struct bt_ctx *c, cs_insn *ci, uint64_t loop,
+			struct vinsn *out)
+{
+	struct fold_walk *w = calloc(1, sizeof(*w));
+	int ok = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (w && ci) {
+		out->ip = loop;
+		out->fold = 1;
+		*w = (struct fold_walk){ .c = c, .ci = ci, .loop = loop,
+					 .out = out };
+		fold_paths(w, loop, 0, FOLD_TBS);
+		/* no path back: the code is not what ran */
+		ok = !w->fail && w->turns;
+	}
+	free(w);
+	if (!ok)
+		memset(out, 0, sizeof(*out));
+	return ok;
+}
+
 /* Where a fold may lie in the first @n instructions of @ip when nothing
  * marks it: the path is used from after the last block the plugin may
  * fold at, the number of instructions to leave out (0 none). */
@@ -2852,6 +3034,98 @@ static void drop_front(struct vstate *s, uint64_t *ip, size_t cut)
 	memmove(s->kn, s->kn + cut, m * sizeof(*s->kn));
 	memmove(s->searched, s->searched + cut, m);
 	s->n = n - cut;
+}
+
+/* Room for @m fold steps more (before solve()). */
+static int fold_room(struct vstate *s, uint64_t **ip, size_t m)
+{
+	size_t n = s->n + m + 1;
+	void *p;
+
+	if (!(p = realloc(*ip, n * sizeof(**ip))))
+		return -ENOMEM;
+	*ip = p;
+	if (!(p = realloc(s->in, n * sizeof(*s->in))))
+		return -ENOMEM;
+	s->in = p;
+	if (!(p = realloc(s->val, n * NR * sizeof(*s->val))))
+		return -ENOMEM;
+	s->val = p;
+	if (!(p = realloc(s->kn, n * sizeof(*s->kn))))
+		return -ENOMEM;
+	s->kn = p;
+	if (!(p = realloc(s->searched, n)))
+		return -ENOMEM;
+	s->searched = p;
+	return 0;
+}
+
+/* Fold step @fx right before instruction @p (@p == n: before the fault):
+ * the state before it is not known yet, the one after it is the state
+ * instruction @p had. */
+static void insert_fold(struct vstate *s, uint64_t *ip, size_t p,
+			const struct vinsn *fx)
+{
+	size_t n = s->n;
+	int32_t depth = 0;
+
+	if (p < n) {
+		depth = s->in[p].depth;
+	} else if (n) {
+		depth = s->in[n - 1].depth +
+			(s->in[n - 1].id == X86_INS_CALL) -
+			(s->in[n - 1].id == X86_INS_RET);
+	}
+	memmove(ip + p + 1, ip + p, (n - p) * sizeof(*ip));
+	memmove(s->in + p + 1, s->in + p, (n + 1 - p) * sizeof(*s->in));
+	memmove(s->val + (p + 1) * NR, s->val + p * NR,
+		(n + 1 - p) * NR * sizeof(*s->val));
+	memmove(s->kn + p + 1, s->kn + p, (n + 1 - p) * sizeof(*s->kn));
+	memmove(s->searched + p + 1, s->searched + p, n + 1 - p);
+	ip[p] = fx->ip;
+	s->in[p] = *fx;
+	s->in[p].depth = depth;
+	memset(s->val + p * NR, 0, NR * sizeof(*s->val));
+	s->kn[p] = 0;
+	s->searched[p] = 0;
+	s->n = n + 1;
+}
+
+/*
+ * The folds align_log() met, newest first: each whose turns fold_effects()
+ * can tell becomes a fold step; the path is cut at the first that cannot
+ * (it starts at that loop block, as with no way across), or else where the
+ * walk lost step, or else, when the recorder folds and the log did not
+ * reach the path's start, where an unmarked fold may lie (marked_cut()).
+ */
+static int apply_folds(struct vstate *s, uint64_t **ip, int fo, size_t from,
+		       size_t stop, cs_insn *ci)
+{
+	struct vinsn *fx = calloc(s->nfold + 1, sizeof(*fx));
+	size_t nf = 0, cut, m = 0;
+	int across = fold_cycles(s->c);
+
+	if (!fx)
+		return -ENOMEM;
+	while (nf < s->nfold && across &&
+	       fold_effects(s->c, ci, s->fold_ip[nf], &fx[nf]))
+		nf++;
+	cut = nf < s->nfold ? s->fold_at[nf] : stop ? stop :
+	      fo == FOLD_MARKED ? marked_cut(s, *ip, from, 0) : 0;
+	if (cut)
+		drop_front(s, *ip, cut);
+	for (size_t k = 0; k < nf; k++)
+		m += s->fold_at[k] > cut;
+	if (m && fold_room(s, ip, m) < 0) {
+		free(fx);
+		return -ENOMEM;
+	}
+	/* the newest first: the indices before each stay as they are */
+	for (size_t k = 0; k < nf; k++)
+		if (s->fold_at[k] > cut)
+			insert_fold(s, *ip, s->fold_at[k] - cut, &fx[k]);
+	free(fx);
+	return 0;
 }
 
 /* The instructions of the straight run before the end of @t's history
@@ -3091,6 +3365,16 @@ static void chain_of(struct bt_values *v, struct vstate *s, unsigned reg,
 		l->reg = (int32_t)reg;
 		if ((l->has_value = kn(s, j + 1, reg)))
 			l->value = get(s, j + 1, reg);
+		if (in->fold) {
+			char w[96];
+			l->kind = BTRACE_ORIGIN_FOLDED;
+			l->insn[0] = 0;     /* no instruction */
+			where(s->c, in->ip, w, sizeof(w));
+			snprintf(l->what, sizeof(l->what), "%s may have been "
+				 "written by loop turns folded out of the history "
+				 "(the loop at %s)", vreg_names[reg], w);
+			return;
+		}
 		int dst_reg = in->nop >= 1 && d->type == X86_OP_REG && d->reg == reg;
 		if (in->id == X86_INS_SYSCALL && reg == BTRACE_VREG_RAX) {
 			l->kind = BTRACE_ORIGIN_SYSCALL;
@@ -3413,10 +3697,12 @@ static int build(const struct btrace_decode_result *res, size_t thread,
 	s.kn = calloc(n + 1, sizeof(*s.kn));
 	s.mem = malloc(sizeof(*s.mem));
 	s.searched = calloc(n + 1, 1);
+	s.fold_at = calloc(n + 1, sizeof(*s.fold_at));
+	s.fold_ip = calloc(n + 1, sizeof(*s.fold_ip));
 	if (c->cs_ok)
 		ci = cs_malloc(c->cs);
-	if (!s.in || !s.val || !s.kn || !s.mem || !s.searched ||
-	    (c->cs_ok && !ci))
+	if (!s.in || !s.val || !s.kn || !s.mem || !s.searched || !s.fold_at ||
+	    !s.fold_ip || (c->cs_ok && !ci))
 		goto oom;
 	/* a QEMU history may have loop turns folded out of it: with no
 	 * marks, only what follows the last block the plugin may fold at */
@@ -3473,14 +3759,12 @@ static int build(const struct btrace_decode_result *res, size_t thread,
 	}
 	s.fault_ip = fault_ip;
 	if (log) {
-		size_t fold, from = align_log(&s, log->entries, log->n,
+		size_t stop, from = align_log(&s, log->entries, log->n,
 					      log->flags & BTRACE_ACCESSES_COMPLETE,
-					      &fold);
-		cut = fo == FOLD_MARKED ? marked_cut(&s, ip, from, fold) : 0;
-		if (cut) {
-			drop_front(&s, ip, cut);
-			n = s.n;
-		}
+					      &stop);
+		if (apply_folds(&s, &ip, fo, from, stop, ci) < 0)
+			goto oom;
+		n = s.n;
 	}
 	solve(&s);
 	for (size_t i = 0; i < n; i++)
@@ -3495,14 +3779,17 @@ static int build(const struct btrace_decode_result *res, size_t thread,
 	v->pub.known = v->kn = s.kn;
 	v->pub.conflicts = s.conflicts;
 	v->rw = calloc(2 * (n + 1), sizeof(*v->rw));
-	if (!v->rw)
+	v->fold = calloc(n + 1, 1);
+	if (!v->rw || !v->fold)
 		goto oom_after;
 	for (size_t i = 0; i < n; i++) {
 		v->rw[i] = s.in[i].rd;
 		v->rw[n + 1 + i] = s.in[i].wr;
+		v->fold[i] = s.in[i].fold;
 	}
 	v->pub.reads = v->rw;
 	v->pub.writes = v->rw + n + 1;
+	v->pub.folded = v->fold;
 	find_origin(v, &s, fault_ip, ci);
 	if (ci)
 		cs_free(ci, 1);
@@ -3510,6 +3797,8 @@ static int build(const struct btrace_decode_result *res, size_t thread,
 	free(s.mem);
 	free(s.priv);
 	free(s.searched);
+	free(s.fold_at);
+	free(s.fold_ip);
 	*out = &v->pub;
 	return 0;
 oom_after:
@@ -3527,6 +3816,8 @@ oom:
 	free(s.mem);
 	free(s.priv);
 	free(s.searched);
+	free(s.fold_at);
+	free(s.fold_ip);
 	free(ip);
 	free(v);
 	return bt_error(err, rc, "values: out of memory");
@@ -3552,5 +3843,6 @@ void btrace_values_free(struct btrace_values *pv)
 	free(v->val);
 	free(v->kn);
 	free(v->rw);
+	free(v->fold);
 	free(v);
 }

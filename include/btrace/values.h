@@ -63,6 +63,10 @@ enum btrace_origin_kind {
 				       * where to) */
 	BTRACE_ORIGIN_STORE = 9,      /* a store to the stack a later load
 				       * read it back from */
+	BTRACE_ORIGIN_FOLDED = 10,    /* the source, as far as it is known:
+				       * loop turns the recorder folded out
+				       * of the history may have written it
+				       * (@ip: the loop block) */
 };
 
 /* One link of the origin chain, the newest first. */
@@ -102,7 +106,8 @@ struct btrace_values {
 	size_t sz;                 /* sizeof(struct btrace_values) */
 	const struct btrace_thread *thread;
 	size_t ninsn;              /* instructions on the path, before the
-				    * fault (oldest first) */
+				    * fault (oldest first), with its folds
+				    * (@folded) */
 	const uint64_t *ip;        /* ip[i] of each instruction; ip[ninsn]:
 				    * the faulting one (0: none) */
 	const uint64_t *regs;      /* regs[i * BTRACE_NVREGS + r]: register
@@ -116,6 +121,14 @@ struct btrace_values {
 				    * disagreed (the later one dropped); 0
 				    * expected */
 	struct btrace_origin origin;
+	const uint8_t *folded;     /* folded[i] 1: entry i is no instruction
+				    * but the turns of a loop the recorder
+				    * folded out of the history (the QEMU
+				    * backend) right before the loop block at
+				    * ip[i] (the next entry's instruction, or
+				    * the faulting one): regs[i] before them,
+				    * regs[i + 1] after, writes[i] what they
+				    * may write */
 	size_t :0;
 };
 

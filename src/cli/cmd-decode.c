@@ -908,6 +908,17 @@ static int list_values(struct btrace_decode_result *r, size_t i, uint64_t last)
 			printf("\n");
 			break;
 		}
+		if (v->folded[k]) {
+			/* not an instruction: turns the recorder folded out */
+			printf("  ~ loop turns folded out of the history here, "
+			       "before 0x%llx; they may write",
+			       (unsigned long long)v->ip[k]);
+			for (unsigned reg = 0; reg < BTRACE_NVREGS; reg++)
+				if ((v->writes[k] >> reg) & 1)
+					printf(" %s", btrace_vreg_name(reg));
+			printf("%s\n", v->writes[k] ? "" : " no register");
+			continue;
+		}
 		if (btrace_decode_block_insns(r, &b, &in, 1) != 1) {
 			printf("0x%012llx  (no code)\n", (unsigned long long)v->ip[k]);
 			continue;

@@ -1022,6 +1022,7 @@ static const char *origin_kind(uint32_t k)
 	case BTRACE_ORIGIN_COMPUTE: return "compute";
 	case BTRACE_ORIGIN_RETURN: return "return";
 	case BTRACE_ORIGIN_STORE: return "store";
+	case BTRACE_ORIGIN_FOLDED: return "folded_loop";
 	}
 	return "other";
 }

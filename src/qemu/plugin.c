@@ -993,10 +993,15 @@ static void bt_exec_rep_acc(unsigned int vcpu, void *udata)
  * takes its old place, so a loop that spins (`for (;;)`, a busy wait, a
  * short loop of two to four blocks) keeps the history before it instead
  * of filling the ring with itself; the stored path stays a path (a cycle
- * removed), and the turns it had are not counted.  A cycle of three or four
- * blocks is folded only when none of them calls, traps or enters the
- * kernel (checked on the TB table, only when a cycle is found), so a loop
- * that calls a function keeps every call, as hardware PT would show them.
+ * removed), and the turns it had are not counted.  A cycle of two to four
+ * blocks is folded only when none of the blocks between two runs of the
+ * loop block ends in a call, a return, a far transfer or a trap, and, in a
+ * cycle of three or four, none enters the kernel (bt_foldable(), checked
+ * on the TB table, only when a cycle is found): a loop that calls a
+ * function keeps every call, as hardware PT would show them, and a folded
+ * turn is a path the value recovery can find in the code from the loop
+ * block back to it (metadata qemu.fold_cycles, docs/report.md "Folded
+ * loops").
  * A look-back before the staging area reads the slot's guard words, never
  * a TB index; a loop that spans a commit is stored again once.  Calls are
  * never such blocks, so recursion keeps every level.
@@ -1014,8 +1019,9 @@ static int bt_foldable(const uint32_t *r, int n)
 		if (r[i] >= g.tb_max)
 			return 0;
 		k = g.tbs[r[i]].kind;
-		if (k == BT_TB_CALL || k == BT_TB_CALL_IND || k == BT_TB_SYSCALL ||
-		    k == BT_TB_FAR || k == BT_TB_TRAP)
+		if (k == BT_TB_CALL || k == BT_TB_CALL_IND || k == BT_TB_RET ||
+		    k == BT_TB_FAR || k == BT_TB_TRAP || k == BT_TB_SWINT ||
+		    (n > 1 && k == BT_TB_SYSCALL))
 			return 0;
 	}
 	return 1;
@@ -1039,7 +1045,8 @@ BT_INLINE void bt_exec_loop_t(unsigned int vcpu, void *udata, int acc)
 		return;
 	}
 	if (__builtin_expect(c[-2] == idx, 0)) {
-		c -= 2;
+		if (bt_foldable(c - 1, 1))
+			c -= 2;
 	} else if (__builtin_expect(c[-3] == idx, 0)) {
 		if (bt_foldable(c - 2, 2))
 			c -= 3;

@@ -1713,13 +1713,17 @@ static int bt_write_meta(struct bt_job *j)
 	 * environment it inherits (docs/qemu-backend.md, "Loops"), and marks
 	 * each fold in the access log when it keeps one; the value recovery
 	 * needs to know (docs/report.md, "Folded loops") */
-	if (!rc) {
-		const char *l = getenv("BTRACE_QEMU_LOOPS");
-		rc = bt_snapbuild_meta(j->sb, "qemu.loop_turns",
-				       l && !strcmp(l, "0") ? "kept" :
+	const char *l = getenv("BTRACE_QEMU_LOOPS");
+	int kept = l && !strcmp(l, "0");
+	if (!rc)
+		rc = bt_snapbuild_meta(j->sb, "qemu.loop_turns", kept ? "kept" :
 				       j->opts->flags & BTRACE_RECORD_NO_ACCESSES ?
 				       "folded" : "marked");
-	}
+	/* what a folded turn may hold: a path of at most four blocks from
+	 * the loop block back to it, none of them ending in a call, a
+	 * return, a far transfer or a trap (the plugin's bt_foldable()) */
+	if (!rc && !kept)
+		rc = bt_snapbuild_meta(j->sb, "qemu.fold_cycles", "direct4");
 	return rc;
 }
 

@@ -35,7 +35,8 @@ def s(v):
 
 
 KINDS = {'constant': 1, 'load': 2, 'syscall': 3, 'history_start': 4,
-         'other': 5, 'copy': 6, 'compute': 7, 'return': 8, 'store': 9}
+         'other': 5, 'copy': 6, 'compute': 7, 'return': 8, 'store': 9,
+         'folded_loop': 10}
 
 
 def expected(rep):

@@ -30,9 +30,9 @@ values with it; and recorded with every loop turn kept
 (BTRACE_QEMU_LOOPS=0, under QEMU's own CPU log `-d cpu,nochain`), the
 values recovered with the log agree with QEMU's registers at every block
 start they cover, and the value recovery finds no conflict; recorded with
-loop turns folded (under -d cpu too) they agree likewise, and reach back
-past the last block the plugin may fold at (the marks tell where the
-folds are).
+loop turns folded (under -d cpu too) they agree likewise, also before
+the folds, and the recovery goes across the folds the marks tell
+(`~ loop turns folded out` steps in the listing).
 Skipped (TAP "1..0 # SKIP") when this machine's qemu-x86_64 is missing or
 has no plugin support.
 """
@@ -123,20 +123,25 @@ QREG = re.compile(r'RAX=(\w+) RBX=(\w+) RCX=(\w+) RDX=(\w+)\nRSI=(\w+) '
                   r'R10=(\w+) R11=(\w+)\nR12=(\w+) R13=(\w+) R14=(\w+) '
                   r'R15=(\w+)\nRIP=(\w+)')
 TOK = re.compile(r'(\w+)=(0x[0-9a-f]+|\?)')
+FOLD = re.compile(r'\s+~ loop turns folded out of the history here, before '
+                  r'(0x[0-9a-f]+)')
 
 
 def against_qemu_log(qlog, listing):
     """The values listing against QEMU's -d cpu log: from the end, each
     instruction that starts the block QEMU ran next (backwards) is
     compared, the registers it reads with the block's registers and those
-    the instruction before it writes likewise.  (checked, wrong, first
-    wrong lines)."""
+    the instruction before it writes likewise; across the steps that stand
+    for loop turns folded out, QEMU's blocks of those turns are passed
+    over.  (checked, wrong, first wrong lines, checked before a fold)."""
     with open(qlog) as f:
         blocks = [(int(m.group(17), 16),
                    dict(zip(REGS, (int(x, 16) for x in m.groups()[:16]))))
                   for m in QREG.finditer(f.read())]
-    lines = [ln for ln in listing if re.match(r'0x[0-9a-f]+ ', ln)]
+    lines = [ln for ln in listing if re.match(r'0x[0-9a-f]+ ', ln) or
+             FOLD.match(ln)]
     b = len(blocks) - 1
+    last = None     # the block start matched last
     # a block that starts at the faulting instruction is not in the
     # listing's lines (it is the "=> fault at" line)
     fault = [int(m.group(1), 16) for m in
@@ -144,13 +149,34 @@ def against_qemu_log(qlog, listing):
              if m]
     if fault and b >= 0 and blocks[b][0] == fault[-1]:
         b -= 1
-    checked = wrong = 0
+    checked = wrong = past = 0
+    folds = 0
     bad = []
     for n in range(len(lines) - 1, -1, -1):
         if b < 0:
             break
+        m = FOLD.match(lines[n])
+        if m:
+            # turns the plugin folded out: QEMU ran them (the log has
+            # their blocks) right before the loop block matched last.
+            # A turn is at most 4 blocks from the loop block back to
+            # it: the run of the loop block's starts each at most 4
+            # blocks before the next, the earliest of them is the first
+            # turn's, and the block before it the path's before the fold
+            loop = int(m.group(1), 16)
+            if last != loop:
+                break   # not in step: compare no further
+            q = k = b + 1
+            while k > 0 and q - (k - 1) <= 4:
+                k -= 1
+                if blocks[k][0] == loop:
+                    q = k
+            b = q - 1
+            folds += 1
+            continue
         if int(lines[n].split()[0], 16) != blocks[b][0]:
             continue
+        last = blocks[b][0]
         if re.search(r'\srep(n?e)?\s', lines[n].split(';', 1)[0]):
             # QEMU runs a rep string instruction's iterations after the
             # first as blocks of their own (the first may run in the
@@ -161,7 +187,7 @@ def against_qemu_log(qlog, listing):
             b -= 1
             continue
         toks = TOK.findall(lines[n].split(';', 1)[1].split('->')[0])
-        if n:
+        if n and not FOLD.match(lines[n - 1]):
             prev = lines[n - 1].split(';', 1)[1].split('->')
             if len(prev) == 2:
                 toks += TOK.findall(prev[1])
@@ -169,12 +195,13 @@ def against_qemu_log(qlog, listing):
             if v == '?' or r not in blocks[b][1]:
                 continue
             checked += 1
+            past += folds > 0
             if int(v, 16) != blocks[b][1][r]:
                 wrong += 1
                 bad.append('%s | true %s=%#x' % (lines[n][:100], r,
                                                  blocks[b][1][r]))
         b -= 1
-    return checked, wrong, bad[:5]
+    return checked, wrong, bad[:5], past
 
 
 def check_program(btrace, tool, prog, d):
@@ -322,24 +349,21 @@ def check_demo(btrace, tool, demo, d):
        'with loop turns folded, the value recovery finds no conflict, with '
        'or without the log (%s)' % [r[4] for r in runs.values()])
 
-    # Loop turns folded and marked in the log: right from the end back to
-    # the last fold, where the recovery stops.
-    listing, v = under_cpu_log(btrace, tool, demo, d, 'folded', {},
-                               'with loop turns folded and marked')
-    last = before = None
-    for n, ln in enumerate(listing):
-        m = re.match(r'(0x[0-9a-f]+) .*\sj[a-z]+ (0x[0-9a-f]+)\s', ln)
-        if m and 0 <= int(m.group(1), 16) - int(m.group(2), 16) <= 256:
-            last = n
-    if last is not None:
-        before = sum('=0x' in ln for ln in listing[:last])
-    ok(v is not None and v[2] == 0 and before,
-       'the marks take the recovery back past the last block the plugin '
-       'may fold at (%s values known before it, line %s; values() %s)' %
-       (before, last, v))
+    # Loop turns folded and marked in the log: right from the end back
+    # across the folds (each a step of the path).
+    listing, v, past = under_cpu_log(btrace, tool, demo, d, 'folded', {},
+                                     'with loop turns folded and marked')
+    folds = [n for n, ln in enumerate(listing) if FOLD.match(ln)]
+    before = folds and sum('=0x' in ln for ln in listing[:folds[0]])
+    ok(v is not None and v[2] == 0 and len(folds) >= 2 and before,
+       'the recovery goes across the folds the log marks (%d fold steps, '
+       '%s values known before the first; values() %s)' % (
+           len(folds), before, v))
+    ok(past > 0, 'and values before a fold agree with QEMU\'s log too (%d '
+       'checked)' % past)
 
     # Every turn kept.
-    listing, v = under_cpu_log(btrace, tool, demo, d, 'all',
+    listing, v, _ = under_cpu_log(btrace, tool, demo, d, 'all',
                                {'BTRACE_QEMU_LOOPS': '0'},
                                'with every turn kept')
     ok(v is not None and v[2] == 0,
@@ -349,7 +373,8 @@ def check_demo(btrace, tool, demo, d):
 def under_cpu_log(btrace, tool, demo, d, name, env, how):
     """The demo recorded (@env) under QEMU's own log of the registers at
     each block it runs (every block, folded turns too), its values
-    checked against that log: (the values listing, values())."""
+    checked against that log: (the values listing, values(), the values
+    checked before a fold)."""
     snap = os.path.join(d, 'demo-%s.btrace' % name)
     qlog = os.path.join(d, 'qemu-cpu-%s.log' % name)
     env = dict(env, BTRACE_QEMU_ARGS='-d cpu,nochain -D %s' % qlog)
@@ -359,14 +384,15 @@ def under_cpu_log(btrace, tool, demo, d, name, env, how):
     ok(p.returncode == 128 + 11 and rc == 0 and os.path.exists(qlog),
        'the demo recorded %s, under -d cpu (%d, %d)' % (how, p.returncode,
                                                        rc))
+    past = 0
     if os.path.exists(qlog):
-        checked, wrong, bad = against_qemu_log(qlog, listing)
+        checked, wrong, bad, past = against_qemu_log(qlog, listing)
         for b in bad:
             T.diag('wrong: %s' % b)
         ok(checked > 0 and wrong == 0,
            '%s, the values recovered are QEMU\'s registers at every block '
            'start they cover: %d checked, %d wrong' % (how, checked, wrong))
-    return listing, v
+    return listing, v, past
 
 
 def main():
