@@ -17,6 +17,8 @@ instruction that starts the block QEMU ran next, with the registers it
 reads, and the one before it with those it writes.  Printed per program
 and in total: the instructions the recovery covers and the values it
 knows there (btrace_values_build through tests/e2e/e2e-accread), the
+share of the 16 registers known before each of the last 1,000 (known, not
+checked: QEMU's log has registers at block starts only), the
 values checked against QEMU's log and the wrong ones, as a Markdown
 table (docs/performance.md, "Values and the origin").  With --test (the
 test e2e-values-qemu): TAP, exit status 1 on any wrong value, a
@@ -46,6 +48,11 @@ def load(name, path):
 acc = load('e2e_accesses', os.path.join(top, 'tests', 'e2e',
                                         'e2e-accesses.py'))
 vc = load('values_corpus', os.path.join(top, 'bench', 'values-corpus.py'))
+
+
+def share(known, ninsn):
+    """The share of the 16 registers known before @ninsn instructions."""
+    return '%.1f%%' % (100.0 * known / (16 * ninsn)) if ninsn else '-'
 
 
 def main():
@@ -107,10 +114,12 @@ def main():
             fail |= not good
             rows.append((case['name'], v, checked, wrong))
             if test:
-                print('%s %d - %s: %s instructions, %s values known, %d '
+                print('%s %d - %s: %s instructions, %s values known (%s of the '
+                      'last %s instructions\' registers), %d '
                       'checked against QEMU\'s log, %d wrong, %s conflicts%s'
                       % ('ok' if good else 'not ok', n, case['name'],
-                         v and v[0], v and v[1], checked, wrong,
+                         v and v[0], v and v[1], v and share(v[4], v[3]),
+                         v and v[3], checked, wrong,
                          v and v[2], '' if good else ' (%s; %s)' % (
                              got['err'][-600:], p.stderr.strip()[-200:])))
                 for b in bad:
@@ -120,18 +129,24 @@ def main():
                     os.unlink(path)
     tot = [sum(r[1][0] for r in rows if r[1]), sum(r[1][1] for r in rows if r[1]),
            sum(r[2] for r in rows), sum(r[3] for r in rows)]
+    lk = (sum(r[1][4] for r in rows if r[1]), sum(r[1][3] for r in rows if r[1]))
     if test:
         n += 1
-        print('ok %d - total: %d instructions, %d values known, %d checked, '
-              '%d wrong' % (n, *tot) if not fail else
+        print('ok %d - total: %d instructions, %d values known (%s of the last '
+              '1,000 instructions\' registers), %d checked, %d wrong' % (
+                  n, tot[0], tot[1], share(*lk), tot[2], tot[3])
+              if not fail else
               'not ok %d - total: %d wrong' % (n, tot[3]))
         print('1..%d' % n)
         return 1 if fail else 0
-    print('| program | instructions covered | values known | checked against QEMU | wrong |')
-    print('|---|---:|---:|---:|---:|')
+    print('| program | instructions covered | values known | known in the last 1,000 '
+          '| checked against QEMU | wrong |')
+    print('|---|---:|---:|---:|---:|---:|')
     for name, v, c, w in rows:
-        print('| %s | %s | %s | %d | %d |' % (name, v and v[0], v and v[1], c, w))
-    print('| **total** | %d | %d | %d | %d |' % tuple(tot))
+        print('| %s | %s | %s | %s | %d | %d |' % (
+            name, v and v[0], v and v[1], v and share(v[4], v[3]), c, w))
+    print('| **total** | %d | %d | %s | %d | %d |' % (tot[0], tot[1], share(*lk),
+                                                     tot[2], tot[3]))
     return 1 if fail else 0
 
 

@@ -3451,6 +3451,32 @@ static void chain_of(struct bt_values *v, struct vstate *s, unsigned reg,
 			u = j;
 			continue;
 		}
+		unsigned cc;
+		if (dst_reg && in->nop == 2 && d->width == 8 && !d->hi8 &&
+		    o1->type == X86_OP_REG && o1->reg != NOREG &&
+		    o1->width == 8 && cc_of(in->id, &cc)) {
+			/* cmovcc (of cc_of()'s, the one with two operands)
+			 * whose condition the path tells: the source, or the
+			 * register as it was */
+			int t = cond_at(s, j, cc);
+			if (t == 1) {
+				l->kind = BTRACE_ORIGIN_COPY;
+				describe_value(lead, sizeof(lead), "copied", l);
+				snprintf(l->what, sizeof(l->what), "%s from %s (the "
+					 "condition held)", lead, vreg_names[o1->reg]);
+				reg = o1->reg;
+				u = j;
+				continue;
+			}
+			if (t == 0) {
+				l->kind = BTRACE_ORIGIN_COPY;
+				describe_value(lead, sizeof(lead), "kept", l);
+				snprintf(l->what, sizeof(l->what), "%s (the condition "
+					 "did not hold)", lead);
+				u = j;
+				continue;
+			}
+		}
 		if (dst_reg && ((in->nop == 2 && o1->type == X86_OP_IMM &&
 				 (in->id == X86_INS_ADD || in->id == X86_INS_SUB ||
 				  in->id == X86_INS_AND || in->id == X86_INS_OR ||

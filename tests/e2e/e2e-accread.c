@@ -5,9 +5,12 @@
  *   signal TID RSP FAULT_IP       (the signal's thread and registers)
  *   log TID FLAGS N               (each "accesses" section)
  *   IP ADDR SIZE W|R              (its records, oldest first)
- * With "values": then "values NINSN KNOWN CONFLICTS" of the crashed
- * thread (btrace_values_build(): instructions on the path, register
- * values known over them, derivations that disagreed).  Exit 2 when the
+ * With "values": then "values NINSN KNOWN CONFLICTS LAST LAST_KNOWN" of
+ * the crashed thread (btrace_values_build(): instructions on the path
+ * (the steps that stand for folded loop turns are not counted), register
+ * values known before them and at the fault, derivations that disagreed;
+ * the last LAST instructions of them (at most 1,000) and the register
+ * values known before those).  Exit 2 when the
  * snapshot cannot be read or decoded.
  */
 #include <stdio.h>
@@ -48,7 +51,8 @@ int main(int argc, char **argv)
 		struct btrace_decode_opts o = { .sz = sizeof(o) };
 		struct btrace_decode_result *res = NULL;
 		struct btrace_values *v = NULL;
-		unsigned long long known = 0;
+		unsigned long long known = 0, last_known = 0;
+		size_t ninsn = 0, last = 0;
 
 		if (btrace_decode(s, &o, &res, &err) < 0 ||
 		    res->crashed_thread < 0 ||
@@ -59,10 +63,21 @@ int main(int argc, char **argv)
 				err.msg);
 			rc = 2;
 		} else {
-			for (size_t i = 0; i <= v->ninsn; i++)
-				known += (unsigned)__builtin_popcount(v->known[i]);
-			printf("values %zu %llu %llu\n", v->ninsn, known,
-			       (unsigned long long)v->conflicts);
+			for (size_t i = v->ninsn + 1; i-- > 0;) {
+				unsigned k = (unsigned)__builtin_popcount(v->known[i]);
+				if (i < v->ninsn && v->folded[i])
+					continue;
+				known += k;
+				if (i == v->ninsn)
+					continue;
+				ninsn++;
+				if (last < 1000) {
+					last++;
+					last_known += k;
+				}
+			}
+			printf("values %zu %llu %llu %zu %llu\n", ninsn, known,
+			       (unsigned long long)v->conflicts, last, last_known);
 		}
 		btrace_values_free(v);
 		btrace_decode_result_free(res);

@@ -4,7 +4,11 @@
  * fill() stores 0 .. 63 into accesses_arr[] in a short loop (one the QEMU
  * plugin folds); store_then_crash() stores 0x5eed1234 into the global
  * accesses_global (8 bytes) and 0x600dcafe into a local on its stack,
- * then loads through NULL.  On standard error first: "global 0x...",
+ * then loads through NULL, a pointer main() computes from what bump()
+ * returns: bump() reads a[5] of main's stack array (7) before a short
+ * loop (folded too) stores 0 .. 15 into a[], so the memory at the fault
+ * holds 5 there, and returns what it read.  On standard error first:
+ * "global 0x...",
  * "arr 0x...", "func 0x..." (store_then_crash's address; its size is the
  * ELF symbol's).
  */
@@ -17,6 +21,15 @@ __attribute__((noinline)) void fill(void)
 {
 	for (int i = 0; i < 64; i++)
 		((volatile int *)accesses_arr)[i] = i;
+}
+
+__attribute__((noinline)) long bump(volatile long *a)
+{
+	long before = a[5];
+
+	for (int i = 0; i < 16; i++)
+		a[i] = i;
+	return before;
 }
 
 __attribute__((noinline)) long store_then_crash(const long *p)
@@ -33,6 +46,10 @@ int main(int argc, char **argv)
 	fprintf(stderr, "global %p\narr %p\nfunc %p\n", (void *)&accesses_global,
 		(void *)accesses_arr, (void *)store_then_crash);
 	fflush(stderr);
+	volatile long a[16];
+	a[5] = 7;
+	long b = bump(a);
 	fill();
-	return (int)store_then_crash(argc > 99 ? (const long *)argv : NULL);
+	return (int)store_then_crash(argc > 99 ? (const long *)argv :
+				     (const long *)(b - 7));
 }
