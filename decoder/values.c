@@ -820,19 +820,22 @@ static void log_regs(struct vstate *s, size_t i)
  *
  * A fold mark (BTRACE_ACCESS_FOLD) stands right before the accesses of
  * the execution of the loop block, at the mark's address, that follows
- * the turns folded out: the instructions after it up to the first one
- * with an access make none, so they lie in that block (from its first
- * instruction, at most a TB's reach on).  At the block's first
- * instruction the walk notes the fold (s->fold_at, s->fold_ip: the turns
- * ran right before that instruction) and goes on before it with the
- * entries before the mark, which are the accesses of the path before the
- * turns.  At an instruction outside the block it stops, and *@cut is the
- * index after it (the path is out of step with the log, and a fold lies
- * there or later; 0: it did not stop so).  Returns the index of the first
- * instruction given its accesses (the number of instructions: none).
+ * the turns folded out, so the turns ran right before one of the runs of
+ * that block's first instruction that lie between the last instruction
+ * with accesses before the mark and the first with accesses after it
+ * (the instructions between make none; the first after it may be the
+ * block's first).  When exactly one run lies there, the walk notes the
+ * fold at it (s->fold_at, s->fold_ip) and goes on before it with the
+ * entries before the mark, the accesses of the path before the turns.
+ * When more lie there (the loop ran again with no access between), which
+ * one is not known, and *@cut is the index of the last of them (the path
+ * after it holds no turn folded out); when none does, the log is out of
+ * step with the path, and *@cut is the index after the first instruction
+ * with accesses after the mark; when the walk stops before it meets an
+ * access from before the mark, likewise (a run further back may be the
+ * one).  The walk stops there (*@cut 0: it did not stop so).  Returns the index of the first instruction given its
+ * accesses (the number of instructions: none).
  */
-#define TB_REACH 8192u
-
 static void add_fold(struct vstate *s, size_t at, uint64_t ip)
 {
 	/* one per instruction (and one at the fault) at most: the walk
@@ -846,11 +849,37 @@ static int is_mark(const struct btrace_access *e)
 	return (e->flags & BTRACE_ACCESS_FOLD) != 0;
 }
 
+/* A fold mark met on the walk back, the run of its loop block the turns
+ * ran before not told yet. */
+struct pending {
+	int on;
+	uint64_t ip;         /* the loop block */
+	size_t after;        /* the first instruction with accesses after the
+			      * mark (n: the fault) */
+	size_t last;         /* the last run of the block's first instruction
+			      * since, when @runs */
+	unsigned runs;
+};
+
+/* Where the turns of pending mark @p ran, now that the walk met an access
+ * from before the mark (no run of its block lies further back): 0 noted
+ * (s->fold_at), or 1 and *@cut. */
+static int place_fold(struct vstate *s, const struct pending *p, size_t *cut)
+{
+	if (p->runs == 1) {
+		add_fold(s, p->last, p->ip);
+		return 0;
+	}
+	*cut = p->runs ? p->last : p->after + 1;
+	return 1;
+}
+
 static size_t align_log(struct vstate *s, const struct btrace_access *log,
 			uint64_t nlog, int complete, size_t *cut)
 {
 	uint64_t j = nlog;
 	size_t i;
+	struct pending p = { 0 };
 
 	*cut = 0;
 	s->log = log;
@@ -859,39 +888,52 @@ static size_t align_log(struct vstate *s, const struct btrace_access *log,
 		return s->n;
 	while (j && log[j - 1].ip == s->fault_ip && !is_mark(&log[j - 1]))
 		j--;
-	if (j && is_mark(&log[j - 1]) && log[j - 1].ip == s->fault_ip) {
-		/* turns folded right before the fault */
-		add_fold(s, s->n, s->fault_ip);
-		j--;
+	if (j && is_mark(&log[j - 1])) {
+		/* turns folded right before the fault, or earlier with no
+		 * access since */
+		p = (struct pending){ 1, log[j - 1].ip, s->n, s->n,
+				      log[j - 1].ip == s->fault_ip };
 	}
 	for (i = s->n; i-- > 0;) {
 		struct vinsn *in = &s->in[i];
-		uint64_t k = j;
+		/* the log's entries left: while a mark is pending, those
+		 * before it */
+		uint64_t top = p.on ? j - 1 : j, k = top;
 
 		while (k && log[k - 1].ip == in->ip && !is_mark(&log[k - 1]))
 			k--;
-		if (may_skip(in) && k < j && !skip_sure(s, i))
+		if (may_skip(in) && k < top && !skip_sure(s, i))
 			break;
-		if (k < j && i && s->in[i - 1].ip == in->ip)
+		if (k < top && i && s->in[i - 1].ip == in->ip)
 			break;
 		if (!k && !complete)
 			break;   /* the log may have started inside it */
-		if (k && is_mark(&log[k - 1]) && log[k - 1].ip != in->ip &&
-		    (in->ip < log[k - 1].ip ||
-		     in->ip - log[k - 1].ip >= TB_REACH)) {
-			/* not the loop block's: out of step, and the fold
-			 * lies somewhere after it */
-			*cut = i + 1;
-			return i + 1;
+		if (p.on && k < top) {
+			/* accesses from before the mark: the loop block ran
+			 * after this instruction */
+			if (place_fold(s, &p, cut))
+				return *cut;
+			p.on = 0;
+			j = top;
 		}
 		in->acc = (uint32_t)k;
-		in->nacc = (uint32_t)(j - k);
+		in->nacc = (uint32_t)(p.on ? 0 : j - k);
 		in->logged = 1;
-		j = k;
-		if (k && is_mark(&log[k - 1]) && log[k - 1].ip == in->ip) {
-			add_fold(s, i, in->ip);
-			j = k - 1;
+		if (p.on) {
+			if (in->ip == p.ip && !p.runs++)
+				p.last = i;
+			continue;
 		}
+		j = k;
+		if (k && is_mark(&log[k - 1]))
+			p = (struct pending){ 1, log[k - 1].ip, i, i,
+					      in->ip == log[k - 1].ip };
+	}
+	if (p.on) {
+		/* the walk stopped before an access from before the mark:
+		 * a run of the block further back may be the one */
+		*cut = p.runs ? p.last : p.after + 1;
+		return *cut;
 	}
 	return i + 1;
 }

@@ -27,7 +27,9 @@ snapshot with the public reader (ACCREAD, e2e-accread.c):
 - recorded under QEMU's `-d cpu,nochain`, the values recovered agree with
   QEMU's registers at every block start they cover, across the fold
   steps, and the origin of the NULL goes back across bump()'s folded
-  loop, which stored over what bump() had read, to that load of 7;
+  loop, which stored over what bump() had read, to that load of 7; the
+  recovery covers the last 4,096 instructions (slash()'s folded loop,
+  whose closing block makes no access, does not cut it);
 Then the README demo (CRASHDEMO) recorded with and without the log:
 `btrace decode --insn --values` shows at least as many known register
 values with it; and recorded with every loop turn kept
@@ -308,6 +310,12 @@ def check_program(btrace, tool, prog, d):
     folds = [ln for ln in listing if FOLD.match(ln)]
     ok(v is not None and v[2] == 0 and folds,
        'no conflict across its fold steps (%d; values() %s)' % (len(folds), v))
+    # slash()'s loop: its closing block makes no access, the block after
+    # it (where the last turn leaves) loads first
+    ok(v is not None and v[0] == 4096 and
+       any(re.match(r'0x[0-9a-f]+\s+slash\+', ln) for ln in listing),
+       'the recovery covers the last 4,096 instructions, slash()\'s folded '
+       'loop and what ran before it too (values() %s)' % (v,))
     try:
         rep = e2elib.report_json(btrace, os.path.join(d, 'demo-prog.btrace'))
         org = rep.get('origin') or {}

@@ -7,7 +7,9 @@
  * then loads through NULL, a pointer main() computes from what bump()
  * returns: bump() reads a[5] of main's stack array (7) before a short
  * loop (folded too) stores 0 .. 15 into a[], so the memory at the fault
- * holds 5 there, and returns what it read.  On standard error first:
+ * holds 5 there, and returns what it read.  slash() looks back along a
+ * path for its last '/' as dirname does, in a loop whose closing block
+ * makes no access and whose other block loads.  On standard error first:
  * "global 0x...",
  * "arr 0x...", "func 0x..." (store_then_crash's address; its size is the
  * ELF symbol's).
@@ -32,6 +34,13 @@ __attribute__((noinline)) long bump(volatile long *a)
 	return before;
 }
 
+__attribute__((noinline)) long slash(const volatile char *s, long n)
+{
+	while (n > 1 && s[n - 1] != '/')
+		n--;
+	return n;
+}
+
 __attribute__((noinline)) long store_then_crash(const long *p)
 {
 	volatile long local;
@@ -49,6 +58,9 @@ int main(int argc, char **argv)
 	volatile long a[16];
 	a[5] = 7;
 	long b = bump(a);
+	char path[] = "/usr/lib/x86_64-linux-gnu/libexample.so.1";
+	if (slash(path, (long)sizeof(path) - 1) != 26)
+		return 3;
 	fill();
 	return (int)store_then_crash(argc > 99 ? (const long *)argv :
 				     (const long *)(b - 7));
