@@ -29,7 +29,10 @@ snapshot with the public reader (ACCREAD, e2e-accread.c):
   steps, and the origin of the NULL goes back across bump()'s folded
   loop, which stored over what bump() had read, to that load of 7; the
   recovery covers the last 4,096 instructions (slash()'s folded loop,
-  whose closing block makes no access, does not cut it);
+  whose closing block makes no access, does not cut it); with the
+  argument "twice", where the loop block of a fold runs twice before the
+  next access, the values agree likewise and the path starts at the
+  second run (which run the turns ran before is not known);
 Then the README demo (CRASHDEMO) recorded with and without the log:
 `btrace decode --insn --values` shows at least as many known register
 values with it; and recorded with every loop turn kept
@@ -303,6 +306,17 @@ def check_program(btrace, tool, prog, d):
     except RuntimeError as e:
         ok(False, 'btrace report works (%s)' % e)
 
+    # twice(): its loop block runs twice between the fold mark and the
+    # next access; the turns ran before one of those runs, which one is
+    # not known: the path is cut at the last
+    listing, v, _ = under_cpu_log(btrace, tool, prog, d, 'twice', {},
+                                  'the program running twice()', ['twice'])
+    first = next((ln for ln in listing if re.match(r'0x[0-9a-f]+ ', ln)), '')
+    ok(v is not None and v[2] == 0 and re.match(r'0x[0-9a-f]+\s+twice\+',
+                                                first),
+       'its path starts at the last run of twice()\'s loop block (%s; '
+       'values() %s)' % (first[:60], v))
+
     # what bump() read before the turns of its loop that stored over it:
     # the step for those turns ends what is known of memory
     listing, v, past = under_cpu_log(btrace, tool, prog, d, 'prog', {},
@@ -408,7 +422,7 @@ def check_demo(btrace, tool, demo, d):
        'and the value recovery finds no conflict (%s)' % (v,))
 
 
-def under_cpu_log(btrace, tool, demo, d, name, env, how):
+def under_cpu_log(btrace, tool, demo, d, name, env, how, args=()):
     """The demo recorded (@env) under QEMU's own log of the registers at
     each block it runs (every block, folded turns too), its values
     checked against that log: (the values listing, values(), the values
@@ -416,7 +430,7 @@ def under_cpu_log(btrace, tool, demo, d, name, env, how):
     snap = os.path.join(d, 'demo-%s.btrace' % name)
     qlog = os.path.join(d, 'qemu-cpu-%s.log' % name)
     env = dict(env, BTRACE_QEMU_ARGS='-d cpu,nochain -D %s' % qlog)
-    p = record(btrace, snap, [demo], env=env)
+    p = record(btrace, snap, [demo] + list(args), env=env)
     rc, _, _, listing = known_values(btrace, snap)
     v = accread(tool, snap, 'values')['values']
     ok(p.returncode == 128 + 11 and rc == 0 and os.path.exists(qlog),

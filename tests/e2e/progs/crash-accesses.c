@@ -9,7 +9,8 @@
  * loop (folded too) stores 0 .. 15 into a[], so the memory at the fault
  * holds 5 there, and returns what it read.  slash() looks back along a
  * path for its last '/' as dirname does, in a loop whose closing block
- * makes no access and whose other block loads.  On standard error first:
+ * makes no access and whose other block loads.  With the argument "twice",
+ * twice() (below) runs first.  On standard error first:
  * "global 0x...",
  * "arr 0x...", "func 0x..." (store_then_crash's address; its size is the
  * ELF symbol's).
@@ -41,6 +42,47 @@ __attribute__((noinline)) long slash(const volatile char *s, long n)
 	return n;
 }
 
+/*
+ * twice(n): a loop whose block B (.Lb, closing with a backward jmp) runs in
+ * short turns (X, B: the plugin folds them) while rcx < n, then once more
+ * after a long turn of six blocks (too long to fold), none of them touching
+ * memory: B runs twice between the fold mark and the next access (the
+ * ret), so which run the folded turns ran before is not known.  Returns
+ * n + 1.
+ */
+long twice(long n);
+__asm__(".text\n"
+	".globl twice\n"
+	".type twice, @function\n"
+	"twice:\n"
+	"	xor %ecx, %ecx\n"
+	"	xor %eax, %eax\n"
+	"	jmp .Lx\n"
+	".Lx:\n"
+	"	add $1, %rcx\n"
+	"	cmp %rdi, %rcx\n"
+	"	jae .Ly1\n"
+	".Lb:\n"
+	"	nop\n"
+	"	jmp .Lx\n"
+	".Ly1:\n"
+	"	cmp $1, %rax\n"
+	"	jae .Lout\n"
+	"	add $1, %rax\n"
+	"	jmp .Ly2\n"
+	".Ly2:\n"
+	"	mov %rcx, %rdx\n"
+	"	jmp .Ly3\n"
+	".Ly3:\n"
+	"	add %rcx, %rdx\n"
+	"	jmp .Ly4\n"
+	".Ly4:\n"
+	"	jmp .Lb\n"
+	".Lout:\n"
+	"	mov %rcx, %rax\n"
+	"	ret\n"
+	".size twice, .-twice\n");
+
 __attribute__((noinline)) long store_then_crash(const long *p)
 {
 	volatile long local;
@@ -55,6 +97,8 @@ int main(int argc, char **argv)
 	fprintf(stderr, "global %p\narr %p\nfunc %p\n", (void *)&accesses_global,
 		(void *)accesses_arr, (void *)store_then_crash);
 	fflush(stderr);
+	if (argc > 1 && argv[1][0] == 't' && twice(5) != 6)
+		return 4;
 	volatile long a[16];
 	a[5] = 7;
 	long b = bump(a);
