@@ -9,15 +9,30 @@ import subprocess
 import sys
 import time
 
+USAGE = 'usage: measure.py [-n RUNS] [-o OUT] -- CMD...'
+
+
+def usage(why):
+    print('measure.py: %s\n%s' % (why, USAGE), file=sys.stderr)
+    sys.exit(2)
+
+
 runs, out = 3, os.devnull
 args = sys.argv[1:]
 while args and args[0] != '--':
+    if args[0] not in ('-n', '-o') or len(args) < 2:
+        usage('unknown option or missing value: %s' % args[0])
     if args[0] == '-n':
-        runs = int(args[1])
-    elif args[0] == '-o':
+        try:
+            runs = int(args[1])
+        except ValueError:
+            usage('-n: not a number: %s' % args[1])
+    else:
         out = args[1]
     args = args[2:]
 cmd = args[1:]
+if not cmd or runs < 1:
+    usage('no command to run (or -n below 1)')
 best = None
 for _ in range(runs):
     with open(out, 'wb') as f:
