@@ -833,8 +833,9 @@ static void log_regs(struct vstate *s, size_t i)
  * step with the path, and *@cut is the index after the first instruction
  * with accesses after the mark; when the walk stops before it meets an
  * access from before the mark, likewise (a run further back may be the
- * one).  The walk stops there (*@cut 0: it did not stop so).  Returns the index of the first instruction given its
- * accesses (the number of instructions: none).
+ * one).  The walk stops there (*@cut 0: it did not stop so).  Returns
+ * the index of the first instruction given its accesses (the number of
+ * instructions: none).
  */
 static void add_fold(struct vstate *s, size_t at, uint64_t ip)
 {
@@ -861,6 +862,14 @@ struct pending {
 	unsigned runs;
 };
 
+/* Where the path is cut for pending mark @p when the place of its turns
+ * is not told: at the last run of its block, or, with none, after the
+ * first instruction with accesses after the mark. */
+static size_t pending_cut(const struct pending *p)
+{
+	return p->runs ? p->last : p->after + 1;
+}
+
 /* Where the turns of pending mark @p ran, now that the walk met an access
  * from before the mark (no run of its block lies further back): 0 noted
  * (s->fold_at), or 1 and *@cut. */
@@ -870,7 +879,7 @@ static int place_fold(struct vstate *s, const struct pending *p, size_t *cut)
 		add_fold(s, p->last, p->ip);
 		return 0;
 	}
-	*cut = p->runs ? p->last : p->after + 1;
+	*cut = pending_cut(p);
 	return 1;
 }
 
@@ -932,7 +941,7 @@ static size_t align_log(struct vstate *s, const struct btrace_access *log,
 	if (p.on) {
 		/* the walk stopped before an access from before the mark:
 		 * a run of the block further back may be the one */
-		*cut = p.runs ? p.last : p.after + 1;
+		*cut = pending_cut(&p);
 		return *cut;
 	}
 	return i + 1;
@@ -1162,6 +1171,15 @@ static int store_of(const struct vstate *s, size_t i, uint64_t *a,
 static int rep_range(const struct vstate *s, size_t i, uint64_t *a,
 		     uint64_t *len);
 
+/* Operand @o of @in is memory it may write (lea and nop only compute
+ * the address; capstone's access, when it gives one, says the rest). */
+static int mem_dest(const struct vinsn *in, const struct vop *o)
+{
+	return o->type == X86_OP_MEM && in->id != X86_INS_LEA &&
+	       in->id != X86_INS_NOP &&
+	       (!o->access || (o->access & CS_AC_WRITE));
+}
+
 /* The memory writes of @i other than store_of()'s: kill what they may
  * change in @f. */
 static void other_writes(const struct vstate *s, size_t i, struct facts *f,
@@ -1184,9 +1202,7 @@ static void other_writes(const struct vstate *s, size_t i, struct facts *f,
 		return;
 	for (unsigned k = 0; k < in->nop; k++) {
 		const struct vop *o = &in->op[k];
-		if (o->type != X86_OP_MEM || in->id == X86_INS_LEA ||
-		    in->id == X86_INS_NOP ||
-		    (o->access && !(o->access & CS_AC_WRITE)))
+		if (!mem_dest(in, o))
 			continue;
 		if (addr_of(s, i, o, &a))
 			fact_kill(f, a, o->width);
@@ -1722,6 +1738,17 @@ static void target_facts(struct vstate *s, size_t i)
 		set(s, i, o->reg, next);
 }
 
+/* Instruction @id loads the flags from memory (popf, iret). */
+static int pops_flags(unsigned id)
+{
+	switch (id) {
+	case X86_INS_POPF: case X86_INS_POPFQ: case X86_INS_POPFD:
+	case X86_INS_IRET: case X86_INS_IRETD: case X86_INS_IRETQ:
+		return 1;
+	}
+	return 0;
+}
+
 /* Whether instruction @k may change the direction flag other than by cld
  * or std: popf, iret, rt_sigreturn (or a system call not known). */
 static int df_other(const struct vstate *s, size_t k)
@@ -1730,10 +1757,9 @@ static int df_other(const struct vstate *s, size_t k)
 
 	if (in->fold)
 		return in->fold_df;
-	switch (in->id) {
-	case X86_INS_POPF: case X86_INS_POPFQ: case X86_INS_POPFD:
-	case X86_INS_IRET: case X86_INS_IRETD: case X86_INS_IRETQ:
+	if (pops_flags(in->id))
 		return 1;
+	switch (in->id) {
 	case X86_INS_SYSCALL:
 		return !kn(s, k, BTRACE_VREG_RAX) ||
 		       get(s, k, BTRACE_VREG_RAX) == 15;
@@ -2901,26 +2927,16 @@ static int may_store(const struct vinsn *in)
 	if (in->clobber || stack_access(in->id) == 1 || xsave_area(in->id) ||
 	    in->id == X86_INS_SYSCALL)
 		return 1;
-	for (unsigned k = 0; k < in->nop; k++) {
-		const struct vop *o = &in->op[k];
-		if (o->type == X86_OP_MEM && in->id != X86_INS_LEA &&
-		    in->id != X86_INS_NOP &&
-		    (!o->access || (o->access & CS_AC_WRITE)))
+	for (unsigned k = 0; k < in->nop; k++)
+		if (mem_dest(in, &in->op[k]))
 			return 1;
-	}
 	return 0;
 }
 
 /* Whether instruction @id changes the direction flag. */
 static int sets_df(unsigned id)
 {
-	switch (id) {
-	case X86_INS_CLD: case X86_INS_STD:
-	case X86_INS_POPF: case X86_INS_POPFQ: case X86_INS_POPFD:
-	case X86_INS_IRET: case X86_INS_IRETD: case X86_INS_IRETQ:
-		return 1;
-	}
-	return 0;
+	return id == X86_INS_CLD || id == X86_INS_STD || pops_flags(id);
 }
 
 struct fold_walk {
@@ -3044,19 +3060,17 @@ static size_t folded_from(struct bt_ctx *c, const uint64_t *ip, size_t n)
 	return 0;
 }
 
-/* With fold marks: the path from the last fold the log marks (@fold,
- * align_log()), or, where the log reached back to the first instruction
- * @from with no mark, from after the last block the plugin may have
- * folded at unmarked: one whose first instruction lies before @from (the
+/* With fold marks, where the log reached back only to instruction @from
+ * (align_log()): the path from after the last block the plugin may have
+ * folded at unmarked, one whose first instruction lies before @from (the
  * block holding instruction @from - 1 ends at the first control transfer
  * from there).  The number of instructions to leave out. */
-static size_t marked_cut(struct vstate *s, const uint64_t *ip, size_t from,
-			 size_t fold)
+static size_t marked_cut(struct vstate *s, const uint64_t *ip, size_t from)
 {
 	size_t e;
 
-	if (fold || !from)
-		return fold;
+	if (!from)
+		return 0;
 	e = from - 1;
 	while (e + 1 < s->n &&
 	       bt_insn_classify(s->c, ip[e])->cls == BTRACE_INSN_OTHER)
@@ -3153,7 +3167,7 @@ static int apply_folds(struct vstate *s, uint64_t **ip, int fo, size_t from,
 	       fold_effects(s->c, ci, s->fold_ip[nf], &fx[nf]))
 		nf++;
 	cut = nf < s->nfold ? s->fold_at[nf] : stop ? stop :
-	      fo == FOLD_MARKED ? marked_cut(s, *ip, from, 0) : 0;
+	      fo == FOLD_MARKED ? marked_cut(s, *ip, from) : 0;
 	if (cut)
 		drop_front(s, *ip, cut);
 	for (size_t k = 0; k < nf; k++)
@@ -3347,9 +3361,7 @@ static size_t store_before(struct vstate *s, size_t j, uint64_t a,
 		for (unsigned m = 0; m < in->nop; m++) {
 			const struct vop *o = &in->op[m];
 			uint64_t oa;
-			if (o->type != X86_OP_MEM || in->id == X86_INS_LEA ||
-			    in->id == X86_INS_NOP ||
-			    (o->access && !(o->access & CS_AC_WRITE)))
+			if (!mem_dest(in, o))
 				continue;
 			if (!addr_of(s, k, o, &oa) ||
 			    (oa < a + size && a < oa + o->width))

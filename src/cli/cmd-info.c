@@ -164,8 +164,6 @@ static size_t exec_mappings(const struct btrace_snapshot *s)
 	return n;
 }
 
-/* Whether the trace has time, its clock and where its timing packets are
- * (docs/format.md, "Time": the metadata the decoder reads). */
 /* Of access log @l: the writes (*@st) and the fold marks (*@fo), which
  * are not accesses. */
 static void access_counts(const struct btrace_access_log *l, uint64_t *st,
@@ -178,6 +176,8 @@ static void access_counts(const struct btrace_access_log *l, uint64_t *st,
 	}
 }
 
+/* Whether the trace has time, its clock and where its timing packets are
+ * (docs/format.md, "Time": the metadata the decoder reads). */
 static void print_time(const struct btrace_snapshot *s)
 {
 	const char *clk = btrace_snapshot_meta(s, "time.clock");

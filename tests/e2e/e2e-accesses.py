@@ -423,10 +423,10 @@ def check_demo(btrace, tool, demo, d):
 
 
 def under_cpu_log(btrace, tool, demo, d, name, env, how, args=()):
-    """The demo recorded (@env) under QEMU's own log of the registers at
-    each block it runs (every block, folded turns too), its values
-    checked against that log: (the values listing, values(), the values
-    checked before a fold)."""
+    """Program @demo (@args) recorded (@env) under QEMU's own log of the
+    registers at each block it runs (every block, folded turns too), its
+    values checked against that log: (the values listing, values(), the
+    values checked before a fold)."""
     snap = os.path.join(d, 'demo-%s.btrace' % name)
     qlog = os.path.join(d, 'qemu-cpu-%s.log' % name)
     env = dict(env, BTRACE_QEMU_ARGS='-d cpu,nochain -D %s' % qlog)
@@ -434,8 +434,7 @@ def under_cpu_log(btrace, tool, demo, d, name, env, how, args=()):
     rc, _, _, listing = known_values(btrace, snap)
     v = accread(tool, snap, 'values')['values']
     ok(p.returncode == 128 + 11 and rc == 0 and os.path.exists(qlog),
-       'the demo recorded %s, under -d cpu (%d, %d)' % (how, p.returncode,
-                                                       rc))
+       'recorded %s, under -d cpu (%d, %d)' % (how, p.returncode, rc))
     past = 0
     if os.path.exists(qlog):
         checked, wrong, bad, past = against_qemu_log(qlog, listing)
