@@ -3500,6 +3500,10 @@ static int from_memory(struct bt_values *v, struct vstate *s,
 	l->addr = a;
 	if (k != SIZE_MAX && !store_of(s, k, &sa, &ss, &hv, &sv, &src))
 		k = SIZE_MAX;
+	/* a store of another value than the one loaded is not its writer */
+	if (k != SIZE_MAX && s->sole && hv && l->has_value &&
+	    (sv & mask_of(size)) != (l->value & mask_of(size)))
+		k = SIZE_MAX;
 	/* another thread may have written it after this thread's store:
 	 * only this thread's stack, and the same value, is taken as its */
 	if (k != SIZE_MAX && !s->sole &&
