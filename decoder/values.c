@@ -126,6 +126,9 @@ struct vstate {
 	int sole;                 /* the crashed thread is its process's
 				   * only thread */
 	int32_t tid;              /* the thread's */
+	const struct btrace_decode_result *res;  /* its decode (the other
+				   * threads' histories) */
+	cs_insn *ci;              /* capstone's scratch, NULL none */
 	uint64_t fault_ip;        /* where the path goes after its last
 				   * instruction, 0 not known */
 	uint64_t fs_base;         /* the thread's fs base at the fault */
@@ -3479,6 +3482,83 @@ static void mem_name(const struct vstate *s, uint64_t a,
 }
 
 /*
+ * Another thread's newest store to [@a, +@size) in its history whose
+ * address does not depend on registers (rip-relative or absolute: it is
+ * exact): "thread 12 stored 0x0 to it at worker (x.c:16), 1.250 us before
+ * the fault" into @buf ("" none).  A fact of that thread's trace, not a
+ * proof that it was the last write.
+ */
+static void other_store(const struct vstate *s, uint64_t a, unsigned size,
+			char *buf, size_t len)
+{
+	const struct btrace_decode_result *res = s->res;
+	const struct btrace_block *at = NULL, *fb = NULL;
+	uint64_t ip = 0, val = 0;
+	int hv = 0;
+	int32_t tid = 0;
+	struct vinsn in;
+
+	buf[0] = 0;
+	if (!res || !s->ci)
+		return;
+	for (size_t t = 0; t < res->nthreads; t++) {
+		const struct btrace_thread *th = &res->threads[t];
+		uint64_t budget = 1u << 18;
+		if (th->tid == s->tid || th->tid < 0) {
+			if (th->tid == s->tid && th->nblocks)
+				fb = &th->blocks[th->nblocks - 1];
+			continue;
+		}
+		for (size_t b = th->nblocks; b-- > 0 && budget;) {
+			const struct btrace_block *bl = &th->blocks[b];
+			uint64_t x = bl->ip, hit = 0;
+			if (bl->kind != BTRACE_ITEM_BLOCK)
+				continue;
+			for (uint32_t q = 0; q < bl->ninsn && budget; q++, budget--) {
+				decode_one(s->c, s->ci, x, &in);
+				if (!in.id || !in.size)
+					break;
+				if (in.id == X86_INS_MOV && in.nop == 2 &&
+				    in.op[0].type == X86_OP_MEM &&
+				    in.op[0].width == size && !in.op[0].bad &&
+				    !in.op[0].fs && in.op[0].base == NOREG &&
+				    in.op[0].index == NOREG &&
+				    (uint64_t)in.op[0].imm == a)
+					hit = x;
+				x += in.size;
+			}
+			if (!hit)
+				continue;
+			/* the newest of all threads, by time when known */
+			if (!at || (bl->time_ns && at->time_ns &&
+				    bl->time_ns > at->time_ns)) {
+				decode_one(s->c, s->ci, hit, &in);
+				at = bl;
+				ip = hit;
+				tid = th->tid;
+				hv = in.op[1].type == X86_OP_IMM;
+				val = (uint64_t)in.op[1].imm & mask_of(size);
+			} else if (!bl->time_ns || !at->time_ns) {
+				/* two threads, no order: say nothing */
+				return;
+			}
+			break;
+		}
+	}
+	if (!at)
+		return;
+	char w[128], v[40] = "", when[64] = "";
+	where(s->c, ip, w, sizeof(w));
+	if (hv)
+		snprintf(v, sizeof(v), " 0x%llx", (unsigned long long)val);
+	if (fb && fb->time_ns && at->time_ns && fb->time_ns >= at->time_ns)
+		snprintf(when, sizeof(when), ", %s%.3f us before the fault",
+			 at->time_flags & BTRACE_TIME_PACKET ? "" : "about ",
+			 (double)(fb->time_ns - at->time_ns) / 1000);
+	say(buf, len, "thread %d stored%s to it at %s%s", tid, v, w, when);
+}
+
+/*
  * Link @l read register @reg's value (or, for @reg NR, the faulting
  * instruction's memory operand) from [@a, +@size) at @j: the store on
  * the path that wrote it becomes the next link.  1: the chain goes on
@@ -3488,7 +3568,7 @@ static int from_memory(struct bt_values *v, struct vstate *s,
 		       struct btrace_origin_link *l, size_t j, uint64_t a,
 		       unsigned size, unsigned *reg, size_t *u)
 {
-	char m[128], lead[96], at[128];
+	char m[128], lead[96], at[128], other[160] = "";
 	uint64_t sa, sv;
 	unsigned ss;
 	int src, hv;
@@ -3510,18 +3590,26 @@ static int from_memory(struct bt_values *v, struct vstate *s,
 	    (!own_stack(s, a) || !hv || !l->has_value ||
 	     (sv & mask_of(size)) != (l->value & mask_of(size)))) {
 		where(s->c, s->in[k].ip, at, sizeof(at));
+		other_store(s, a, size, other, sizeof(other));
 		l->kind = BTRACE_ORIGIN_LOAD;
 		describe_value(lead, sizeof(lead), rd, l);
-		say(l->what, sizeof(l->what), "%s from %s; not known "
-			 "whether another thread wrote it after %s", lead, m, at);
+		if (other[0])
+			say(l->what, sizeof(l->what), "%s from %s; its writer "
+			    "is not known: %s", lead, m, other);
+		else
+			say(l->what, sizeof(l->what), "%s from %s; not known "
+			    "whether another thread wrote it after %s", lead,
+			    m, at);
 		return 0;
 	}
 	if (k == SIZE_MAX) {
+		if (!s->sole)
+			other_store(s, a, size, other, sizeof(other));
 		l->kind = BTRACE_ORIGIN_LOAD;
 		describe_value(lead, sizeof(lead), rd, l);
-		say(l->what, sizeof(l->what), "%s from %s%s", lead, m,
-			 s->sole ? "" : "; other threads ran: its writer is "
-			 "not known");
+		say(l->what, sizeof(l->what), "%s from %s%s%s%s", lead, m,
+		    s->sole ? "" : "; other threads ran: its writer is "
+		    "not known", other[0] ? ": " : "", other);
 		return 0;
 	}
 	l->kind = BTRACE_ORIGIN_COPY;
@@ -4179,6 +4267,8 @@ static int build(const struct btrace_decode_result *res, size_t thread,
 	v->pub.reads = v->rw;
 	v->pub.writes = v->rw + n + 1;
 	v->pub.folded = v->fold;
+	s.res = res;
+	s.ci = ci;
 	find_origin(v, &s, fault_ip, ci);
 	if (ci)
 		cs_free(ci, 1);

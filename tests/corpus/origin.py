@@ -116,6 +116,11 @@ def check(case, o, g):
                  'not known' in last['what'],
                  'it stops at the load from %s... saying the writer is not '
                  'known' % case['mem'])
+            # the other thread's store in its history, as gdb saw it
+            at = 'stored 0x%x to it at %s (%s:%d)' % (
+                w['value'], w['function'], w['file'], w['line'])
+            need(at in last['what'], 'it names the other thread\'s store '
+                 '"%s"' % at)
             return 'stopped' if not bad else 'wrong'
         need(w is not None, 'gdb saw the variable written')
         if not w or not st:
