@@ -3501,9 +3501,12 @@ static void other_store(const struct vstate *s, uint64_t a, unsigned size,
 	buf[0] = 0;
 	if (!res || !s->ci)
 		return;
+	/* instructions decoded at most, over all threads: a history not
+	 * searched to its start may hold a newer store than the one found */
+	uint64_t budget = 1u << 20;
+
 	for (size_t t = 0; t < res->nthreads; t++) {
 		const struct btrace_thread *th = &res->threads[t];
-		uint64_t budget = 1u << 18;
 		if (th->tid == s->tid || th->tid < 0) {
 			if (th->tid == s->tid && th->nblocks)
 				fb = &th->blocks[th->nblocks - 1];
@@ -3544,6 +3547,8 @@ static void other_store(const struct vstate *s, uint64_t a, unsigned size,
 			}
 			break;
 		}
+		if (!budget)
+			return;
 	}
 	if (!at)
 		return;
