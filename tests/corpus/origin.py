@@ -42,6 +42,8 @@ CASES = [
          mem='(the stack of thread '),
     dict(name='div', flags=['-O0'], watch='parts', expect='store',
          mem='(the stack of thread ', role='divisor'),
+    dict(name='heap', flags=['-O1'], watch='u->email', at='forget',
+         expect='store', mem='[0x'),
     dict(name='saved', flags=['-O2'], finish='by_id', expect='saved'),
     dict(name='index', flags=['-O1'], expect='index'),
     dict(name='thread', flags=['-O1', '-pthread'], watch='shared',
@@ -126,14 +128,20 @@ def check(case, o, g):
         if not w or not st:
             need(st != [], 'a store is a link')
             return 'wrong'
-        s = ch[st[0]]
-        need(s['function'] == w['function'] and s['line'] == w['line'],
-             'the store is gdb\'s last write: %s:%s (chain: %s:%s)' %
-             (w['function'], w['line'], s['function'], s['line']))
+        # the store to the variable: gdb's last write (other stores,
+        # a spill of the loaded value, may come before it in the chain)
+        hit = [k for k in st if ch[k]['function'] == w['function'] and
+               ch[k]['line'] == w['line']]
+        need(hit != [], 'the store is gdb\'s last write: %s:%s (chain: %s)' %
+             (w['function'], w['line'],
+              ['%s:%s' % (ch[k]['function'], ch[k]['line']) for k in st]))
+        if not hit:
+            return 'wrong'
+        s = ch[hit[0]]
         if s['value'] is not None and s['kind'] == 'constant':
             need(hexv(s['value']) == w['value'], 'the value stored is '
                  'gdb\'s (%#x, chain %s)' % (w['value'], s['value']))
-        rd = ch[st[0] - 1] if st[0] else None
+        rd = ch[hit[0] - 1] if hit[0] else None
         need(rd is not None and case['mem'] in rd['what'] and
              case['mem'] in s['what'],
              'the memory is named "%s..."' % case['mem'])
