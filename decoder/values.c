@@ -3428,6 +3428,8 @@ static void say(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
+static int32_t pid_of(const struct btrace_snapshot *sn, int32_t tid);
+
 /* @a lies in the crashed thread's stack (the mapping holding its stack
  * pointer at the fault, not the brk area). */
 static int own_stack(const struct vstate *s, uint64_t a)
@@ -3462,9 +3464,11 @@ static void mem_name(const struct vstate *s, uint64_t a,
 		snprintf(t, sizeof(t), "the stack of thread %d", s->tid);
 		what = t;
 	}
+	int32_t pid = sn ? pid_of(sn, s->tid) : -1;
+
 	for (size_t k = 0; !what && sn && k < sn->nmappings; k++) {
 		const struct btrace_mapping *m = &sn->mappings[k];
-		if (a < m->start || a >= m->end)
+		if (a < m->start || a >= m->end || m->pid != pid)
 			continue;
 		if (m->path && !strcmp(m->path, "[heap]"))
 			what = "the heap";
@@ -3865,9 +3869,11 @@ static void chain_of(struct bt_values *v, struct vstate *s, unsigned reg,
 static int mapped(const struct vstate *s, uint64_t a)
 {
 	const struct btrace_snapshot *sn = s->c->snap;
+	int32_t pid = sn ? pid_of(sn, s->tid) : -1;
 
 	for (size_t k = 0; sn && k < sn->nmappings; k++)
-		if (a >= sn->mappings[k].start && a < sn->mappings[k].end)
+		if (a >= sn->mappings[k].start && a < sn->mappings[k].end &&
+		    sn->mappings[k].pid == pid)
 			return (sn->mappings[k].prot & 1) != 0;
 	return 0;
 }
