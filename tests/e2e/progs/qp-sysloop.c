@@ -23,23 +23,30 @@
 
 #define TURNS 15
 
+/* Block A (getpid: the block ends at the system call), block B (a forward
+ * branch taken: getpid() > 0), then @MORE, then the loop block L (dec,
+ * back to A while turns remain). */
+#define SYSLOOP(MORE)							\
+	__asm__ volatile("1:\n\t"					\
+			 "mov $39, %%eax\n\t"				\
+			 "syscall\n\t"					\
+			 "test %%rax, %%rax\n\t"			\
+			 "jns 2f\n\t"					\
+			 "nop\n"						\
+			 "2:\n\t"					\
+			 MORE						\
+			 "dec %%rdx\n\t"				\
+			 "jnz 1b\n\t"					\
+			 "mov %%rax, %0"				\
+			 : "=r"(pid), "+d"(n)				\
+			 :						\
+			 : "rax", "rcx", "r11", "memory", "cc")
+
 __attribute__((noinline)) long loop3(long n)
 {
 	long pid = 0;
 
-	__asm__ volatile("1:\n\t"
-			 "mov $39, %%eax\n\t"
-			 "syscall\n\t"
-			 "test %%rax, %%rax\n\t"
-			 "jns 2f\n\t"
-			 "nop\n"
-			 "2:\n\t"
-			 "dec %%rdx\n\t"
-			 "jnz 1b\n\t"
-			 "mov %%rax, %0"
-			 : "=r"(pid), "+d"(n)
-			 :
-			 : "rax", "rcx", "r11", "memory", "cc");
+	SYSLOOP("");
 	return pid;
 }
 
@@ -47,23 +54,11 @@ __attribute__((noinline)) long loop4(long n)
 {
 	long pid = 0;
 
-	__asm__ volatile("1:\n\t"
-			 "mov $39, %%eax\n\t"
-			 "syscall\n\t"
-			 "test %%rax, %%rax\n\t"
-			 "jns 2f\n\t"
-			 "nop\n"
-			 "2:\n\t"
-			 "cmp $0, %%rax\n\t"
-			 "jne 3f\n\t"
-			 "nop\n"
-			 "3:\n\t"
-			 "dec %%rdx\n\t"
-			 "jnz 1b\n\t"
-			 "mov %%rax, %0"
-			 : "=r"(pid), "+d"(n)
-			 :
-			 : "rax", "rcx", "r11", "memory", "cc");
+	/* block C: another forward branch taken */
+	SYSLOOP("cmp $0, %%rax\n\t"
+		"jne 3f\n\t"
+		"nop\n"
+		"3:\n\t");
 	return pid;
 }
 
