@@ -219,3 +219,117 @@ void bt_limits_syscall_ret(int64_t num, int64_t ret)
 		break;
 	}
 }
+
+/* ---- signal handlers' stack alignment ---- */
+
+/*
+ * The x86-64 ABI wants rsp + 8 to be a multiple of 16 at a function's
+ * entry, and the kernel starts a signal handler so (get_sigframe() in
+ * arch/x86/kernel/signal.c: the frame is aligned by align_sigframe(),
+ * "(sp & -16) - 8").  QEMU 7.2 places the frame 8 bytes off: the handler
+ * starts with rsp a multiple of 16, and the first aligned SSE access to
+ * its stack (a movaps of a local, snprintf of a double) faults.
+ *
+ * The plugin corrects it where the handler starts: every translation
+ * block at a known handler's address (rt_sigaction's, bt_note_handler)
+ * gets this callback, asking QEMU to write its registers back before
+ * and reload them after (QEMU_PLUGIN_CB_RW_REGS).  QEMU 7.2 has no API
+ * to reach them, but its generated code calls the callback directly
+ * with the CPU state in rbp (TCG_AREG0 on an x86-64 host; CPUX86State
+ * starts with regs[16]).  The callback believes that state only if it
+ * describes a signal frame as setup_rt_frame() builds it: rdi the
+ * signal number, rdx = rsp + 8 (the ucontext after the return address),
+ * rsi right after the ucontext (the siginfo, filled only for SA_SIGINFO),
+ * the ucontext's FP state pointer after the siginfo or 0.  It then
+ * moves the return address, the ucontext and the siginfo 8 bytes down
+ * (the FP state stays where the ucontext's pointer says) and moves rsp,
+ * rsi and rdx with them: the handler sees the kernel's alignment, and
+ * rt_sigreturn (which finds the frame at rsp - 8 after the handler's
+ * ret) reads the moved frame.  A block entered by an ordinary call
+ * passes none of those checks and is left alone.
+ */
+#define BT_R_EDX 2
+#define BT_R_ESP 4
+#define BT_R_ESI 6
+#define BT_R_EDI 7
+#define BT_SIGINFO_SIZE 128
+#define BT_UCONTEXT_SIZE 304  /* the kernel's struct ucontext, and QEMU's */
+#define BT_UC_FPSTATE 224     /* uc_mcontext.fpstate in it */
+#define BT_SIGFRAME_MAX 2048
+
+void bt_sigalign_fix(unsigned int vcpu, void *udata, uint64_t *env);
+
+__asm__(".text\n"
+	".p2align 4\n"
+	".globl bt_sigalign_entry\n"
+	".hidden bt_sigalign_entry\n"
+	".type bt_sigalign_entry, @function\n"
+	"bt_sigalign_entry:\n"
+	"\tmov %rbp, %rdx\n"
+	"\tjmp bt_sigalign_fix\n"
+	".size bt_sigalign_entry, .-bt_sigalign_entry\n");
+void bt_sigalign_entry(unsigned int vcpu, void *udata);
+
+static void bt_sigalign_unfixed(struct bt_ring_limits *l, uint64_t handler)
+{
+	if (!(__atomic_fetch_or(&l->flags, BT_LIMIT_SIGALIGN,
+				__ATOMIC_RELAXED) & BT_LIMIT_SIGALIGN))
+		l->sigalign_ip = handler;
+}
+
+__attribute__((visibility("hidden"), used, noinline))
+void bt_sigalign_fix(unsigned int vcpu, void *udata, uint64_t *env)
+{
+	uint64_t handler = (uint64_t)(uintptr_t)udata;
+	struct bt_ring_limits *l = bt_lim();
+	uint64_t r[8], sp, len, fp;
+	uint8_t frame[BT_SIGFRAME_MAX];
+	struct iovec lo, re;
+
+	(void)vcpu;
+	if (!l)
+		return;
+	if (bt_peek((uint64_t)(uintptr_t)env, r, sizeof(r)) != sizeof(r))
+		return;
+	sp = r[BT_R_ESP];
+	if (r[BT_R_EDI] < 1 || r[BT_R_EDI] > 64 || r[BT_R_EDX] != sp + 8 ||
+	    r[BT_R_ESI] != r[BT_R_EDX] + BT_UCONTEXT_SIZE ||
+	    bt_peek(r[BT_R_EDX] + BT_UC_FPSTATE, &fp, 8) != 8 ||
+	    (fp && (fp < r[BT_R_ESI] + BT_SIGINFO_SIZE ||
+		    fp - sp > BT_SIGFRAME_MAX)))
+		return;     /* not a signal's entry: an ordinary call */
+	if ((sp & 15) == 8)
+		return;     /* aligned already */
+	if ((sp & 15) != 0)
+		goto unfixed;
+	len = r[BT_R_ESI] + BT_SIGINFO_SIZE - sp;
+	if (bt_peek(sp, frame, len) != (ssize_t)len)
+		goto unfixed;
+	lo.iov_base = frame;
+	lo.iov_len = len;
+	re.iov_base = (void *)(uintptr_t)(sp - 8);
+	re.iov_len = len;
+	if (process_vm_writev(getpid(), &lo, 1, &re, 1, 0) != (ssize_t)len)
+		goto unfixed;
+	env[BT_R_ESP] = sp - 8;
+	env[BT_R_ESI] -= 8;
+	env[BT_R_EDX] -= 8;
+	__atomic_fetch_add(&l->sigalign_fixed, 1, __ATOMIC_RELAXED);
+	return;
+unfixed:
+	bt_sigalign_unfixed(l, handler);
+}
+
+void bt_limits_handler_trans(struct qemu_plugin_tb *tb, uint64_t handler)
+{
+	qemu_plugin_register_vcpu_tb_exec_cb(tb, bt_sigalign_entry,
+		QEMU_PLUGIN_CB_RW_REGS, (void *)(uintptr_t)handler);
+}
+
+void bt_limits_handler_late(uint64_t handler)
+{
+	struct bt_ring_limits *l = bt_lim();
+
+	if (l)
+		bt_sigalign_unfixed(l, handler);
+}

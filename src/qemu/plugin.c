@@ -1506,6 +1506,8 @@ static void bt_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 
 	memset(&info, 0, sizeof(info));
 	info.start = qemu_plugin_tb_vaddr(tb);
+	if (bt_is_handler_entry(info.start))
+		bt_limits_handler_trans(tb, info.start);
 	info.ninsn = (uint16_t)n;
 	li = qemu_plugin_tb_get_insn(tb, n - 1);
 	last = qemu_plugin_insn_vaddr(li);
@@ -1587,8 +1589,21 @@ static void bt_note_handler(uint64_t act)
 	for (uint32_t i = 0; i < h->nhandlers; i++)
 		if (h->handlers[i] == handler)
 			goto out;
-	if (h->nhandlers < BT_RING_MAX_HANDLERS)
+	if (h->nhandlers < BT_RING_MAX_HANDLERS) {
+		uint64_t n = __atomic_load_n(&g.tbhdr->tb_count,
+					     __ATOMIC_RELAXED);
+
 		h->handlers[h->nhandlers++] = handler;
+		/* Already translated (called as a function before): that
+		 * block has no realigning callback (plugin-limits.c). */
+		for (uint64_t i = 0; i < n && i < g.tbhdr->tb_max; i++)
+			if (g.tbs[i].start == handler) {
+				bt_limits_handler_late(handler);
+				break;
+			}
+	} else {
+		bt_limits_handler_late(handler);
+	}
 out:
 	pthread_mutex_unlock(&g.lock);
 }

@@ -136,6 +136,21 @@ size_t bt_qemu_limits_get(const struct bt_ring_hdr *h,
 			 "that crash.", bt_sysname(l->vdso_nr));
 		n++;
 	}
+	if (f & BT_LIMIT_SIGALIGN) {
+		out[n].name = "sigalign";
+		snprintf(out[n].text, sizeof(out[n].text),
+			 "QEMU 7.2 starts signal handlers with the stack 8 "
+			 "bytes off the x86-64 ABI's alignment, and btrace "
+			 "could not correct it for the handler at %#llx (its "
+			 "code ran as an ordinary function before it was "
+			 "installed, or more than 64 handlers were installed): "
+			 "an aligned SSE access there (movaps, snprintf of a "
+			 "double) faults here with SIGSEGV (si_code SI_KERNEL) "
+			 "where natively it does not; such a fault is not the "
+			 "program's; record with a hardware backend (pt or "
+			 "bts).", (unsigned long long)l->sigalign_ip);
+		n++;
+	}
 	return n;
 }
 

@@ -23,7 +23,7 @@ struct bt_qemu_limit {
 	const char *name;       /* "fpe-traps", "seccomp", "vdso" */
 	char text[512];         /* one sentence */
 };
-#define BT_QEMU_MAX_LIMITS 4
+#define BT_QEMU_MAX_LIMITS 8
 /* The limits the plugin noted in the ring file whose header is @h. */
 size_t bt_qemu_limits_get(const struct bt_ring_hdr *h,
 			  struct bt_qemu_limit *out);

@@ -2185,6 +2185,19 @@ static void bt_death_signal(struct bt_job *j, struct bt_death *d)
 		sig->has_regs = 1;
 		memcpy(sig->regs, d->core.regs, sizeof(sig->regs));
 	}
+	/* A general-protection fault (SIGSEGV with SI_KERNEL, or a code QEMU
+	 * did not tell) after a handler started misaligned (limit.sigalign):
+	 * in all likelihood the emulator's, not the program's (a movaps to
+	 * the handler's stack).  The registers stay for the stack; the fault
+	 * is not called exact. */
+	if (sig->signo == SIGSEGV && (sig->code == SI_KERNEL ||
+				      sig->code == BTRACE_SIGCODE_UNKNOWN) &&
+	    (__atomic_load_n(&bt_ring_limits_of(d->r.hdr)->flags,
+			     __ATOMIC_ACQUIRE) & BT_LIMIT_SIGALIGN) &&
+	    sig->fault_source == BTRACE_FAULT_CORE) {
+		sig->fault_source = BTRACE_FAULT_NONE;
+		sig->fault_ip = 0;
+	}
 }
 
 /* The trace of slot @s re-encoded as a PT or BTS buffer, and its task. */

@@ -441,6 +441,8 @@ static inline uint64_t bt_ring_file_size(uint64_t nslots, uint64_t entries,
 #define BT_LIMIT_FPE_TRAPS 0x1u  /* FP exceptions unmasked: no SIGFPE here */
 #define BT_LIMIT_SECCOMP   0x2u  /* a seccomp filter was refused */
 #define BT_LIMIT_VDSO      0x4u  /* a vDSO call got EFAULT, not SIGSEGV */
+#define BT_LIMIT_SIGALIGN  0x8u  /* a handler started off the ABI's stack
+				  * alignment, not corrected */
 struct bt_ring_limits {
 	uint32_t flags;      /* BT_LIMIT_*, set atomically */
 	uint32_t fpe_bits;   /* exceptions unmasked: IE DE ZE OE UE PE as
@@ -450,8 +452,9 @@ struct bt_ring_limits {
 	int32_t seccomp_nr;  /* the syscall: seccomp (317) or prctl (157) */
 	int64_t seccomp_ret; /* what QEMU returned (-errno) */
 	int32_t vdso_nr;     /* the syscall that got EFAULT */
-	uint32_t reserved0;
-	uint8_t reserved[80];
+	uint32_t sigalign_fixed; /* handler entries realigned */
+	uint64_t sigalign_ip;    /* the first handler left misaligned */
+	uint8_t reserved[72];
 };
 
 static inline struct bt_ring_limits *bt_ring_limits_of(const void *hdr)

@@ -14,6 +14,11 @@ emulated run must either match or name:
                  QEMU limit.seccomp (prctl and seccomp(2))
   vdso-fault     clock_gettime(bad pointer): natively SIGSEGV; under QEMU
                  limit.vdso
+  sig-align      handlers that need the ABI's stack alignment (movaps,
+                 snprintf of a double): natively and under btrace the
+                 same output, exit 0 (QEMU alone: SIGSEGV); a handler
+                 that ran before it was installed: limit.sigalign and a
+                 fault that is not exact
   asan-overflow  built with -fsanitize=address: refused, exit 1, at once;
                  exec'd by a traced shell it runs natively, untraced
 a SIGKILL (said, with whether the OOM killer sent it), and scripts: one #! level with an argument, two levels, a missing
@@ -113,6 +118,53 @@ def test_limit(btrace, d, name, argv, native_sig, key, want_text):
     return p
 
 
+def test_sigalign(btrace, progs, d):
+    prog = os.path.join(progs, 'sig-align')
+    for mode in ('', 'altstack', 'skip', 'plain'):
+        argv = [prog] + ([mode] if mode else [])
+        name = 'sig-align %s' % (mode or 'siginfo')
+        nat = run(argv)
+        ok(nat.returncode == 0 and nat.stdout.count('entry rsp % 16 = 8') >=
+           4, '%s natively: exit 0, handlers aligned (%d)' %
+           (name, nat.returncode))
+        if not mode:
+            q = run(['qemu-x86_64', prog])
+            ok(q.returncode == -11,
+               '%s: QEMU 7.2 alone dies of SIGSEGV in the handler (%d)' %
+               (name, q.returncode))
+        p = record(btrace, os.path.join(d, 'sigalign.btrace'), argv)
+        ok(p.returncode == 0 and p.stdout == nat.stdout,
+           '%s: under btrace the native output and status (%d: %r)' %
+           (name, p.returncode, p.stdout[-200:]))
+        ok('limit.' not in p.stderr,
+           '%s: no limit said (%s)' % (name, p.stderr.strip()[-200:]))
+    # Its code ran before it was a handler: not corrected, said, and the
+    # fault it causes is not called exact.
+    argv = [prog, 'late']
+    nat = run(argv)
+    snap = os.path.join(d, 'sig-align-late.btrace')
+    p = record(btrace, snap, argv)
+    msgs = re.sub(r'\n  (?=\S)', ' ', p.stderr).splitlines()
+    warned = [ln for ln in msgs
+              if 'warning' in ln and '(limit.sigalign)' in ln]
+    ok(len(warned) == 1 and 'could not correct it' in warned[0],
+       'sig-align late: one warning naming limit.sigalign (%s)' %
+       p.stderr.strip()[-300:])
+    ok(nat.returncode == 0 and p.returncode == 139,
+       'sig-align late: 0 natively, SIGSEGV here (%d, %d)' %
+       (nat.returncode, p.returncode))
+    snap = os.path.join(d, 'sig-align-late.btrace')
+    try:
+        r = e2elib.report_json(btrace, snap)
+        f = r.get('fault') or {}
+        lim = [x['name'] for x in r.get('limits', [])]
+    except (RuntimeError, ValueError) as e:
+        f, lim = {'exact': 'report failed: %s' % e}, []
+    ok(f.get('exact') is False and 'sigalign' in lim,
+       'sig-align late: the fault is not exact and the report says '
+       'limit sigalign (%s, %s)' % (f.get('exact'), lim))
+
+
 def main():
     btrace, progs = [os.path.abspath(x) for x in sys.argv[1:3]]
     if not e2elib.qemu_available():
@@ -186,6 +238,7 @@ def main():
            'SIGKILL: status 137 and said, OOM killer or not (%d: %s)' %
            (p.returncode, p.stderr.strip()[-200:]))
 
+        test_sigalign(btrace, progs, d)
         test_scripts(btrace, progs, d)
     return T.done()
 
