@@ -21,6 +21,16 @@
  *  - The vDSO.  QEMU 7.2 gives the guest none: clock_gettime,
  *    gettimeofday, time and getcpu are real system calls, so a bad pointer
  *    gives EFAULT where natively the vDSO's code dies of SIGSEGV.
+ *  - System calls QEMU 7.2 does not implement: clone3 (noted only when
+ *    the program did not go on to clone() as glibc does), io_uring_setup,
+ *    _enter and _register, and ptrace: ENOSYS where the kernel has them.
+ *  - Real-time signals 63 and 64: QEMU keeps two host real-time signals
+ *    for itself and maps guest signal N to host N + 2, so these two have
+ *    none; a handler for them is silently not installed and sending them
+ *    fails with EINVAL.  Noted when a call installs a handler for one or
+ *    sends one.
+ *  - Signal handlers' stack alignment: corrected where the handler starts
+ *    (below); noted where it cannot be.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -35,7 +45,20 @@ _Static_assert(sizeof(struct bt_ring_hdr) <= BT_RING_LIMITS_OFFSET,
 _Static_assert(BT_RING_LIMITS_OFFSET + sizeof(struct bt_ring_limits) <=
 	       BT_RING_HDR_SIZE, "limits area size");
 
+#define BT_NR_RT_SIGACTION 13
+#define BT_NR_CLONE 56
+#define BT_NR_KILL 62
 #define BT_NR_GETTIMEOFDAY 96
+#define BT_NR_PTRACE 101
+#define BT_NR_RT_SIGQUEUEINFO 129
+#define BT_NR_TKILL 200
+#define BT_NR_TGKILL 234
+#define BT_NR_RT_TGSIGQUEUEINFO 297
+#define BT_NR_PIDFD_SEND_SIGNAL 424
+#define BT_NR_IO_URING_SETUP 425
+#define BT_NR_IO_URING_ENTER 426
+#define BT_NR_IO_URING_REGISTER 427
+#define BT_NR_CLONE3 435
 #define BT_NR_PRCTL 157
 #define BT_NR_TIME 201
 #define BT_NR_CLOCK_GETTIME 228
@@ -173,17 +196,61 @@ void bt_limits_tb_trans(struct qemu_plugin_tb *tb)
 
 /* ---- system calls ---- */
 
-void bt_limits_syscall(int64_t num, uint64_t a1, uint64_t a2)
+/* This thread's clone3() got ENOSYS: whether its next call is the
+ * clone() glibc falls back to. */
+static _Thread_local int t_clone3_enosys;
+
+static void bt_note_enosys(struct bt_ring_limits *l, uint32_t which)
+{
+	__atomic_fetch_or(&l->enosys_calls, which, __ATOMIC_RELAXED);
+	__atomic_fetch_or(&l->flags, BT_LIMIT_ENOSYS, __ATOMIC_RELEASE);
+}
+
+/* The signal a call sends or installs a handler for, or 0. */
+static uint64_t bt_signal_arg(int64_t num, uint64_t a1, uint64_t a2,
+			      uint64_t a3)
+{
+	switch (num) {
+	case BT_NR_RT_SIGACTION:
+		return a2 ? a1 : 0;     /* setting, not asking */
+	case BT_NR_KILL:
+	case BT_NR_TKILL:
+	case BT_NR_RT_SIGQUEUEINFO:
+	case BT_NR_PIDFD_SEND_SIGNAL:
+		return a2;
+	case BT_NR_TGKILL:
+	case BT_NR_RT_TGSIGQUEUEINFO:
+		return a3;
+	}
+	return 0;
+}
+
+void bt_limits_syscall(int64_t num, uint64_t a1, uint64_t a2, uint64_t a3)
 {
 	struct bt_ring_limits *l = bt_lim();
+	uint64_t sig;
 
-	(void)a2;
 	if (!l)
 		return;
+	if (t_clone3_enosys) {
+		/* Anything but the fallback: the program saw the ENOSYS. */
+		t_clone3_enosys = 0;
+		if (num != BT_NR_CLONE)
+			bt_note_enosys(l, BT_ENOSYS_CLONE3);
+	}
 	if ((num == BT_NR_PRCTL && a1 == BT_PR_SET_SECCOMP) ||
 	    (num == BT_NR_SECCOMP && (a1 == BT_SECCOMP_SET_MODE_STRICT ||
 				      a1 == BT_SECCOMP_SET_MODE_FILTER)))
 		l->seccomp_nr = (int32_t)num;
+	/* QEMU keeps two host real-time signals for itself: guest 63 and
+	 * 64 have none (sigaction ignores them, kill says EINVAL). */
+	sig = bt_signal_arg(num, a1, a2, a3);
+	if ((sig == 63 || sig == 64) &&
+	    !(__atomic_fetch_or(&l->flags, BT_LIMIT_RTSIG, __ATOMIC_RELAXED) &
+	      BT_LIMIT_RTSIG)) {
+		l->rtsig_nr = (int32_t)num;
+		l->rtsig = (int32_t)sig;
+	}
 }
 
 void bt_limits_syscall_ret(int64_t num, int64_t ret)
@@ -193,6 +260,19 @@ void bt_limits_syscall_ret(int64_t num, int64_t ret)
 	if (!l)
 		return;
 	switch (num) {
+	case BT_NR_CLONE3:
+		t_clone3_enosys = ret == -ENOSYS;
+		break;
+	case BT_NR_IO_URING_SETUP:
+	case BT_NR_IO_URING_ENTER:
+	case BT_NR_IO_URING_REGISTER:
+		if (ret == -ENOSYS)
+			bt_note_enosys(l, BT_ENOSYS_IO_URING);
+		break;
+	case BT_NR_PTRACE:
+		if (ret == -ENOSYS)
+			bt_note_enosys(l, BT_ENOSYS_PTRACE);
+		break;
 	case BT_NR_PRCTL:
 	case BT_NR_SECCOMP:
 		/* Only a filter QEMU refused; a later successful prctl

@@ -27,6 +27,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
+
 #include "qemu-limits.h"
 #include "san-elf.h"
 #include "util.h"
@@ -74,6 +76,20 @@ static const char *bt_sysname(int nr)
 		return "prctl(PR_SET_SECCOMP)";
 	case 317:
 		return "seccomp";
+	case 13:
+		return "rt_sigaction";
+	case 62:
+		return "kill";
+	case 129:
+		return "rt_sigqueueinfo";
+	case 200:
+		return "tkill";
+	case 234:
+		return "tgkill";
+	case 297:
+		return "rt_tgsigqueueinfo";
+	case 424:
+		return "pidfd_send_signal";
 	}
 	return "a system call";
 }
@@ -136,6 +152,42 @@ size_t bt_qemu_limits_get(const struct bt_ring_hdr *h,
 			 "that crash.", bt_sysname(l->vdso_nr));
 		n++;
 	}
+	if (f & BT_LIMIT_ENOSYS) {
+		uint32_t c = l->enosys_calls;
+		char list[128] = "";
+		size_t o = 0;
+
+		if (c & BT_ENOSYS_CLONE3)
+			o += (size_t)snprintf(list + o, sizeof(list) - o,
+					      "clone3");
+		if (c & BT_ENOSYS_IO_URING)
+			o += (size_t)snprintf(list + o, sizeof(list) - o,
+					      "%sio_uring_setup", o ? ", " : "");
+		if (c & BT_ENOSYS_PTRACE)
+			o += (size_t)snprintf(list + o, sizeof(list) - o,
+					      "%sptrace", o ? ", " : "");
+		out[n].name = "enosys";
+		snprintf(out[n].text, sizeof(out[n].text),
+			 "The program called %s, which QEMU 7.2 does not "
+			 "implement: it got ENOSYS where the kernel runs the "
+			 "call, and went on as on a kernel without it; record "
+			 "with a hardware backend (pt or bts) to see the "
+			 "native path.", list[0] ? list : "a system call");
+		n++;
+	}
+	if (f & BT_LIMIT_RTSIG) {
+		out[n].name = "rt-signals";
+		snprintf(out[n].text, sizeof(out[n].text),
+			 "The program used real-time signal %d (%s), which "
+			 "QEMU 7.2 cannot deliver: it keeps two host real-time "
+			 "signals for itself, so signals 63 and 64 (SIGRTMAX-1, "
+			 "SIGRTMAX) have none; a handler for them is silently "
+			 "not installed and sending them fails with EINVAL, "
+			 "where natively both work; record with a hardware "
+			 "backend (pt or bts).", l->rtsig,
+			 bt_sysname(l->rtsig_nr));
+		n++;
+	}
 	if (f & BT_LIMIT_SIGALIGN) {
 		out[n].name = "sigalign";
 		snprintf(out[n].text, sizeof(out[n].text),
@@ -184,6 +236,44 @@ void bt_qemu_limits_warn(const char *ring_path, int pid)
 		bt_msg("btrace: warning: process %d ran differently "
 			"under QEMU (limit.%s): %s", pid, lim[i].name,
 			lim[i].text);
+}
+
+/*
+ * QEMU 7.2 keeps the host's first two real-time signals for itself and
+ * gives guest signal N (SIGRTMIN 34 .. 62) host signal N + 2; guest 63
+ * and 64 have none.  Measured: a guest raise(62) kills the emulator
+ * with host signal 64, raise(63) and raise(64) fail with EINVAL, and a
+ * host signal N + 2 sent to the emulator reaches the guest as N.
+ */
+int bt_qemu_host_signal(int sig)
+{
+	if (sig >= 34 && sig <= 62)
+		return sig + 2;
+	return sig >= 63 ? 0 : sig;
+}
+
+int bt_qemu_guest_status(int status)
+{
+	int s = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+
+	if (s >= 36 && s <= 64)
+		return (status & ~0x7f) | (s - 2);
+	return status;
+}
+
+const char *bt_qemu_comm_arg(const char *argv0, char *buf, size_t len)
+{
+	const char *b = strrchr(argv0, '/');
+	char name[16];
+
+	/* The kernel's comm: the basename of the path execve() ran, 15
+	 * bytes at most (a shell runs the PATH entry whose basename is
+	 * argv[0]'s).  A comma would split the plugin's arguments. */
+	snprintf(name, sizeof(name), "%s", b ? b + 1 : argv0);
+	if (!name[0] || strchr(name, ','))
+		return "";
+	snprintf(buf, len, ",comm=%s", name);
+	return buf;
 }
 
 long bt_qemu_oom_kills(void)
