@@ -316,8 +316,10 @@ void bt_limits_syscall_ret(int64_t num, int64_t ret)
  * and reload them after (QEMU_PLUGIN_CB_RW_REGS).  QEMU 7.2 has no API
  * to reach them, but its generated code calls the callback directly
  * with the CPU state in rbp (TCG_AREG0 on an x86-64 host; CPUX86State
- * starts with regs[16]).  The callback believes that state only if it
- * describes a signal frame as setup_rt_frame() builds it: rdi the
+ * starts with regs[16], then eip).  The callback believes that state only
+ * if its eip is the handler (QEMU sets it when it delivers the signal and
+ * enters the block from its main loop) and it describes a signal frame
+ * as setup_rt_frame() builds it: rdi the
  * signal number, rdx = rsp + 8 (the ucontext after the return address),
  * rsi right after the ucontext (the siginfo, filled only for SA_SIGINFO),
  * the ucontext's FP state pointer after the siginfo or 0.  It then
@@ -332,6 +334,7 @@ void bt_limits_syscall_ret(int64_t num, int64_t ret)
 #define BT_R_ESP 4
 #define BT_R_ESI 6
 #define BT_R_EDI 7
+#define BT_R_EIP 16   /* eip follows regs[16] */
 #define BT_SIGINFO_SIZE 128
 #define BT_UCONTEXT_SIZE 304  /* the kernel's struct ucontext, and QEMU's */
 #define BT_UC_FPSTATE 224     /* uc_mcontext.fpstate in it */
@@ -362,7 +365,7 @@ void bt_sigalign_fix(unsigned int vcpu, void *udata, uint64_t *env)
 {
 	uint64_t handler = (uint64_t)(uintptr_t)udata;
 	struct bt_ring_limits *l = bt_lim();
-	uint64_t r[8], sp, len, fp;
+	uint64_t r[BT_R_EIP + 1], sp, len, fp;
 	uint8_t frame[BT_SIGFRAME_MAX];
 	struct iovec lo, re;
 
@@ -372,7 +375,8 @@ void bt_sigalign_fix(unsigned int vcpu, void *udata, uint64_t *env)
 	if (bt_peek((uint64_t)(uintptr_t)env, r, sizeof(r)) != sizeof(r))
 		return;
 	sp = r[BT_R_ESP];
-	if (r[BT_R_EDI] < 1 || r[BT_R_EDI] > 64 || r[BT_R_EDX] != sp + 8 ||
+	if (r[BT_R_EIP] != handler ||
+	    r[BT_R_EDI] < 1 || r[BT_R_EDI] > 64 || r[BT_R_EDX] != sp + 8 ||
 	    r[BT_R_ESI] != r[BT_R_EDX] + BT_UCONTEXT_SIZE ||
 	    bt_peek(r[BT_R_EDX] + BT_UC_FPSTATE, &fp, 8) != 8 ||
 	    (fp && (fp < r[BT_R_ESI] + BT_SIGINFO_SIZE ||
