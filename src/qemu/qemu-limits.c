@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,28 +95,51 @@ static const char *bt_sysname(int nr)
 	return "a system call";
 }
 
+/* The names of the bits of @bits, comma-separated, into @buf. */
+static const char *bt_bit_list(uint32_t bits, const char *const *names,
+			       int n, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	buf[0] = 0;
+	for (int i = 0; i < n; i++)
+		if ((bits & (1u << i)) && o < len)
+			o += (size_t)snprintf(buf + o, len - o, "%s%s",
+					      o ? ", " : "", names[i]);
+	return buf;
+}
+
+__attribute__((format(printf, 3, 4)))
+static void bt_limit_put(struct bt_qemu_limit *out, const char *name,
+			 const char *fmt, ...)
+{
+	va_list ap;
+
+	out->name = name;
+	va_start(ap, fmt);
+	vsnprintf(out->text, sizeof(out->text), fmt, ap);
+	va_end(ap);
+}
+
 size_t bt_qemu_limits_get(const struct bt_ring_hdr *h,
 			  struct bt_qemu_limit *out)
 {
+	static const char *const fpe_names[6] = {
+		"invalid", "denormal", "divide-by-zero", "overflow",
+		"underflow", "inexact",
+	};
+	/* BT_ENOSYS_* bits */
+	static const char *const enosys_names[3] = {
+		"clone3", "io_uring_setup", "ptrace",
+	};
 	const struct bt_ring_limits *l = bt_ring_limits_of(h);
 	uint32_t f = __atomic_load_n(&l->flags, __ATOMIC_ACQUIRE);
+	char list[128];
 	size_t n = 0;
 
 	if (f & BT_LIMIT_FPE_TRAPS) {
-		static const char *const nm[6] = {
-			"invalid", "denormal", "divide-by-zero", "overflow",
-			"underflow", "inexact",
-		};
-		char list[128] = "";
-		size_t o = 0;
-
-		for (int i = 0; i < 6; i++)
-			if (l->fpe_bits & (1u << i))
-				o += (size_t)snprintf(list + o, sizeof(list) - o,
-						      "%s%s", o ? ", " : "",
-						      nm[i]);
-		out[n].name = "fpe-traps";
-		snprintf(out[n].text, sizeof(out[n].text),
+		bt_bit_list(l->fpe_bits, fpe_names, 6, list, sizeof(list));
+		bt_limit_put(&out[n++], "fpe-traps",
 			 "The program unmasked floating-point exceptions (%s; "
 			 "%s, first at %#llx), but QEMU 7.2 never raises SIGFPE for "
 			 "them: an operation that traps natively gave an "
@@ -125,13 +149,11 @@ size_t bt_qemu_limits_get(const struct bt_ring_hdr *h,
 			 l->fpe_insn == 3 ? "x87 by fldcw and SSE by ldmxcsr" :
 			 l->fpe_insn == 2 ? "x87 by fldcw" : "SSE by ldmxcsr",
 			 (unsigned long long)l->fpe_ip);
-		n++;
 	}
 	if (f & BT_LIMIT_SECCOMP) {
 		long e = (long)-l->seccomp_ret;
 
-		out[n].name = "seccomp";
-		snprintf(out[n].text, sizeof(out[n].text),
+		bt_limit_put(&out[n++], "seccomp",
 			 "The program installed a seccomp filter with %s, "
 			 "which QEMU 7.2 refuses (%s): it ran unfiltered, so "
 			 "a system call the filter forbids (natively SIGSYS "
@@ -139,45 +161,27 @@ size_t bt_qemu_limits_get(const struct bt_ring_hdr *h,
 			 "hardware backend (pt or bts).",
 			 bt_sysname(l->seccomp_nr),
 			 e > 0 && e < 4096 ? strerror((int)e) : "an error");
-		n++;
 	}
-	if (f & BT_LIMIT_VDSO) {
-		out[n].name = "vdso";
-		snprintf(out[n].text, sizeof(out[n].text),
+	if (f & BT_LIMIT_VDSO)
+		bt_limit_put(&out[n++], "vdso",
 			 "%s() got EFAULT from the system call because QEMU "
 			 "7.2 gives the program no vDSO; natively the vDSO's "
 			 "code reads that bad pointer and the program dies of "
 			 "SIGSEGV inside the vDSO (for clocks it serves); "
 			 "record with a hardware backend (pt or bts) to see "
 			 "that crash.", bt_sysname(l->vdso_nr));
-		n++;
-	}
 	if (f & BT_LIMIT_ENOSYS) {
-		uint32_t c = l->enosys_calls;
-		char list[128] = "";
-		size_t o = 0;
-
-		if (c & BT_ENOSYS_CLONE3)
-			o += (size_t)snprintf(list + o, sizeof(list) - o,
-					      "clone3");
-		if (c & BT_ENOSYS_IO_URING)
-			o += (size_t)snprintf(list + o, sizeof(list) - o,
-					      "%sio_uring_setup", o ? ", " : "");
-		if (c & BT_ENOSYS_PTRACE)
-			o += (size_t)snprintf(list + o, sizeof(list) - o,
-					      "%sptrace", o ? ", " : "");
-		out[n].name = "enosys";
-		snprintf(out[n].text, sizeof(out[n].text),
+		bt_bit_list(l->enosys_calls, enosys_names, 3, list,
+			    sizeof(list));
+		bt_limit_put(&out[n++], "enosys",
 			 "The program called %s, which QEMU 7.2 does not "
 			 "implement: it got ENOSYS where the kernel runs the "
 			 "call, and went on as on a kernel without it; record "
 			 "with a hardware backend (pt or bts) to see the "
 			 "native path.", list[0] ? list : "a system call");
-		n++;
 	}
-	if (f & BT_LIMIT_RTSIG) {
-		out[n].name = "rt-signals";
-		snprintf(out[n].text, sizeof(out[n].text),
+	if (f & BT_LIMIT_RTSIG)
+		bt_limit_put(&out[n++], "rt-signals",
 			 "The program used real-time signal %d (%s), which "
 			 "QEMU 7.2 cannot deliver: it keeps two host real-time "
 			 "signals for itself, so signals 63 and 64 (SIGRTMAX-1, "
@@ -186,11 +190,8 @@ size_t bt_qemu_limits_get(const struct bt_ring_hdr *h,
 			 "where natively both work; record with a hardware "
 			 "backend (pt or bts).", l->rtsig,
 			 bt_sysname(l->rtsig_nr));
-		n++;
-	}
-	if (f & BT_LIMIT_SIGALIGN) {
-		out[n].name = "sigalign";
-		snprintf(out[n].text, sizeof(out[n].text),
+	if (f & BT_LIMIT_SIGALIGN)
+		bt_limit_put(&out[n++], "sigalign",
 			 "QEMU 7.2 starts signal handlers with the stack 8 "
 			 "bytes off the x86-64 ABI's alignment, and btrace "
 			 "could not correct it for the handler at %#llx (its "
@@ -201,8 +202,6 @@ size_t bt_qemu_limits_get(const struct bt_ring_hdr *h,
 			 "where natively it does not; such a fault is not the "
 			 "program's; record with a hardware backend (pt or "
 			 "bts).", (unsigned long long)l->sigalign_ip);
-		n++;
-	}
 	return n;
 }
 
