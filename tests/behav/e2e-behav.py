@@ -18,7 +18,8 @@ emulated run must either match or name:
                  snprintf of a double): natively and under btrace the
                  same output, exit 0 (QEMU alone: SIGSEGV); a handler
                  that ran before it was installed: limit.sigalign and a
-                 fault that is not exact
+                 fault that is not exact; pthread_cancel (glibc's
+                 SIGCANCEL handler and unwinder) as natively
   qemu-diff      clone3, io_uring_setup, ptrace(PTRACE_TRACEME): natively
                  they work; under QEMU ENOSYS and limit.enosys (not for
                  glibc's clone3 with its fallback); /proc/self/comm as
@@ -150,6 +151,18 @@ def test_sigalign(btrace, progs, d):
            (name, p.returncode, p.stdout[-200:]))
         ok('limit.' not in p.stderr,
            '%s: no limit said (%s)' % (name, p.stderr.strip()[-200:]))
+    # glibc's SIGCANCEL handler and unwinder
+    argv = [prog, 'cancel']
+    nat = run(argv)
+    q = run(['qemu-x86_64'] + argv)
+    p = record(btrace, os.path.join(d, 'sigalign.btrace'), argv)
+    ok(nat.returncode == 0 and 'cleanup spin' in nat.stdout and
+       q.returncode == -11 and p.returncode == 0 and
+       p.stdout == nat.stdout and 'limit.' not in p.stderr,
+       'sig-align cancel: as natively under btrace, nothing said (%d %r; '
+       'native %d %r; QEMU alone %d)' % (p.returncode, p.stdout,
+                                          nat.returncode, nat.stdout,
+                                          q.returncode))
     # Its code ran before it was a handler: not corrected, said, and the
     # fault it causes is not called exact.
     argv = [prog, 'late']

@@ -13,12 +13,17 @@
  *   sig-align plain      signal(): a handler without SA_SIGINFO
  *   sig-align late       the handler runs once as an ordinary function
  *                        before it is installed
+ *   sig-align cancel     pthread_cancel of a thread in asynchronous mode:
+ *                        glibc's SIGCANCEL handler unwinds it (the unwinder
+ *                        saves registers with aligned SSE stores) and runs
+ *                        its cleanup handler
  *
  * Each handler entry prints its rsp modulo 16; the program exits 0.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -74,6 +79,35 @@ void handle(int sig, siginfo_t *si, void *uc)
 	}
 }
 
+static void cleanup(void *arg)
+{
+	printf("cleanup %s %.2f\n", (const char *)arg, 1.0 / 3);
+}
+
+static void *spin(void *arg)
+{
+	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, NULL);
+	pthread_cleanup_push(cleanup, "spin");
+	for (volatile unsigned long i = 0;; i++)
+		;
+	pthread_cleanup_pop(0);
+	return arg;
+}
+
+static int cancel(void)
+{
+	pthread_t t;
+	void *r = NULL;
+
+	if (pthread_create(&t, NULL, spin, NULL))
+		return 1;
+	usleep(100000);
+	pthread_cancel(t);
+	pthread_join(t, &r);
+	printf("joined: %s\n", r == PTHREAD_CANCELED ? "canceled" : "?");
+	return r == PTHREAD_CANCELED ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct sigaction sa;
@@ -82,6 +116,8 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IONBF, 0);
 	mode = argc > 1 ? argv[1] : "";
+	if (!strcmp(mode, "cancel"))
+		return cancel();
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = probe;
 	sa.sa_flags = SA_SIGINFO;
