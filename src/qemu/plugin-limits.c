@@ -27,8 +27,7 @@
  *  - Real-time signals 63 and 64: QEMU keeps two host real-time signals
  *    for itself and maps guest signal N to host N + 2, so these two have
  *    none; a handler for them is silently not installed and sending them
- *    fails with EINVAL.  Noted when a call installs a handler for one or
- *    sends one.
+ *    fails with EINVAL.  Noted when the program sends one.
  *  - Signal handlers' stack alignment: corrected where the handler starts
  *    (below); noted where it cannot be.
  */
@@ -45,7 +44,6 @@ _Static_assert(sizeof(struct bt_ring_hdr) <= BT_RING_LIMITS_OFFSET,
 _Static_assert(BT_RING_LIMITS_OFFSET + sizeof(struct bt_ring_limits) <=
 	       BT_RING_HDR_SIZE, "limits area size");
 
-#define BT_NR_RT_SIGACTION 13
 #define BT_NR_CLONE 56
 #define BT_NR_KILL 62
 #define BT_NR_GETTIMEOFDAY 96
@@ -206,13 +204,13 @@ static void bt_note_enosys(struct bt_ring_limits *l, uint32_t which)
 	__atomic_fetch_or(&l->flags, BT_LIMIT_ENOSYS, __ATOMIC_RELEASE);
 }
 
-/* The signal a call sends or installs a handler for, or 0. */
+/* The signal a call sends, or 0.  (Installing a handler for 63 or 64 is
+ * not noted: runtimes such as Go's install one for every signal, and
+ * nothing differs until one is sent.) */
 static uint64_t bt_signal_arg(int64_t num, uint64_t a1, uint64_t a2,
 			      uint64_t a3)
 {
 	switch (num) {
-	case BT_NR_RT_SIGACTION:
-		return a2 ? a1 : 0;     /* setting, not asking */
 	case BT_NR_KILL:
 	case BT_NR_TKILL:
 	case BT_NR_RT_SIGQUEUEINFO:

@@ -77,8 +77,6 @@ static const char *bt_sysname(int nr)
 		return "prctl(PR_SET_SECCOMP)";
 	case 317:
 		return "seccomp";
-	case 13:
-		return "rt_sigaction";
 	case 62:
 		return "kill";
 	case 129:

@@ -18,7 +18,9 @@ emulated run must either match or name:
                  snprintf of a double): natively and under btrace the
                  same output, exit 0 (QEMU alone: SIGSEGV); a handler
                  that ran before it was installed: limit.sigalign and a
-                 fault that is not exact; pthread_cancel (glibc's
+                 fault that is not exact; a handler that returns to a
+                 load that faults again: the load, exact, as gdb shows it
+                 natively; pthread_cancel (glibc's
                  SIGCANCEL handler and unwinder) as natively
   qemu-diff      clone3, io_uring_setup, ptrace(PTRACE_TRACEME): natively
                  they work; under QEMU ENOSYS and limit.enosys (not for
@@ -151,6 +153,32 @@ def test_sigalign(btrace, progs, d):
            (name, p.returncode, p.stdout[-200:]))
         ok('limit.' not in p.stderr,
            '%s: no limit said (%s)' % (name, p.stderr.strip()[-200:]))
+    # The handler returns to the load, which faults again: the fault is
+    # the load (gdb's, natively), exact.
+    argv = [prog, 'again']
+    snap = os.path.join(d, 'sigalign-again.btrace')
+    nat = run(argv)
+    p = record(btrace, snap, argv)
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'progs',
+                       'sig-align.c')
+    line = e2elib.marker_line(src, '/* behav: again */')
+    try:
+        f = e2elib.report_json(btrace, snap).get('fault') or {}
+    except (RuntimeError, ValueError) as e:
+        f = {'function': 'report failed: %s' % e}
+    ok(nat.returncode == -11 and p.returncode == 139 and
+       p.stdout == nat.stdout,
+       'sig-align again: SIGSEGV and the handler\'s output as natively '
+       '(%d, native %d)' % (p.returncode, nat.returncode))
+    ok(f.get('function') == 'load' and f.get('line') == line and
+       f.get('exact') is True,
+       'sig-align again: the fault is load at line %d, exact (%s:%s, %s)'
+       % (line, f.get('function'), f.get('line'), f.get('exact')))
+    g = e2elib.gdb_native(argv)
+    if g['frames']:
+        ok(g['frames'][0].get('line') == line,
+           'sig-align again: gdb natively stops at line %d too (%s)' %
+           (line, g['frames'][0].get('line')))
     # glibc's SIGCANCEL handler and unwinder
     argv = [prog, 'cancel']
     nat = run(argv)

@@ -13,6 +13,10 @@
  *   sig-align plain      signal(): a handler without SA_SIGINFO
  *   sig-align late       the handler runs once as an ordinary function
  *                        before it is installed
+ *   sig-align again      a SIGSEGV handler restores the default action
+ *                        and returns: the load faults again and the
+ *                        process dies there (SIGSEGV), as a runtime's
+ *                        overflow check does for a fault not its own
  *   sig-align cancel     pthread_cancel of a thread in asynchronous mode:
  *                        glibc's SIGCANCEL handler unwinds it (the unwinder
  *                        saves registers with aligned SSE stores) and runs
@@ -68,6 +72,10 @@ void handle(int sig, siginfo_t *si, void *uc)
 		printf("siginfo says %d\n", si->si_signo);
 		exit(3);
 	}
+	if (sig == SIGSEGV && !strcmp(mode, "again")) {
+		signal(SIGSEGV, SIG_DFL);
+		return;
+	}
 	if (sig == SIGSEGV && u) {
 		/* mov (%rax),%eax is 2 bytes (the load in main) */
 		u->uc_mcontext.gregs[REG_RIP] += 2;
@@ -77,6 +85,13 @@ void handle(int sig, siginfo_t *si, void *uc)
 		nested = 1;
 		raise(SIGUSR2);
 	}
+}
+
+/* The load that faults: its block is the load and the ret. */
+__attribute__((noinline)) int load(const int *p);
+__attribute__((noinline)) int load(const int *p)
+{
+	return *(const volatile int *)p;   /* behav: again */
 }
 
 static void cleanup(void *arg)
@@ -136,6 +151,11 @@ int main(int argc, char **argv)
 		sigaction(SIGUSR1, &sa, NULL);
 		sigaction(SIGUSR2, &sa, NULL);
 		sigaction(SIGSEGV, &sa, NULL);
+	}
+	if (!strcmp(mode, "again")) {
+		int *volatile bad = NULL;
+
+		printf("load %d\n", load(bad));
 	}
 	if (!strcmp(mode, "skip")) {
 		int r;
