@@ -1519,14 +1519,15 @@ static void bt_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		}
 		pthread_mutex_unlock(&g.lock);
 	}
+	/* Handlers start aligned even when nothing is recorded. */
+	if (bt_is_handler_entry(qemu_plugin_tb_vaddr(tb)))
+		bt_limits_handler_trans(tb, qemu_plugin_tb_vaddr(tb));
 	if (g.off)
 		return;
 	bt_limits_tb_trans(tb);
 
 	memset(&info, 0, sizeof(info));
 	info.start = qemu_plugin_tb_vaddr(tb);
-	if (bt_is_handler_entry(info.start))
-		bt_limits_handler_trans(tb, info.start);
 	info.ninsn = (uint16_t)n;
 	li = qemu_plugin_tb_get_insn(tb, n - 1);
 	last = qemu_plugin_insn_vaddr(li);
@@ -1609,8 +1610,10 @@ static void bt_note_handler(uint64_t act)
 		if (h->handlers[i] == handler)
 			goto out;
 	if (h->nhandlers < BT_RING_MAX_HANDLERS) {
-		uint64_t n = __atomic_load_n(&g.tbhdr->tb_count,
-					     __ATOMIC_RELAXED);
+		/* no TB table when the ring could not be mapped (g.off) */
+		uint64_t n = g.tbhdr && g.tbs ?
+			     __atomic_load_n(&g.tbhdr->tb_count,
+					     __ATOMIC_RELAXED) : 0;
 
 		h->handlers[h->nhandlers++] = handler;
 		/* Already translated (called as a function before): that
