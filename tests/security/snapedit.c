@@ -13,6 +13,10 @@
  *                   bytes more than the payload holds after its header
  *                   (less than the header's 16: only a reader that
  *                   forgets the header lets it through)
+ *   code-loop       every code blob made of 64-byte loops (62 nops and a
+ *                   jmp back to the first): wherever the trace starts,
+ *                   the code runs in a circle of direct jumps that no
+ *                   trace packet records
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +24,8 @@
 
 #include "snapcodec.h"
 
+#define SEC_CODE 5
+#define CODE_DATA 7
 #define SEC_META 7
 #define SEC_ACCESSES 9
 #define ACC_RECORDS 4
@@ -117,6 +123,31 @@ static int overrun(struct sc_snap *s, size_t i)
 	return 1;
 }
 
+/* The data of code section @i: 64-byte loops. */
+static int code_loop(struct sc_snap *s, size_t i)
+{
+	int whole;
+	size_t nf = sc_fields(s->sec[i].p, s->sec[i].n, f, SC_MAX_FIELDS, &whole);
+	uint8_t *p;
+	int done = 0;
+
+	p = malloc(s->sec[i].n ? s->sec[i].n : 1);
+	if (!p)
+		return -1;
+	memcpy(p, s->sec[i].p, s->sec[i].n);
+	for (size_t k = 0; k < nf; k++) {
+		uint8_t *d = p + (f[k].val - s->sec[i].p);
+
+		if (f[k].tag != CODE_DATA)
+			continue;
+		for (uint64_t o = 0; o < f[k].len; o++)
+			d[o] = o % 64 == 62 ? 0xeb : o % 64 == 63 ? 0xc0 : 0x90;
+		done = 1;
+	}
+	sc_set(s, i, p, s->sec[i].n);
+	return done;
+}
+
 int main(int argc, char **argv)
 {
 	static struct sc_snap s;
@@ -128,9 +159,10 @@ int main(int argc, char **argv)
 
 	if (argc != 4 || (strcmp(argv[1], "acc-shuffle") &&
 			  strcmp(argv[1], "acc-mark-last") &&
-			  strcmp(argv[1], "meta-overrun"))) {
+			  strcmp(argv[1], "meta-overrun") &&
+			  strcmp(argv[1], "code-loop"))) {
 		fprintf(stderr, "usage: bt-snapedit acc-shuffle|acc-mark-last|"
-			"meta-overrun IN OUT\n");
+			"meta-overrun|code-loop IN OUT\n");
 		return 2;
 	}
 	fp = fopen(argv[2], "rb");
@@ -147,7 +179,9 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < s.nsec; i++) {
 		int r = 0;
 
-		if (s.sec[i].type == SEC_ACCESSES && strcmp(argv[1], "meta-overrun"))
+		if (s.sec[i].type == SEC_CODE && !strcmp(argv[1], "code-loop"))
+			r = code_loop(&s, i);
+		if (s.sec[i].type == SEC_ACCESSES && !strncmp(argv[1], "acc-", 4))
 			r = edit_log(&s, i, argv[1]);
 		if (s.sec[i].type == SEC_META && !strcmp(argv[1], "meta-overrun"))
 			r = overrun(&s, i);
