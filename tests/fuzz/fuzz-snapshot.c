@@ -8,7 +8,8 @@
  *   FUZZ_REPORT    the report model (decoder/report.c, analyze.c, the
  *                  origin) and its text and JSON (src/cli/cmd-report.c)
  *   FUZZ_VIEW      the timeline (src/cli/timeline.c: the Chrome Trace
- *                  Event JSON) and the HTML page (src/cli/cmd-view.c)
+ *                  Event JSON) and the HTML page (src/cli/cmd-view.c),
+ *                  which must hold its two script elements, no more
  * Code comes from the snapshot only (no disk, no symbol files): what the
  * file says, nothing of the machine that runs the target.
  */
@@ -53,6 +54,27 @@ static void values(const struct btrace_decode_result *r)
 }
 #endif
 
+#ifdef FUZZ_VIEW
+/* The page holds its two script elements and no third: nothing the
+ * snapshot says closed one early or opened another. */
+static void check_page(const struct btrace_report *rep)
+{
+	char *page = NULL;
+	size_t len = 0, open = 0, close = 0;
+	FILE *f = open_memstream(&page, &len);
+
+	if (!f || cli_view_page(f, "fuzz.btrace", rep) < 0 || fclose(f))
+		abort();
+	for (const char *p = page; (p = strcasestr(p, "<script")); p++)
+		open++;
+	for (const char *p = page; (p = strcasestr(p, "</script")); p++)
+		close++;
+	if (open != 2 || close != 2)
+		abort();
+	free(page);
+}
+#endif
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct btrace_decode_opts o = { .sz = sizeof(o) };
@@ -91,8 +113,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		cli_report_json(devnull, rep, 16, 16);
 #else
 		cli_timeline_chrome(devnull, rep);
-		if (cli_view_page(devnull, "fuzz.btrace", rep) < 0)
-			abort();
+		check_page(rep);
 #endif
 		btrace_report_free(rep);
 	} else {
