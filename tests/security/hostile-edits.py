@@ -22,6 +22,7 @@ error that names the trace offset (they ran forever before).
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -128,4 +129,5 @@ if snap:
                     'code-loop: btrace %s ends (exit %s) with a decode error '
                     'naming the trace offset' % (' '.join(cmd[:2]), rc)):
             t.diag(err[-2000:] + text[-2000:])
+shutil.rmtree(work, ignore_errors=True)
 sys.exit(t.done())
