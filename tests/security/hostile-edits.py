@@ -15,8 +15,9 @@ with the trace makes fewer values known, never a failure), prints no
 sanitizer report, the JSON parses, and the fault and its origin stay what
 the unchanged snapshot says of the fault.  The metadata goes through info
 and info --json: the damage is named as a warning, what comes before it
-is still shown, exit 0.  Code made of loops of direct jumps (code-loop)
-goes through report and decode --calls: they end, exit 0, with a decode
+is still shown, exit 0.  Code made of loops of direct jumps (code-loop),
+and a crafted 52 KiB PT stream that enters libc's `hlt; jmp .-1` (pt-loop),
+go through report and decode --calls: they end, exit 0, with a decode
 error that names the trace offset (they ran forever before).
 """
 import json
@@ -27,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 
-btrace, snapedit, seed, fixture, e2e = sys.argv[1:6]
+btrace, snapedit, seed, fixture, abort_fixture, e2e = sys.argv[1:7]
 sys.path.insert(0, e2e)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2elib import Tap  # noqa: E402
@@ -111,11 +112,15 @@ if snap:
                 'the warning in it'):
         t.diag(err[-3000:] + out.decode('utf-8', 'replace')[-2000:])
 # code that runs in a circle of direct jumps (no trace packet records
-# them): the decoder gave blocks forever (report, decode --calls hung);
+# them), made so (code-loop) or libc's own abort loop reached by a
+# crafted 52 KiB PT stream (pt-loop): the decoder gave blocks forever
+# (report, decode --calls hung);
 # now it stops after a bounded number with a decode error naming the
 # trace offset, and resumes at the next PSB
-snap = make('code-loop', fixture)
-if snap:
+for mode, src in (('code-loop', fixture), ('pt-loop', abort_fixture)):
+    snap = make(mode, src)
+    if not snap:
+        continue
     for cmd in (['report', '--no-disk'], ['decode', '--calls', '--no-disk']):
         try:
             rc, out, err = run([btrace] + cmd + [snap], timeout=240)
@@ -126,8 +131,8 @@ if snap:
                     re.search(r'decode error at trace offset \d+, ip 0x[0-9a-f]+: '
                               r'the code runs \d+ blocks on direct branches',
                               text) is not None,
-                    'code-loop: btrace %s ends (exit %s) with a decode error '
-                    'naming the trace offset' % (' '.join(cmd[:2]), rc)):
+                    '%s: btrace %s ends (exit %s) with a decode error '
+                    'naming the trace offset' % (mode, ' '.join(cmd[:2]), rc)):
             t.diag(err[-2000:] + text[-2000:])
 shutil.rmtree(work, ignore_errors=True)
 sys.exit(t.done())

@@ -17,6 +17,10 @@
  *                   jmp back to the first): wherever the trace starts,
  *                   the code runs in a circle of direct jumps that no
  *                   trace packet records
+ *   pt-loop         the code unchanged, every PT buffer replaced by 52 KiB
+ *                   of crafted trace: a PSB, 64-bit mode, a TIP.PGE into
+ *                   the first `hlt; jmp .-1` of the code (abort's last
+ *                   loop in libc) and a TNT the loop never reaches
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +31,10 @@
 #define SEC_CODE 5
 #define CODE_DATA 7
 #define SEC_META 7
+#define SEC_BUFFER 2
+#define BUF_DATA 11
+#define CODE_VADDR 4
+#define PT_LOOP_SIZE (52u << 10)
 #define SEC_ACCESSES 9
 #define ACC_RECORDS 4
 #define ACC_SIZE 24
@@ -148,6 +156,75 @@ static int code_loop(struct sc_snap *s, size_t i)
 	return done;
 }
 
+/* The address of the first `hlt; jmp .-1` in the code of @s, 0 none. */
+static uint64_t find_loop(const struct sc_snap *s)
+{
+	static const uint8_t loop[] = { 0xf4, 0xeb, 0xfd };
+
+	for (size_t i = 0; i < s->nsec; i++) {
+		int whole;
+		size_t nf;
+		uint64_t vaddr = 0;
+		const struct sc_field *data = NULL;
+
+		if (s->sec[i].type != SEC_CODE)
+			continue;
+		nf = sc_fields(s->sec[i].p, s->sec[i].n, f, SC_MAX_FIELDS, &whole);
+		for (size_t k = 0; k < nf; k++) {
+			if (f[k].tag == CODE_VADDR && f[k].len == 8)
+				vaddr = sc_le64(f[k].val);
+			if (f[k].tag == CODE_DATA)
+				data = &f[k];
+		}
+		for (uint64_t o = 0; data && o + sizeof(loop) <= data->len; o++)
+			if (!memcmp(data->val + o, loop, sizeof(loop)))
+				return vaddr + o;
+	}
+	return 0;
+}
+
+/* Buffer section @i's trace replaced: a PSB, PSBEND, MODE.Exec 64-bit,
+ * TIP.PGE to @ip, TNT packets, PAD to PT_LOOP_SIZE. */
+static int pt_loop(struct sc_snap *s, size_t i, uint64_t ip)
+{
+	int whole;
+	size_t nf = sc_fields(s->sec[i].p, s->sec[i].n, f, SC_MAX_FIELDS, &whole);
+	uint8_t *pt = calloc(1, PT_LOOP_SIZE), *out;
+	size_t o = 0;
+	int done = 0;
+
+	if (!pt)
+		return -1;
+	for (int k = 0; k < 8; k++) {
+		pt[o++] = 0x02;
+		pt[o++] = 0x82;
+	}
+	pt[o++] = 0x02;          /* PSBEND */
+	pt[o++] = 0x23;
+	pt[o++] = 0x99;          /* MODE.Exec: 64-bit */
+	pt[o++] = 0x01;
+	pt[o++] = 0x71;          /* TIP.PGE, 6 IP bytes */
+	for (int k = 0; k < 6; k++)
+		pt[o++] = (uint8_t)(ip >> 8 * k);
+	for (int k = 0; k < 64; k++)
+		pt[o++] = 0x06;  /* TNT: one branch taken */
+	for (size_t k = 0; k < nf; k++) {
+		if (f[k].tag == BUF_DATA) {
+			f[k].val = pt;
+			f[k].len = PT_LOOP_SIZE;
+			done = 1;
+		}
+	}
+	out = malloc(sc_fields_size(f, nf));
+	if (!out) {
+		free(pt);
+		return -1;
+	}
+	sc_set(s, i, out, sc_put_fields(f, nf, out));
+	free(pt);
+	return done;
+}
+
 int main(int argc, char **argv)
 {
 	static struct sc_snap s;
@@ -160,9 +237,10 @@ int main(int argc, char **argv)
 	if (argc != 4 || (strcmp(argv[1], "acc-shuffle") &&
 			  strcmp(argv[1], "acc-mark-last") &&
 			  strcmp(argv[1], "meta-overrun") &&
-			  strcmp(argv[1], "code-loop"))) {
+			  strcmp(argv[1], "code-loop") &&
+			  strcmp(argv[1], "pt-loop"))) {
 		fprintf(stderr, "usage: bt-snapedit acc-shuffle|acc-mark-last|"
-			"meta-overrun|code-loop IN OUT\n");
+			"meta-overrun|code-loop|pt-loop IN OUT\n");
 		return 2;
 	}
 	fp = fopen(argv[2], "rb");
@@ -176,9 +254,15 @@ int main(int argc, char **argv)
 	fclose(fp);
 	if (sc_parse(in, size, &s) < 0)
 		return die("the input is no snapshot");
+	uint64_t loop = !strcmp(argv[1], "pt-loop") ? find_loop(&s) : 0;
+
+	if (!strcmp(argv[1], "pt-loop") && !loop)
+		return die("no `hlt; jmp .-1` in the code");
 	for (size_t i = 0; i < s.nsec; i++) {
 		int r = 0;
 
+		if (s.sec[i].type == SEC_BUFFER && loop)
+			r = pt_loop(&s, i, loop);
 		if (s.sec[i].type == SEC_CODE && !strcmp(argv[1], "code-loop"))
 			r = code_loop(&s, i);
 		if (s.sec[i].type == SEC_ACCESSES && !strncmp(argv[1], "acc-", 4))
