@@ -88,7 +88,19 @@ struct pt_state {
 	uint64_t blk_off;        /* trace offset given to blocks */
 	int blk_left;            /* blocks that take blk_off before the next
 				  * query, -1: query at the next block */
+	uint64_t still;          /* blocks decoded since the position last
+				  * moved (counted at each query) */
 };
+
+/* Blocks the decoder may give without reading a packet: direct calls and
+ * jumps need none, so code that runs in a circle of them (a snapshot
+ * whose code does not match its trace) would give blocks forever.  Real
+ * code never runs this far with no conditional or indirect branch; past
+ * it the trace is taken as out of step with the code there, a decode
+ * error, and decoding resumes at the next PSB: every pass of the loop
+ * then moves forward in the trace, so the decode is bounded by its
+ * size. */
+#define BT_PT_STILL_BLOCKS (1u << 20)
 
 /* A block's offset is "near which it was decoded": the decoder's position
  * is queried at every event and gap, and for blocks once every
@@ -102,6 +114,7 @@ static uint64_t cur_offset(struct pt_state *st)
 
 	if (pt_blk_get_offset(st->dec, &off) < 0)
 		off = 0;
+	st->still = off == st->blk_off ? st->still + BT_PT_OFFSET_EVERY : 0;
 	st->blk_off = off;
 	st->blk_left = BT_PT_OFFSET_EVERY - 1;
 	return off;
@@ -404,11 +417,31 @@ static int add_error_gap(struct pt_state *st, int status, uint64_t ip)
 	return bt_thread_add_gap(c, st->b, kind, err, off, ip, 0, why);
 }
 
+/* The decoder went BT_PT_STILL_BLOCKS blocks without reading the trace. */
+static int still_gap(struct pt_state *st, uint64_t ip)
+{
+	struct bt_ctx *c = st->c;
+	uint64_t off = cur_offset(st);
+
+	st->still = 0;
+	st->b->ended_async = 0;
+	return bt_thread_add_gap(c, st->b, BTRACE_GAP_DECODE,
+				 -BTRACE_ERR_BAD_PACKET, off, ip, 0,
+				 bt_ctx_printf(c, "decode error at trace offset "
+					       "%llu, ip 0x%llx: the code runs "
+					       "%u blocks on direct branches "
+					       "alone, no packet read (the "
+					       "code does not match the trace)",
+					       (unsigned long long)off,
+					       (unsigned long long)ip,
+					       BT_PT_STILL_BLOCKS));
+}
+
 int bt_pt_decode_from(struct bt_ctx *c, const struct btrace_buffer *buf,
 		      struct bt_thread_build *b, uint64_t start)
 {
 	struct pt_config cfg;
-	struct pt_state st = { c, b, NULL, 0, 0, -1 };
+	struct pt_state st = { c, b, NULL, 0, 0, -1, 0 };
 	struct bt_fast h;
 	int status, ret = 0;
 	uint64_t sync_off = start;
@@ -484,13 +517,19 @@ int bt_pt_decode_from(struct bt_ctx *c, const struct btrace_buffer *buf,
 				ret = fast_load(c, b, &h);
 				if (ret < 0)
 					goto out;
-			} while (!(status & (pts_event_pending | pts_eos | INT_MIN)));
+			} while (!(status & (pts_event_pending | pts_eos | INT_MIN)) &&
+				 st.still < BT_PT_STILL_BLOCKS);
 			fast_store(&st, &h);
-			if (status >= 0)
-				continue;
-			if (pt_errcode(status) == pte_eos)
-				break;
-			ret = add_error_gap(&st, status, blk.ninsn ? blk.end_ip : blk.ip);
+			if (st.still >= BT_PT_STILL_BLOCKS) {
+				ret = still_gap(&st, blk.ninsn ? blk.end_ip : blk.ip);
+			} else {
+				if (status >= 0)
+					continue;
+				if (pt_errcode(status) == pte_eos)
+					break;
+				ret = add_error_gap(&st, status,
+						    blk.ninsn ? blk.end_ip : blk.ip);
+			}
 		} else {
 			if (pt_errcode(status) == pte_eos)
 				break;

@@ -870,12 +870,14 @@ struct pending {
 	unsigned runs;
 };
 
-/* Where the path is cut for pending mark @p when the place of its turns
- * is not told: at the last run of its block, or, with none, after the
- * first instruction with accesses after the mark. */
-static size_t pending_cut(const struct pending *p)
+/* Where the path of @n instructions is cut for pending mark @p when the
+ * place of its turns is not told: at the last run of its block, or, with
+ * none, after the first instruction with accesses after the mark; when
+ * that is the fault (a log that ends in the mark: out of step with the
+ * path), the whole path. */
+static size_t pending_cut(const struct pending *p, size_t n)
 {
-	return p->runs ? p->last : p->after + 1;
+	return p->runs ? p->last : p->after < n ? p->after + 1 : n;
 }
 
 /* Where the turns of pending mark @p ran, now that the walk met an access
@@ -887,7 +889,7 @@ static int place_fold(struct vstate *s, const struct pending *p, size_t *cut)
 		add_fold(s, p->last, p->ip);
 		return 0;
 	}
-	*cut = pending_cut(p);
+	*cut = pending_cut(p, s->n);
 	return 1;
 }
 
@@ -949,7 +951,7 @@ static size_t align_log(struct vstate *s, const struct btrace_access *log,
 	if (p.on) {
 		/* the walk stopped before an access from before the mark:
 		 * a run of the block further back may be the one */
-		*cut = pending_cut(&p);
+		*cut = pending_cut(&p, s->n);
 		return *cut;
 	}
 	return i + 1;
@@ -3090,7 +3092,11 @@ static size_t marked_cut(struct vstate *s, const uint64_t *ip, size_t from)
  * only the state at the fault is known yet). */
 static void drop_front(struct vstate *s, uint64_t *ip, size_t cut)
 {
-	size_t n = s->n, m = n + 1 - cut;
+	size_t n = s->n, m;
+
+	if (cut > n)   /* never past the fault: the whole path at most */
+		cut = n;
+	m = n + 1 - cut;
 
 	memmove(ip, ip + cut, (n - cut) * sizeof(*ip));
 	memmove(s->in, s->in + cut, m * sizeof(*s->in));

@@ -25,7 +25,7 @@ secs=${2:-0}
 [ $# -gt 0 ] && shift
 build=${BT_FUZZ_BUILD:-build-fuzz-long}
 corpus=${BT_FUZZ_CORPUS:-${XDG_CACHE_HOME:-$HOME/.cache}/btrace-fuzz}
-targets=${*:-reader decode-pt decode-bts sysfs sideband export}
+targets=${*:-reader decode-pt decode-bts sysfs sideband export values report view}
 
 if [ ! -f "$build/build.ninja" ]; then
 	CC=clang meson setup "$build" -Dfuzz=true -Dbuildtype=debugoptimized \
@@ -48,14 +48,21 @@ fi
 run_one() {
 	t=$1
 	mkdir -p "$corpus/$t" "$corpus/crashes/$t"
-	cp -n "$root/tests/fuzz/corpus/$t"/* "$corpus/$t"/ 2>/dev/null || true
+	# the whole-snapshot targets (values, report, view) share corpus/snapshot
+	seeds=$root/tests/fuzz/corpus/$t
+	[ -d "$seeds" ] || seeds=$root/tests/fuzz/corpus/snapshot
+	cp -n "$seeds"/* "$corpus/$t"/ 2>/dev/null || true
+	# as tests/fuzz/run-fuzzer.sh: 64 KiB, or 3 times the largest seed
+	big=$(find "$seeds" -type f -printf '%s\n' | sort -n | tail -1)
+	maxlen=$(( ${big:-0} * 3 > 65536 ? ${big:-0} * 3 : 65536 ))
+	[ "$maxlen" -gt 8388608 ] && maxlen=8388608
 	start=$(date +%s)
 	set +e
 	# -timeout: a hang guard, not a speed limit (run-fuzzer.sh)
 	# shellcheck disable=SC2086
 	(cd "$corpus/crashes/$t" && nice -n "${BT_FUZZ_NICE:-19}" /usr/bin/time -o "$logs/$t.cpu" \
 		-f '%U %S' "$root/$build/tests/fuzz/fuzz-$t" \
-		-runs="$runs" -max_total_time="$secs" -max_len=65536 \
+		-runs="$runs" -max_total_time="$secs" -max_len="$maxlen" \
 		-rss_limit_mb=2048 -timeout="${BT_FUZZ_TIMEOUT:-300}" \
 		-print_final_stats=1 ${BT_FUZZ_ARGS:-} "$corpus/$t") \
 		>"$logs/$t.log" 2>&1

@@ -55,7 +55,7 @@ static const char page_style[] =
 "#errors:empty{display:none}\n";
 
 static const char page_script[] =
-"'use strict';\n"
+"\n'use strict';\n"
 "(function () {\n"
 "var errors = [];\n"
 "function fail(msg) {\n"
@@ -286,6 +286,108 @@ static const char page_script[] =
 "}\n"
 "})();\n";
 
+/*
+ * SHA-256 (FIPS 180-4) of the page's script, for its Content-Security-
+ * Policy: the policy allows that one script by its hash, computed here
+ * from the very bytes written into the page, and no other inline script
+ * ('unsafe-inline' is not given for scripts).
+ */
+struct sha256 {
+	uint32_t h[8];
+	uint8_t buf[64];
+	uint64_t len;
+};
+
+static uint32_t ror32(uint32_t x, unsigned n)
+{
+	return x >> n | x << (32 - n);
+}
+
+static void sha256_block(struct sha256 *c, const uint8_t *p)
+{
+	static const uint32_t k[64] = {
+		0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b,
+		0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01,
+		0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7,
+		0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc,
+		0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152,
+		0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147,
+		0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+		0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+		0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819,
+		0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08,
+		0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f,
+		0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
+		0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+	};
+	uint32_t w[64], v[8];
+
+	for (int i = 0; i < 16; i++)
+		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+		       (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+	for (int i = 16; i < 64; i++)
+		w[i] = w[i - 16] + w[i - 7] +
+		       (ror32(w[i - 15], 7) ^ ror32(w[i - 15], 18) ^ w[i - 15] >> 3) +
+		       (ror32(w[i - 2], 17) ^ ror32(w[i - 2], 19) ^ w[i - 2] >> 10);
+	memcpy(v, c->h, sizeof(v));
+	for (int i = 0; i < 64; i++) {
+		uint32_t t1 = v[7] + (ror32(v[4], 6) ^ ror32(v[4], 11) ^
+				      ror32(v[4], 25)) +
+			      ((v[4] & v[5]) ^ (~v[4] & v[6])) + k[i] + w[i];
+		uint32_t t2 = (ror32(v[0], 2) ^ ror32(v[0], 13) ^ ror32(v[0], 22)) +
+			      ((v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]));
+
+		memmove(v + 1, v, 7 * sizeof(*v));
+		v[4] += t1;
+		v[0] = t1 + t2;
+	}
+	for (int i = 0; i < 8; i++)
+		c->h[i] += v[i];
+}
+
+/* The SHA-256 of @n bytes at @p, base64 (44 characters and a NUL) into
+ * @out. */
+static void sha256_base64(const void *p, size_t n, char out[45])
+{
+	static const char b64[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	struct sha256 c = { { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+			      0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 },
+			    { 0 }, 0 };
+	const uint8_t *q = p;
+	uint8_t d[33];
+	size_t r;
+
+	for (; n - c.len >= 64; c.len += 64)
+		sha256_block(&c, q + c.len);
+	r = n - c.len;
+	memcpy(c.buf, q + c.len, r);
+	c.buf[r++] = 0x80;
+	if (r > 56) {
+		memset(c.buf + r, 0, 64 - r);
+		sha256_block(&c, c.buf);
+		r = 0;
+	}
+	memset(c.buf + r, 0, 56 - r);
+	for (int i = 0; i < 8; i++)
+		c.buf[56 + i] = (uint8_t)((uint64_t)n * 8 >> (56 - 8 * i));
+	sha256_block(&c, c.buf);
+	for (int i = 0; i < 32; i++)
+		d[i] = (uint8_t)(c.h[i / 4] >> (24 - 8 * (i % 4)));
+	d[32] = 0;
+	for (int i = 0, o = 0; i < 33; i += 3) {
+		uint32_t x = (uint32_t)d[i] << 16 |
+			     (uint32_t)(i + 1 < 33 ? d[i + 1] : 0) << 8 |
+			     (i + 2 < 33 ? d[i + 2] : 0);
+
+		out[o++] = b64[x >> 18 & 63];
+		out[o++] = b64[x >> 12 & 63];
+		out[o++] = i + 1 < 32 ? b64[x >> 6 & 63] : '=';
+		out[o++] = i + 2 < 32 ? b64[x & 63] : '=';
+	}
+	out[44] = '\0';
+}
+
 /* @s for HTML text or an attribute value. */
 static void html_text(FILE *f, const char *s, size_t n)
 {
@@ -327,12 +429,17 @@ static void page(FILE *f, const struct btrace_report *rep, const char *json,
 	const char *sig = rep->has_signal && rep->signal.name ?
 			  rep->signal.name : NULL;
 
-	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
-	      "<meta charset=\"utf-8\">\n"
-	      "<meta http-equiv=\"Content-Security-Policy\" content=\""
-	      "default-src 'none'; style-src 'unsafe-inline'; "
-	      "script-src 'unsafe-inline'\">\n"
-	      "<meta name=\"generator\" content=\"btrace view\">\n<title>btrace: ", f);
+	char hash[45];
+
+	/* the script element's text, exactly: what the hash is of */
+	sha256_base64(page_script, sizeof(page_script) - 1, hash);
+	fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
+		"<meta charset=\"utf-8\">\n"
+		"<meta http-equiv=\"Content-Security-Policy\" content=\""
+		"default-src 'none'; style-src 'unsafe-inline'; "
+		"script-src 'sha256-%s'\">\n"
+		"<meta name=\"generator\" content=\"btrace view\">\n"
+		"<title>btrace: ", hash);
 	html_text(f, cmd, strlen(cmd));
 	fprintf(f, " (pid %d)%s%s</title>\n<style>\n%s</style>\n</head>\n"
 		"<body data-status=\"loading\">\n<header><h1>btrace view</h1>"
@@ -351,7 +458,7 @@ static void page(FILE *f, const struct btrace_report *rep, const char *json,
 	      "<div id=\"errors\"></div>\n"
 	      "<script type=\"application/json\" id=\"btrace-data\">", f);
 	html_json(f, json, jlen);
-	fprintf(f, "</script>\n<script>\n%s</script>\n</body>\n</html>\n",
+	fprintf(f, "</script>\n<script>%s</script>\n</body>\n</html>\n",
 		page_script);
 }
 

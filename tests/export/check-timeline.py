@@ -24,6 +24,8 @@ began), times non-decreasing per thread, the fault event present (on the
 crashed thread, with the signal), thread names and the crashed thread
 sorted first, and the time axis said.
 """
+import base64
+import hashlib
 import html
 import json
 import os
@@ -144,6 +146,37 @@ SCRIPT_OPEN = re.compile(r'<script\b', re.I)
 SCRIPT_CLOSE = re.compile(r'</script', re.I)
 
 
+def csp_problems(text):
+    """The page's Content-Security-Policy: nothing by default, and of
+    scripts only the page's own inline one, allowed by its SHA-256 (no
+    'unsafe-inline'): the hash in the policy is that of the script in the
+    page (hashlib's, not btrace's)."""
+    m = re.search(r'<meta http-equiv="Content-Security-Policy" '
+                  r'content="([^"]*)">', text)
+    if not m:
+        return ['no Content-Security-Policy']
+    pol = {}
+    for d in m.group(1).split(';'):
+        if d.split():
+            pol[d.split()[0]] = d.split()[1:]
+    bad = []
+    if pol.get('default-src') != ["'none'"]:
+        bad.append("CSP: default-src is not 'none': %r" % pol.get('default-src'))
+    src = pol.get('script-src', [])
+    if "'unsafe-inline'" in src or "'unsafe-eval'" in src:
+        bad.append('CSP: script-src allows %r' % src)
+    scripts = [b for a, b in re.findall(r'<script(\s[^>]*)?>(.*?)</script>',
+                                        text, re.S | re.I)
+               if 'application/json' not in a]
+    want = ["'sha256-%s'" % base64.b64encode(
+        hashlib.sha256(b.encode('utf-8')).digest()).decode() for b in scripts]
+    if len(scripts) != 1:
+        bad.append('CSP: %d inline scripts, want 1' % len(scripts))
+    if src != want:
+        bad.append('CSP: script-src %r, the page\'s script has %r' % (src, want))
+    return bad
+
+
 def page_problems(text, report_text=None):
     """What is wrong with a page of btrace view, [] if nothing."""
     bad = []
@@ -156,8 +189,7 @@ def page_problems(text, report_text=None):
                 '<iframe', '<img'):
         if ref in text:
             bad.append('an external reference: %r' % ref)
-    if "default-src 'none'" not in text:
-        bad.append('no Content-Security-Policy')
+    bad += csp_problems(text)
     m = re.search(r'<script type="application/json" id="btrace-data">(.*?)'
                   r'</script>', text, re.S)
     if not m:

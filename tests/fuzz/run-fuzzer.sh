@@ -7,13 +7,26 @@
 # The per-input limit is about hangs, not speed: every input here replays in
 # well under a second, so BT_FUZZ_TIMEOUT (default 300 s) is far from what
 # a busy machine or a sanitizer build needs.
-#   run-fuzzer.sh TARGET RUNS SEED_DIR [LIBFUZZER_OPTIONS...]
+# Seeds are folders (their files) or files.  The longest input libFuzzer
+# makes is 64 KiB, or three times the largest seed (whole snapshots,
+# rewritten uncompressed by the custom mutator), at most 8 MiB.
+#   run-fuzzer.sh TARGET RUNS SEED... [LIBFUZZER_OPTIONS...]
 set -eu
-target=$1 runs=$2 seeds=$3
-shift 3
+target=$1 runs=$2
+shift 2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cp "$seeds"/* "$work"/ 2>/dev/null || true
+while [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; do
+	if [ -d "$1" ]; then
+		cp "$1"/* "$work"/ 2>/dev/null || true
+	else
+		cp "$1" "$work"/
+	fi
+	shift
+done
+big=$(find "$work" -type f -printf '%s\n' | sort -n | tail -1)
+max=$(( ${big:-0} * 3 > 65536 ? ${big:-0} * 3 : 65536 ))
+[ "$max" -gt 8388608 ] && max=8388608
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-"$target" -runs="$runs" -max_len=65536 -rss_limit_mb=2048 \
+"$target" -runs="$runs" -max_len="$max" -rss_limit_mb=2048 \
 	-timeout="${BT_FUZZ_TIMEOUT:-300}" -print_final_stats=1 "$@" "$work"
