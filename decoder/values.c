@@ -83,6 +83,8 @@ struct vinsn {
 			      * when @clobber (fold_effects()) */
 	uint8_t fold_df;     /* @fold: the turns may change the direction
 			      * flag */
+	uint8_t away;        /* a system call the path does not leave by
+			      * the instruction after it (sys_away()) */
 	struct vop op[4];
 };
 
@@ -1438,6 +1440,57 @@ static void syscall_mem(const struct vstate *s, size_t i, struct facts *f)
 		fact_kill_range(f, m[k][0], m[k][1]);
 }
 
+/* rt_sigreturn @i goes back to a context the path left by a signal
+ * delivered at a system call's return (the call's next instruction, or
+ * the call itself restarted): no handler entered at its return. */
+static int sigreturn_resumes(const struct vstate *s, size_t i)
+{
+	uint64_t next;
+
+	if (!next_ip(s, i, &next))
+		return 0;
+	for (size_t j = i; j-- > 0;) {
+		const struct vinsn *in = &s->in[j];
+		if (in->away && kn(s, j, BTRACE_VREG_RAX) &&
+		    get(s, j, BTRACE_VREG_RAX) != 15 &&
+		    (next == in->ip + in->size || next == in->ip))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * The memory a signal delivered at the return of system call @i (away)
+ * wrote: its frame, from the handler's stack pointer up to at most the
+ * stack pointer before the call (get_sigframe(): below the red zone, or
+ * on the alternate stack, which then lies above the frame and does not
+ * hold the stack pointer: not above it when the frame is below).  Not
+ * known (either stack pointer, or which call it was): every fact ends.
+ * rt_sigreturn writes nothing, unless a pending signal was delivered as
+ * it returned.
+ */
+static void delivery_mem(const struct vstate *s, size_t i, struct facts *f)
+{
+	enum { RAX = BTRACE_VREG_RAX, RSP = BTRACE_VREG_RSP };
+	uint64_t lo, hi;
+
+	if (kn(s, i, RAX) && get(s, i, RAX) == 15) {
+		if (!sigreturn_resumes(s, i))
+			fact_clear(f);
+		return;
+	}
+	if (!kn(s, i, RAX) || !kn(s, i, RSP) || !kn(s, i + 1, RSP)) {
+		fact_clear(f);
+		return;
+	}
+	lo = get(s, i + 1, RSP);
+	hi = get(s, i, RSP);
+	if (lo >= hi || hi - lo > (1u << 20))
+		fact_clear(f);
+	else
+		fact_kill_range(f, lo, hi - lo);
+}
+
 static int upper_zero(const struct vstate *s, size_t i, unsigned r);
 
 /* The memory relation of @i, with @f the facts about memory before it
@@ -1492,9 +1545,11 @@ static void mem_step(struct vstate *s, size_t i, struct facts *f, int back)
 			fact_kill(f, a, size);
 		other_writes(s, i, f, st);
 	}
-	if (in->id == X86_INS_SYSCALL)
+	if (in->id == X86_INS_SYSCALL) {
 		syscall_mem(s, i, f);
-	else if (xsave_area(in->id))
+		if (in->away)
+			delivery_mem(s, i, f);
+	} else if (xsave_area(in->id))
 		xsave_mem(s, i, f);
 	/* (a rep movs or stos: other_writes() ended its range, or every
 	 * fact when the range is not known) */
@@ -1552,7 +1607,36 @@ static uint16_t syscall_writes(const struct vstate *s, size_t i)
 	case 15: case 56: case 57: case 58: case 59: case 322: case 435:
 		return 0xffff;
 	}
+	/* a signal delivered at its return: x64_setup_rt_frame() set rdi
+	 * (the signal), rsi and rdx (the frame's siginfo and ucontext), rsp
+	 * (the frame) and rax (0); the call's result is in the frame */
+	if (s->in[i].away)
+		return s->in[i].wr | 1u << BTRACE_VREG_RAX |
+		       1u << BTRACE_VREG_RDX | 1u << BTRACE_VREG_RSI |
+		       1u << BTRACE_VREG_RDI | 1u << BTRACE_VREG_RSP;
 	return s->in[i].wr;
+}
+
+/*
+ * A system call the path leaves for another place than the instruction
+ * after it (or itself, restarted): the kernel went back to user mode
+ * elsewhere.  rt_sigreturn does (to the context its frame holds, or to a
+ * handler of a signal pending then); any other call only when a signal
+ * was delivered at its return (arch_do_signal_or_restart() ->
+ * handle_signal() -> setup_rt_frame(), QEMU's process_pending_signals()
+ * alike): the handler's first instruction comes next, its registers
+ * those setup_rt_frame() gave it, its frame written below the stack
+ * pointer.  The instruction after the call, or the call itself when
+ * handle_signal() restarts it (-ERESTARTNOINTR, -ERESTARTSYS with
+ * SA_RESTART, -ERESTART_RESTARTBLOCK: rip back by 2), comes next only
+ * from the handler's rt_sigreturn, with the registers of the frame.
+ */
+static int sys_away(const struct vstate *s, size_t i)
+{
+	uint64_t next;
+
+	return s->in[i].id == X86_INS_SYSCALL && next_ip(s, i, &next) &&
+	       next != s->in[i].ip + s->in[i].size && next != s->in[i].ip;
 }
 
 /* --- flags and conditions --- */
@@ -1761,7 +1845,9 @@ static int df_other(const struct vstate *s, size_t k)
 		return 1;
 	switch (in->id) {
 	case X86_INS_SYSCALL:
-		return !kn(s, k, BTRACE_VREG_RAX) ||
+		/* (a signal delivered at its return: handle_signal() clears
+		 * the flag) */
+		return !kn(s, k, BTRACE_VREG_RAX) || in->away ||
 		       get(s, k, BTRACE_VREG_RAX) == 15;
 	}
 	return !in->id;   /* not disassembled */
@@ -2439,6 +2525,10 @@ static void relate(struct vstate *s, size_t i, const struct facts *f)
 		 * syscall leaves rcx and r11 as they were; then not known) */
 		if (!s->qemu)
 			set(s, i + 1, BTRACE_VREG_RCX, in->ip + in->size);
+		/* a signal delivered at its return: the handler starts with
+		 * rax 0 (x64_setup_rt_frame(), QEMU's setup_rt_frame()) */
+		if (in->away)
+			set(s, i + 1, BTRACE_VREG_RAX, 0);
 		break;
 	case X86_INS_ADC: case X86_INS_SBB: {
 		int cf;
@@ -3846,6 +3936,8 @@ static int build(const struct btrace_decode_result *res, size_t thread,
 			goto oom;
 		n = s.n;
 	}
+	for (size_t i = 0; i < n; i++)
+		s.in[i].away = (uint8_t)sys_away(&s, i);
 	solve(&s);
 	for (size_t i = 0; i < n; i++)
 		if (s.in[i].id == X86_INS_SYSCALL)
