@@ -9,9 +9,10 @@
  *   kill-loop    kill(getpid()) from a loop; main crashes after it
  *   tgkill       tgkill() of the thread itself; main crashes after it
  *   restart      SIGALRM interrupts a blocking read() (SA_RESTART): the
- *                handler writes what the restarted read gets; crash
- *   eintr        SIGALRM interrupts nanosleep() (no SA_RESTART): EINTR;
- *                crash
+ *                handler writes what the restarted read gets (again,
+ *                until the signal came while read() waited); crash
+ *   eintr        SIGALRM, blocked until ppoll() waits, interrupts it
+ *                (no SA_RESTART): EINTR; crash
  *   nested       the SIGUSR1 handler raises SIGUSR2 (delivered at once,
  *                nested) and SIGURG, which its mask blocks (delivered at
  *                its rt_sigreturn); main crashes after them
@@ -20,6 +21,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +29,7 @@
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 struct rec {
@@ -71,6 +74,19 @@ static void on_alrm(int sig)
 	hits = mix(hits, sig);
 	if (write(fds[1], &c, 1) != 1)
 		_exit(3);
+}
+
+static volatile int restarted;
+
+/* SIGALRM with SA_RESTART: interrupted in read() itself, the kernel sets
+ * the frame's rip back to the syscall instruction (0f 05) */
+static void on_alrm_rs(int sig, siginfo_t *si, void *uc)
+{
+	const unsigned char *ip =
+		(const unsigned char *)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+	(void)si;
+	restarted = ip[0] == 0x0f && ip[1] == 0x05;
+	on_alrm(sig);
 }
 
 static void on_usr2(int sig)
@@ -142,21 +158,34 @@ int main(int argc, char **argv)
 		seed = mix(seed, hits);
 	} else if (!strcmp(m, "restart")) {
 		char c = 0;
+		struct sigaction sa;
 		if (pipe(fds) < 0)
 			return 2;
-		handle(SIGALRM, on_alrm, SA_RESTART, 0);
-		alarm_in(20000);
-		if (read(fds[0], &c, 1) != 1)   /* restarted after the handler */
-			return 2;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = on_alrm_rs;
+		sa.sa_flags = SA_SIGINFO | SA_RESTART;
+		sigaction(SIGALRM, &sa, NULL);
+		for (int i = 0; i < 100 && !restarted; i++) {
+			alarm_in(20000);
+			/* restarted after the handler */
+			if (read(fds[0], &c, 1) != 1)
+				return 2;
+		}
 		seed = mix(seed, c);
 	} else if (!strcmp(m, "eintr")) {
 		struct timespec ts = { 5, 0 };
+		sigset_t blk, old;
 		if (pipe(fds) < 0)
 			return 2;
 		handle(SIGALRM, on_alrm, 0, 0);
+		sigemptyset(&blk);
+		sigaddset(&blk, SIGALRM);
+		sigprocmask(SIG_BLOCK, &blk, &old);
 		alarm_in(20000);
-		if (nanosleep(&ts, NULL) == 0 || errno != EINTR)
+		/* SIGALRM arrives while ppoll() waits, however late */
+		if (ppoll(NULL, 0, &ts, &old) >= 0 || errno != EINTR)
 			return 2;
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		seed = mix(seed, errno);
 	} else if (!strcmp(m, "nested")) {
 		handle(SIGUSR1, on_nest, 0, SIGURG);
