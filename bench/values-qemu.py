@@ -26,7 +26,8 @@ conflict, or a program that was not recorded or decoded, unless
 docs/report.md's "Known limits" names it (a program that does not die
 under QEMU as it does on the CPU: skipped, with the reason), or a
 program that declares a floor (`vfloor`: the share of the 16 registers
-known before each of the last 1,000 instructions) and knows less.
+known before each of the last 1,000 instructions) and knows less, or
+whose `btrace report` lacks the origin it declares (`origin_says`).
 --only GLOB: the corpus programs whose names match, among those above and
 those made for this check (`sigvals`: signals delivered at a system
 call's return, tests/corpus/progs/sigvals.c; test e2e-values-signals).
@@ -123,6 +124,14 @@ def main():
                     n, case['name'], limit) if test else
                     '# %s: not recorded: %s' % (case['name'], limit))
                 continue
+            says = case.get('origin_says')
+            if says and os.path.exists(snap):
+                r = subprocess.run([btrace, 'report', snap],
+                                   capture_output=True, text=True)
+                if says not in r.stdout:
+                    got['err'] += ' the report\'s origin is not "%s": %s' % (
+                        says, r.stdout[r.stdout.find('origin'):][:300])
+                    got['rc'] = got['rc'] or 1
             floor = case.get('vfloor', 0)
             low = v is not None and v[3] and v[4] < floor * 16 * v[3]
             good = (os.path.exists(snap) and rc == 0 and got['rc'] == 0 and

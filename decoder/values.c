@@ -3520,6 +3520,18 @@ static void chain_of(struct bt_values *v, struct vstate *s, unsigned reg,
 			return;
 		}
 		int dst_reg = in->nop >= 1 && d->type == X86_OP_REG && d->reg == reg;
+		if (in->away) {
+			/* the kernel went back elsewhere: the register is
+			 * not the call's result (sys_away()) */
+			snprintf(lead, sizeof(lead), kn(s, j, BTRACE_VREG_RAX) &&
+				 get(s, j, BTRACE_VREG_RAX) == 15 ?
+				 "%s restored from the signal frame by "
+				 "rt_sigreturn:" : "%s set by the kernel for a "
+				 "signal handler entered at this call's return:",
+				 vreg_names[reg]);
+			describe_value(l->what, sizeof(l->what), lead, l);
+			return;
+		}
 		if (in->id == X86_INS_SYSCALL && reg == BTRACE_VREG_RAX) {
 			l->kind = BTRACE_ORIGIN_SYSCALL;
 			describe_value(l->what, sizeof(l->what),

@@ -18,6 +18,9 @@
  *                its rt_sigreturn); main crashes after them
  *   altstack     the handler runs on an alternate signal stack and
  *                returns; main crashes
+ *   rax-handler  the handler reads through rax as it starts: rax is 0
+ *                there (x64_setup_rt_frame()), set by the kernel, not
+ *                the result of raise()'s tgkill
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -101,6 +104,11 @@ static void on_nest(int sig)
 	raise(SIGURG);      /* blocked here: at rt_sigreturn's */
 	hits = mix(hits, 3);
 }
+
+/* reads through rax, as the kernel left it */
+void on_rax(int sig);
+__asm__(".text\n.globl on_rax\n.type on_rax, @function\non_rax:\n"
+	"\tmov (%rax), %eax\n\tret\n.size on_rax, .-on_rax\n");
 
 static void handle(int sig, void (*fn)(int), int flags, int block)
 {
@@ -204,6 +212,9 @@ int main(int argc, char **argv)
 		raise(SIGUSR1);
 		raise(SIGUSR1);
 		seed = mix(seed, hits);
+	} else if (!strcmp(m, "rax-handler")) {
+		handle(SIGUSR1, on_rax, 0, 0);
+		raise(SIGUSR1);
 	} else {
 		fprintf(stderr, "usage: sigvals MODE\n");
 		return 2;
