@@ -1463,8 +1463,9 @@ static int sigreturn_resumes(const struct vstate *s, size_t i)
  * The memory a signal delivered at the return of system call @i (away)
  * wrote: its frame, from the handler's stack pointer up to at most the
  * stack pointer before the call (get_sigframe(): below the red zone, or
- * on the alternate stack, which then lies above the frame and does not
- * hold the stack pointer: not above it when the frame is below).  Not
+ * on the alternate stack when that does not hold the stack pointer less
+ * 128: a stack that starts more than 128 bytes below the stack pointer,
+ * as the frame does, then ends below that too).  Not
  * known (either stack pointer, or which call it was): every fact ends.
  * rt_sigreturn writes nothing, unless a pending signal was delivered as
  * it returned.
@@ -1485,7 +1486,7 @@ static void delivery_mem(const struct vstate *s, size_t i, struct facts *f)
 	}
 	lo = get(s, i + 1, RSP);
 	hi = get(s, i, RSP);
-	if (lo >= hi || hi - lo > (1u << 20))
+	if (lo >= hi || hi - lo <= 128 || hi - lo > (1u << 20))
 		fact_clear(f);
 	else
 		fact_kill_range(f, lo, hi - lo);
