@@ -3715,14 +3715,22 @@ static void find_origin(struct bt_values *v, struct vstate *s,
  * instruction commits a store and then faults, but a rep string
  * instruction may have done some of its iterations).
  */
+/* The thread ran on after the fault (a signal handler): blocks after it,
+ * a death elsewhere, QEMU's final signal. */
+static int ran_after_fault(const struct btrace_snapshot *sn,
+			   const struct btrace_thread *t)
+{
+	return t->fault.after_blocks || t->fault.death_ip ||
+	       btrace_snapshot_meta(sn, "qemu.final_signal");
+}
+
 static const struct btrace_snapshot *memory_at_fault(struct bt_ctx *c,
 	const struct btrace_thread *t, cs_insn *ci, uint64_t fault_ip)
 {
 	const struct btrace_snapshot *sn = c->snap;
 	struct vinsn f;
 
-	if (!sn->nmemory || t->fault.after_blocks || t->fault.death_ip ||
-	    btrace_snapshot_meta(sn, "qemu.final_signal"))
+	if (!sn->nmemory || ran_after_fault(sn, t))
 		return NULL;
 	/* the thread's stack, or the process's memory (tid 0) */
 	for (size_t k = 0; k < sn->nmemory; k++)
@@ -3866,6 +3874,11 @@ static int build(const struct btrace_decode_result *res, size_t thread,
 	/* the context's caches (code, symbols) fill as for any lookup */
 	c = bt_result_ctx((struct btrace_decode_result *)(uintptr_t)res);
 	t = &res->threads[thread];
+	/* a signal handler ran after the fault: the access log's last
+	 * entries (and fold marks) are the handler's, and where the path's
+	 * end in it is not told: the log is not used */
+	if (log && ran_after_fault(c->snap, t))
+		log = NULL;
 	if (!max_insns)
 		max_insns = 4096;
 	v = calloc(1, sizeof(*v));

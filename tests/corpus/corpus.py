@@ -156,14 +156,14 @@ CASES = [
     # vfloor: the share of registers known before the last 1,000
     # instructions the recovery must reach (measured, less a margin)
     *[C('c-sigval-%s' % m, ['sigvals.c'], ['-O1'] + OPT, args=[m],
-        sigvals=True, gdb_pass=SIGVAL_PASS, vfloor=f,
+        gdb_pass=SIGVAL_PASS, vfloor=f,
         cls='signal at a system call\'s return: %s' % m)
       for m, f in (('raise-crash', .7), ('raise-ret', .6),
                    ('kill-loop', .15), ('tgkill', .65), ('restart', .5),
                    ('eintr', .85), ('nested', .5), ('altstack', .55))],
     # the origin of the handler's rax: the kernel's delivery, not the call
     C('c-sigval-rax-handler', ['sigvals.c'], ['-O1'] + OPT,
-      args=['rax-handler'], sigvals=True, gdb_pass=SIGVAL_PASS, vfloor=.6,
+      args=['rax-handler'], gdb_pass=SIGVAL_PASS, vfloor=.6,
       origin_says='rax set by the kernel for a signal handler entered at '
                   'this call\'s return: 0x0',
       cls='signal at a system call\'s return: rax-handler'),
