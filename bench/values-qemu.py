@@ -3,7 +3,7 @@
 """Register values recovered on real QEMU recordings of the crash corpus,
 against QEMU's own log of the registers at every block it runs.
 
-    bench/values-qemu.py [--test] BUILD_DIR [RECORD_OPTION...]
+    bench/values-qemu.py [--test] [--only GLOB] BUILD_DIR [RECORD_OPTION...]
 
 Each program bench/values-corpus.py measures (tests/corpus, the same
 choice) is recorded by `btrace record -b qemu` as a user would record it
@@ -25,10 +25,16 @@ test e2e-values-qemu): TAP, exit status 1 on any wrong value, a
 conflict, a program with no value checked against QEMU's log or whose
 share known in the last 1,000 instructions is below its floor in
 tests/decode/values-floors.txt (or that has none there), or a program
-that was not recorded or decoded, unless
-docs/report.md's "Known limits" names it (a program that does not die
-under QEMU as it does on the CPU: skipped, with the reason).
+that was not recorded or decoded, or
+whose `btrace report` lacks the origin it declares (`origin_says`),
+unless docs/report.md's "Known limits" names it (a program that does not
+die under QEMU as it does on the CPU: skipped, with the reason).
+--only GLOB[,GLOB...]: the corpus's C and C++ programs whose names
+match, the ones left out above too (test e2e-values-signals: the
+`c-sigval-*` programs, signals delivered at a system call's return,
+tests/corpus/progs/sigvals.c, and a handler that runs after the fault).
 """
+import fnmatch
 import importlib.util
 import os
 import subprocess
@@ -79,6 +85,11 @@ def main():
     test = '--test' in args
     if test:
         args.remove('--test')
+    only = None
+    if '--only' in args and args.index('--only') + 1 < len(args):
+        k = args.index('--only')
+        only = args[k + 1]
+        del args[k:k + 2]
     if not args:
         print(__doc__, file=sys.stderr)
         return 2
@@ -100,7 +111,12 @@ def main():
     with tempfile.TemporaryDirectory(prefix='btrace-vq-') as d:
         n = 0
         for case in corpus.CASES:
-            if not vc.wanted(case):
+            if only is not None:
+                if case['lang'] not in ('c', 'cxx') or not any(
+                        fnmatch.fnmatch(case['name'], g)
+                        for g in only.split(',')):
+                    continue
+            elif not vc.wanted(case):
                 continue
             try:
                 argv, _ = corpus.build(case, d)
@@ -128,6 +144,14 @@ def main():
                     n, case['name'], limit) if test else
                     '# %s: not recorded: %s' % (case['name'], limit))
                 continue
+            says = case.get('origin_says')
+            if says and os.path.exists(snap):
+                r = subprocess.run([btrace, 'report', snap],
+                                   capture_output=True, text=True)
+                if says not in r.stdout:
+                    got['err'] += ' the report\'s origin is not "%s": %s' % (
+                        says, r.stdout[r.stdout.find('origin'):][:300])
+                    got['rc'] = got['rc'] or 1
             good = (os.path.exists(snap) and rc == 0 and got['rc'] == 0 and
                     v is not None and
                     v[2] == 0 and wrong == 0)
@@ -160,6 +184,10 @@ def main():
             for path in (snap,):
                 if os.path.exists(path):
                     os.unlink(path)
+    if only is not None and not rows:
+        # a selection that checks nothing is a failure, not a pass
+        print('# --only %s: no program recorded and checked' % only)
+        fail = 1
     tot = [sum(r[1][0] for r in rows if r[1]), sum(r[1][1] for r in rows if r[1]),
            sum(r[2] for r in rows), sum(r[3] for r in rows)]
     lk = (sum(r[1][4] for r in rows if r[1]), sum(r[1][3] for r in rows if r[1]))

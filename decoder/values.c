@@ -84,6 +84,8 @@ struct vinsn {
 			      * when @clobber (fold_effects()) */
 	uint8_t fold_df;     /* @fold: the turns may change the direction
 			      * flag */
+	uint8_t away;        /* a system call the path does not leave by
+			      * the instruction after it (sys_away()) */
 	struct vop op[4];
 };
 
@@ -1448,6 +1450,58 @@ static void syscall_mem(const struct vstate *s, size_t i, struct facts *f)
 		fact_kill_range(f, m[k][0], m[k][1]);
 }
 
+/* rt_sigreturn @i goes back to a context the path left by a signal
+ * delivered at a system call's return (the call's next instruction, or
+ * the call itself restarted): no handler entered at its return. */
+static int sigreturn_resumes(const struct vstate *s, size_t i)
+{
+	uint64_t next;
+
+	if (!next_ip(s, i, &next))
+		return 0;
+	for (size_t j = i; j-- > 0;) {
+		const struct vinsn *in = &s->in[j];
+		if (in->away && kn(s, j, BTRACE_VREG_RAX) &&
+		    get(s, j, BTRACE_VREG_RAX) != 15 &&
+		    (next == in->ip + in->size || next == in->ip))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * The memory a signal delivered at the return of system call @i (away)
+ * wrote: its frame, from the handler's stack pointer up to at most the
+ * stack pointer before the call (get_sigframe(): below the red zone, or
+ * on the alternate stack when that does not hold the stack pointer less
+ * 128: a stack that starts more than 128 bytes below the stack pointer,
+ * as the frame does, then ends below that too).  Not
+ * known (either stack pointer, or which call it was): every fact ends.
+ * rt_sigreturn writes nothing, unless a pending signal was delivered as
+ * it returned.
+ */
+static void delivery_mem(const struct vstate *s, size_t i, struct facts *f)
+{
+	enum { RAX = BTRACE_VREG_RAX, RSP = BTRACE_VREG_RSP };
+	uint64_t lo, hi;
+
+	if (kn(s, i, RAX) && get(s, i, RAX) == 15) {
+		if (!sigreturn_resumes(s, i))
+			fact_clear(f);
+		return;
+	}
+	if (!kn(s, i, RAX) || !kn(s, i, RSP) || !kn(s, i + 1, RSP)) {
+		fact_clear(f);
+		return;
+	}
+	lo = get(s, i + 1, RSP);
+	hi = get(s, i, RSP);
+	if (lo >= hi || hi - lo <= 128 || hi - lo > (1u << 20))
+		fact_clear(f);
+	else
+		fact_kill_range(f, lo, hi - lo);
+}
+
 static int upper_zero(const struct vstate *s, size_t i, unsigned r);
 
 /* The memory relation of @i, with @f the facts about memory before it
@@ -1502,9 +1556,11 @@ static void mem_step(struct vstate *s, size_t i, struct facts *f, int back)
 			fact_kill(f, a, size);
 		other_writes(s, i, f, st);
 	}
-	if (in->id == X86_INS_SYSCALL)
+	if (in->id == X86_INS_SYSCALL) {
 		syscall_mem(s, i, f);
-	else if (xsave_area(in->id))
+		if (in->away)
+			delivery_mem(s, i, f);
+	} else if (xsave_area(in->id))
 		xsave_mem(s, i, f);
 	/* (a rep movs or stos: other_writes() ended its range, or every
 	 * fact when the range is not known) */
@@ -1562,7 +1618,36 @@ static uint16_t syscall_writes(const struct vstate *s, size_t i)
 	case 15: case 56: case 57: case 58: case 59: case 322: case 435:
 		return 0xffff;
 	}
+	/* a signal delivered at its return: x64_setup_rt_frame() set rdi
+	 * (the signal), rsi and rdx (the frame's siginfo and ucontext), rsp
+	 * (the frame) and rax (0); the call's result is in the frame */
+	if (s->in[i].away)
+		return s->in[i].wr | 1u << BTRACE_VREG_RAX |
+		       1u << BTRACE_VREG_RDX | 1u << BTRACE_VREG_RSI |
+		       1u << BTRACE_VREG_RDI | 1u << BTRACE_VREG_RSP;
 	return s->in[i].wr;
+}
+
+/*
+ * A system call the path leaves for another place than the instruction
+ * after it (or itself, restarted): the kernel went back to user mode
+ * elsewhere.  rt_sigreturn does (to the context its frame holds, or to a
+ * handler of a signal pending then); any other call only when a signal
+ * was delivered at its return (arch_do_signal_or_restart() ->
+ * handle_signal() -> setup_rt_frame(), QEMU's process_pending_signals()
+ * alike): the handler's first instruction comes next, its registers
+ * those setup_rt_frame() gave it, its frame written below the stack
+ * pointer.  The instruction after the call, or the call itself when
+ * handle_signal() restarts it (-ERESTARTNOINTR, -ERESTARTSYS with
+ * SA_RESTART, -ERESTART_RESTARTBLOCK: rip back by 2), comes next only
+ * from the handler's rt_sigreturn, with the registers of the frame.
+ */
+static int sys_away(const struct vstate *s, size_t i)
+{
+	uint64_t next;
+
+	return s->in[i].id == X86_INS_SYSCALL && next_ip(s, i, &next) &&
+	       next != s->in[i].ip + s->in[i].size && next != s->in[i].ip;
 }
 
 /* --- flags and conditions --- */
@@ -1771,7 +1856,9 @@ static int df_other(const struct vstate *s, size_t k)
 		return 1;
 	switch (in->id) {
 	case X86_INS_SYSCALL:
-		return !kn(s, k, BTRACE_VREG_RAX) ||
+		/* (a signal delivered at its return: handle_signal() clears
+		 * the flag) */
+		return !kn(s, k, BTRACE_VREG_RAX) || in->away ||
 		       get(s, k, BTRACE_VREG_RAX) == 15;
 	}
 	return !in->id;   /* not disassembled */
@@ -2449,6 +2536,10 @@ static void relate(struct vstate *s, size_t i, const struct facts *f)
 		 * syscall leaves rcx and r11 as they were; then not known) */
 		if (!s->qemu)
 			set(s, i + 1, BTRACE_VREG_RCX, in->ip + in->size);
+		/* a signal delivered at its return: the handler starts with
+		 * rax 0 (x64_setup_rt_frame(), QEMU's setup_rt_frame()) */
+		if (in->away)
+			set(s, i + 1, BTRACE_VREG_RAX, 0);
 		break;
 	case X86_INS_ADC: case X86_INS_SBB: {
 		int cf;
@@ -3775,6 +3866,18 @@ static void chain_of(struct bt_values *v, struct vstate *s, unsigned reg,
 			return;
 		}
 		int dst_reg = in->nop >= 1 && d->type == X86_OP_REG && d->reg == reg;
+		if (in->away) {
+			/* the kernel went back elsewhere: the register is
+			 * not the call's result (sys_away()) */
+			snprintf(lead, sizeof(lead), kn(s, j, BTRACE_VREG_RAX) &&
+				 get(s, j, BTRACE_VREG_RAX) == 15 ?
+				 "%s restored from the signal frame by "
+				 "rt_sigreturn:" : "%s set by the kernel for a "
+				 "signal handler entered at this call's return:",
+				 vreg_names[reg]);
+			describe_value(l->what, sizeof(l->what), lead, l);
+			return;
+		}
 		if (in->id == X86_INS_SYSCALL && reg == BTRACE_VREG_RAX) {
 			l->kind = BTRACE_ORIGIN_SYSCALL;
 			describe_value(l->what, sizeof(l->what),
@@ -4024,14 +4127,22 @@ static void find_origin(struct bt_values *v, struct vstate *s,
  * instruction commits a store and then faults, but a rep string
  * instruction may have done some of its iterations).
  */
+/* The thread ran on after the fault (a signal handler): blocks after it,
+ * a death elsewhere, QEMU's final signal. */
+static int ran_after_fault(const struct btrace_snapshot *sn,
+			   const struct btrace_thread *t)
+{
+	return t->fault.after_blocks || t->fault.death_ip ||
+	       btrace_snapshot_meta(sn, "qemu.final_signal");
+}
+
 static const struct btrace_snapshot *memory_at_fault(struct bt_ctx *c,
 	const struct btrace_thread *t, cs_insn *ci, uint64_t fault_ip)
 {
 	const struct btrace_snapshot *sn = c->snap;
 	struct vinsn f;
 
-	if (!sn->nmemory || t->fault.after_blocks || t->fault.death_ip ||
-	    btrace_snapshot_meta(sn, "qemu.final_signal"))
+	if (!sn->nmemory || ran_after_fault(sn, t))
 		return NULL;
 	/* the thread's stack, or the process's memory (tid 0) */
 	for (size_t k = 0; k < sn->nmemory; k++)
@@ -4175,6 +4286,11 @@ static int build(const struct btrace_decode_result *res, size_t thread,
 	/* the context's caches (code, symbols) fill as for any lookup */
 	c = bt_result_ctx((struct btrace_decode_result *)(uintptr_t)res);
 	t = &res->threads[thread];
+	/* a signal handler ran after the fault: the access log's last
+	 * entries (and fold marks) are the handler's, and where the path's
+	 * end in it is not told: the log is not used */
+	if (log && ran_after_fault(c->snap, t))
+		log = NULL;
 	if (!max_insns)
 		max_insns = 4096;
 	v = calloc(1, sizeof(*v));
@@ -4260,6 +4376,8 @@ static int build(const struct btrace_decode_result *res, size_t thread,
 			goto oom;
 		n = s.n;
 	}
+	for (size_t i = 0; i < n; i++)
+		s.in[i].away = (uint8_t)sys_away(&s, i);
 	solve(&s);
 	for (size_t i = 0; i < n; i++)
 		if (s.in[i].id == X86_INS_SYSCALL)

@@ -111,6 +111,10 @@ SPIN_NA = {'exact': 'the instruction a signal from outside lands on '
 # thread ids, timings, a different path or pid each run).
 RUNTIME_ERR_NA = {'stderr': 'the runtime prints addresses and timings'}
 
+# The signals sigvals.c sends itself and handles (its crash is a SIGSEGV
+# after them): gdb passes them on without stopping.
+SIGVAL_PASS = ('SIGUSR1', 'SIGUSR2', 'SIGALRM')
+
 CASES = [
     # --- classes that work: NULL deref at every -O level and build kind --
     *[C('c-null-O%s' % o, ['null.c'], ['-O%s' % o] + OPT,
@@ -147,6 +151,20 @@ CASES = [
         quick=True, cls='handler: %s' % m)
       for m in ('nodefer', 'reraise', 'abort', 'altstack', 'longjmp',
                 'chatty')],
+    # --- 2b. signals delivered at a system call's return, then a crash
+    # (their register values against QEMU's log: bench/values-qemu.py) --
+    # (their floors: tests/decode/values-floors.txt)
+    *[C('c-sigval-%s' % m, ['sigvals.c'], ['-O1'] + OPT, args=[m],
+        gdb_pass=SIGVAL_PASS,
+        cls='signal at a system call\'s return: %s' % m)
+      for m in ('raise-crash', 'raise-ret', 'kill-loop', 'tgkill',
+                'restart', 'eintr', 'nested', 'altstack')],
+    # the origin of the handler's rax: the kernel's delivery, not the call
+    C('c-sigval-rax-handler', ['sigvals.c'], ['-O1'] + OPT,
+      args=['rax-handler'], gdb_pass=SIGVAL_PASS,
+      origin_says='rax set by the kernel for a signal handler entered at '
+                  'this call\'s return: 0x0',
+      cls='signal at a system call\'s return: rax-handler'),
     # --- 3. handled signals are not crashes ------------------------------
     *[C('c-handled-%s' % m, ['handled.c'], ['-O1'] + OPT, args=[m],
         kind='handled', quick=(m == 'all'), cls='handled signals')
@@ -530,10 +548,13 @@ def run(argv, cwd, env, kill=None, guard_rss=None, timeout=RUN_TIMEOUT):
     return Run(rc, out, err, note)
 
 
-def gdb_run(argv, cwd, env, kill=None):
+def gdb_run(argv, cwd, env, kill=None, passed=()):
     fd, out = tempfile.mkstemp(prefix='gdb.', suffix='.json', dir=cwd)
     os.close(fd)
     e = dict(env, CORPUS_GDB_OUT=out)
+    if passed:
+        # signals the program handles and goes on: not stops
+        e['CORPUS_GDB_PASS'] = ','.join(passed)
     r = run(['gdb', '-batch', '-nx', '-x', os.path.join(HERE, 'gdbdump.py'),
              '--args'] + argv, cwd, e, kill=kill)
     try:
@@ -907,7 +928,8 @@ def run_case(case, btrace, bindir, workroot):
         d, a, _ = prepare('native')
         nat = run(a, d, env, kill=case.get('kill'))
         d, _, ga = prepare('gdb')
-        g = gdb_run(ga, d, env, kill=case.get('kill'))
+        g = gdb_run(ga, d, env, kill=case.get('kill'),
+                    passed=case.get('gdb_pass', ()))
         d, a, _ = prepare('btrace')
         snap = os.path.join(d, 'snap.btrace')
         rec = run([btrace, 'record', '--snapshot', '--backend', 'auto',
