@@ -10,6 +10,7 @@
 #include <btrace/decode.h>
 
 struct pt_image;
+struct pt_image_section_cache;
 struct Dwfl;
 
 #define BT_KERNEL_START 0xffff800000000000ull
@@ -71,6 +72,9 @@ struct bt_ctx {
 	struct btrace_error *err;
 
 	struct pt_image *image;
+	/* the image's sections, kept mapped with their block caches while
+	 * the decoder goes from one to another (image.c) */
+	struct pt_image_section_cache *iscache;
 	int memfd;
 	uint64_t memfd_size;
 
