@@ -119,7 +119,11 @@ struct bt_ctx {
 	} *franges;
 	size_t nfranges, cfranges;
 	struct bt_map func_map;      /* ip -> index in funcs */
-	struct bt_func_info { uint64_t start; int tramp; } *funcs;
+	struct bt_func_info {
+		uint64_t start;
+		int tramp;
+		int cold;                  /* its symbol names a split-off part */
+	} *funcs;
 	size_t nfuncs, cfuncs;
 	struct bt_plt_entry { uint64_t start, end; const char *name; } *plt;
 	size_t nplt, cplt;
@@ -226,6 +230,14 @@ const struct btrace_symbol *bt_syms_lookup(struct bt_ctx *c, uint64_t ip);
  * the symbol tables only (no DWARF), cached.  *@tramp (may be NULL) is set
  * when it is a PLT entry or the lazy-binding resolver. */
 uint64_t bt_syms_func_start(struct bt_ctx *c, uint64_t ip, int *tramp);
+/* Length of the name of the function that @name is a part split off by
+ * the compiler of ("f.cold" in C, "f() [clone .cold]" demangled), or 0. */
+size_t bt_cold_stem(const char *name);
+/* @ip may be in such a part: its symbol-table (or PLT) name has a stem
+ * (bt_cold_stem()).  0 means bt_syms_lookup()'s outer name of @ip has none
+ * either (it is the symbol table's name, or DWARF's, which never names a
+ * part); from the symbol tables only, cached. */
+int bt_syms_maybe_cold(struct bt_ctx *c, uint64_t ip);
 /* plt.c: names of PLT entries ("strcmp@plt") from the module's ELF. */
 int bt_plt_load(struct bt_ctx *c);
 /* The PLT entry holding @ip: its start and name; 0 if none. */
