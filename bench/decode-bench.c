@@ -3,7 +3,8 @@
  * decode-bench: time decoding a snapshot's first buffer.
  *
  *   decode-bench raw FILE      libipt alone: pt_blk_next over the same bytes,
- *                              image from the files on disk (the baseline)
+ *                              image from the files on disk through an image
+ *                              section cache, as btrace's (the baseline)
  *   decode-bench full FILE     btrace_decode() of the whole buffer the way
  *                              `btrace report --full` does: every block
  *                              analysed (call history, stack, fault), the
@@ -39,6 +40,7 @@ static __attribute__((noinline)) int run_raw(const struct btrace_snapshot *s, ui
 {
 	const struct btrace_buffer *b = &s->buffers[0];
 	struct pt_image *img = pt_image_alloc("bench");
+	struct pt_image_section_cache *isc = pt_iscache_alloc("bench");
 	struct pt_config cfg;
 	struct pt_block_decoder *d;
 	int st;
@@ -47,8 +49,10 @@ static __attribute__((noinline)) int run_raw(const struct btrace_snapshot *s, ui
 		const struct btrace_mapping *m = &s->mappings[i];
 		if (!(m->prot & 4) || !m->path || m->path[0] != '/')
 			continue;
-		pt_image_add_file(img, m->path, m->pgoff, m->end - m->start, NULL,
-				  m->start);
+		int isid = pt_iscache_add_file(isc, m->path, m->pgoff,
+					       m->end - m->start, m->start);
+		if (isid >= 0)
+			pt_image_add_cached(img, isc, isid, NULL);
 	}
 	pt_config_init(&cfg);
 	cfg.begin = (uint8_t *)b->data;
@@ -80,6 +84,7 @@ static __attribute__((noinline)) int run_raw(const struct btrace_snapshot *s, ui
 	}
 	pt_blk_free_decoder(d);
 	pt_image_free(img);
+	pt_iscache_free(isc);
 	return 0;
 }
 

@@ -188,29 +188,20 @@ static int new_context(struct bt_ctx *c, struct bt_walk *w, uint64_t ip)
 				       BTRACE_CALL_PARTIAL, w->depth });
 }
 
-/* Length of the name of the function that @name is a part split off by
- * the compiler of ("f.cold" in C, "f() [clone .cold]" demangled), or 0. */
-static size_t cold_stem(const char *name)
-{
-	const char *p = strstr(name, " [clone .cold");
-
-	if (p)
-		return (size_t)(p - name);
-	p = strstr(name, ".cold");
-	if (p && p > name && (p[5] == '\0' || p[5] == '.'))
-		return (size_t)(p - name);
-	return 0;
-}
-
 /* The frame of the function whose split-off part holds @ip (a landing
  * pad or an error path in "f.cold" of a frame of f), or -1. */
 static int frame_of_cold_part(struct bt_ctx *c, struct bt_walk *w, uint64_t ip)
 {
-	const struct btrace_symbol *s = bt_syms_lookup(c, ip);
+	const struct btrace_symbol *s;
 	char stem[512];
 	size_t n;
 
-	if (!s || !s->outer || !(n = cold_stem(s->outer)) || n >= sizeof(stem))
+	/* the symbol table first: most jumps between functions are not into
+	 * such a part, and the full symbol (DWARF) costs far more */
+	if (!bt_syms_maybe_cold(c, ip))
+		return -1;
+	s = bt_syms_lookup(c, ip);
+	if (!s || !s->outer || !(n = bt_cold_stem(s->outer)) || n >= sizeof(stem))
 		return -1;
 	memcpy(stem, s->outer, n);
 	stem[n] = '\0';

@@ -10,6 +10,7 @@
 #include <btrace/decode.h>
 
 struct pt_image;
+struct pt_image_section_cache;
 struct Dwfl;
 
 #define BT_KERNEL_START 0xffff800000000000ull
@@ -71,6 +72,9 @@ struct bt_ctx {
 	struct btrace_error *err;
 
 	struct pt_image *image;
+	/* the image's sections, kept mapped with their block caches while
+	 * the decoder goes from one to another (image.c) */
+	struct pt_image_section_cache *iscache;
 	int memfd;
 	uint64_t memfd_size;
 
@@ -115,7 +119,11 @@ struct bt_ctx {
 	} *franges;
 	size_t nfranges, cfranges;
 	struct bt_map func_map;      /* ip -> index in funcs */
-	struct bt_func_info { uint64_t start; int tramp; } *funcs;
+	struct bt_func_info {
+		uint64_t start;
+		int tramp;
+		int cold;                  /* its symbol names a split-off part */
+	} *funcs;
 	size_t nfuncs, cfuncs;
 	struct bt_plt_entry { uint64_t start, end; const char *name; } *plt;
 	size_t nplt, cplt;
@@ -226,6 +234,14 @@ uint64_t bt_syms_func_start(struct bt_ctx *c, uint64_t ip, int *tramp);
  * tables, STT_OBJECT or STT_TLS) whose bytes hold @addr: its name (owned
  * by @c) and @addr's offset in it; NULL none. */
 const char *bt_syms_data(struct bt_ctx *c, uint64_t addr, uint64_t *off);
+/* Length of the name of the function that @name is a part split off by
+ * the compiler of ("f.cold" in C, "f() [clone .cold]" demangled), or 0. */
+size_t bt_cold_stem(const char *name);
+/* @ip may be in such a part: its symbol-table (or PLT) name has a stem
+ * (bt_cold_stem()).  0 means bt_syms_lookup()'s outer name of @ip has none
+ * either (it is the symbol table's name, or DWARF's, which never names a
+ * part); from the symbol tables only, cached. */
+int bt_syms_maybe_cold(struct bt_ctx *c, uint64_t ip);
 /* plt.c: names of PLT entries ("strcmp@plt") from the module's ELF. */
 int bt_plt_load(struct bt_ctx *c);
 /* The PLT entry holding @ip: its start and name; 0 if none. */

@@ -11,7 +11,14 @@
  *
  * libipt reads the code through file sections (its block cache only works
  * on sections), so embedded code is copied once into a memfd and added as
- * /proc/self/fd/N sections.
+ * /proc/self/fd/N sections.  The sections go through an image section
+ * cache (pt_iscache): a section added with pt_image_add_file() is mapped
+ * when the decoder enters it and unmapped when it leaves, and with it goes
+ * its block cache (four bytes per byte of code, zeroed at every mapping:
+ * 5.6 MB for the C library), so a trace that goes back and forth between
+ * the program and a library spent most of its decode in memset.  The
+ * cache keeps the least recently used sections mapped up to
+ * BT_ISCACHE_LIMIT bytes (code and block caches).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -32,6 +39,9 @@
 #include "util.h"
 
 #define BT_PROT_EXEC 0x4u
+/* Bytes of sections (their code and block caches) the image section cache
+ * keeps mapped: the C library, the program and a few libraries. */
+#define BT_ISCACHE_LIMIT (64ull << 20)
 
 int bt_image_file_build_id(const char *path, uint8_t *id, uint32_t *size)
 {
@@ -144,6 +154,18 @@ static int64_t memfd_put(struct bt_ctx *c, const struct btrace_code *code)
 	return (int64_t)off;
 }
 
+/* Add @size bytes of @path at @offset, loaded at @vaddr, to the image
+ * through the section cache; a libipt error code on failure. */
+static int add_section(struct bt_ctx *c, const char *path, uint64_t offset,
+		       uint64_t size, uint64_t vaddr)
+{
+	int isid = pt_iscache_add_file(c->iscache, path, offset, size, vaddr);
+
+	if (isid < 0)
+		return isid;
+	return pt_image_add_cached(c->image, c->iscache, isid, NULL);
+}
+
 /* Add [vaddr, vaddr+size) backed by embedded @code at @code_off. */
 static int add_embedded(struct bt_ctx *c, const struct btrace_code *code,
 			int64_t *memoff, uint64_t code_off, uint64_t vaddr,
@@ -155,8 +177,7 @@ static int add_embedded(struct bt_ctx *c, const struct btrace_code *code,
 	if (*memoff < 0)
 		return -BTRACE_ERR_INTERNAL;
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", c->memfd);
-	ret = pt_image_add_file(c->image, fdpath, (uint64_t)*memoff + code_off,
-				size, NULL, vaddr);
+	ret = add_section(c, fdpath, (uint64_t)*memoff + code_off, size, vaddr);
 	if (ret < 0)
 		return bt_error(c->err, -BTRACE_ERR_INTERNAL,
 				"image: adding embedded code at 0x%llx failed: %s",
@@ -452,7 +473,7 @@ static int add_from_disk(struct bt_ctx *c, const struct btrace_mapping *m,
 	char fdpath[64];
 
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", mod->code_fd - 1);
-	ret = pt_image_add_file(c->image, fdpath, foff, end - start, NULL, start);
+	ret = add_section(c, fdpath, foff, end - start, start);
 	if (ret < 0)
 		return add_hole(c, m, start, end, "%s: adding to the image failed: %s",
 				mod->code_file, pt_errstr(pt_errcode(ret)));
@@ -593,7 +614,9 @@ int bt_image_build(struct bt_ctx *c)
 
 	c->memfd = -1;
 	c->image = pt_image_alloc("btrace");
-	if (!c->image)
+	c->iscache = pt_iscache_alloc("btrace");
+	if (!c->image || !c->iscache ||
+	    pt_iscache_set_limit(c->iscache, BT_ISCACHE_LIMIT) < 0)
 		return bt_error(c->err, -ENOMEM, "image: allocation failed: out of memory");
 	memoffs = malloc((s->ncode + 1) * sizeof(*memoffs));
 	if (!memoffs)
@@ -641,6 +664,10 @@ void bt_image_free(struct bt_ctx *c)
 	if (c->image)
 		pt_image_free(c->image);
 	c->image = NULL;
+	/* after the image, which holds references to its sections */
+	if (c->iscache)
+		pt_iscache_free(c->iscache);
+	c->iscache = NULL;
 	for (size_t i = 0; i < c->nmodules; i++) {
 		free(c->modules[i].path);
 		free(c->modules[i].elf);

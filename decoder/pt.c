@@ -90,6 +90,9 @@ struct pt_state {
 				  * query, -1: query at the next block */
 	uint64_t still;          /* blocks decoded since the position last
 				  * moved (counted at each query) */
+	struct pt_block ahead;   /* next_block(): read ahead, not returned yet */
+	int ahead_status;
+	int have_ahead;
 };
 
 /* Blocks the decoder may give without reading a packet: direct calls and
@@ -254,6 +257,52 @@ _Static_assert(offsetof(struct pt_block, end_ip) ==
 	       offsetof(struct btrace_block, end_ip) ==
 	       offsetof(struct btrace_block, ip) + sizeof(uint64_t),
 	       "ip and end_ip follow each other");
+
+/*
+ * The next block from libipt, whole.  Where libipt ends a block is not
+ * only where the code branches: its block cache ends one at a straight
+ * instruction too (a trampoline entry, the end of a cache fill, a section
+ * switch), and the cache's contents depend on what was decoded before in
+ * the process: with sections kept in the image section cache, the same
+ * bytes decode into differently cut blocks depending on what came before
+ * them.  A block that ends at an instruction that is not a branch, with no
+ * event after it, goes on at the next instruction: the next block is read
+ * ahead and joined to it, so blocks end where the code branches or an
+ * event is, whatever the cache held.
+ */
+static int next_block(struct bt_ctx *c, struct pt_state *st,
+		      struct pt_block *blk)
+{
+	int status;
+
+	if (st->have_ahead) {
+		st->have_ahead = 0;
+		*blk = st->ahead;
+		return st->ahead_status;
+	}
+	status = pt_blk_next(st->dec, blk, sizeof(*blk));
+	while (status >= 0 && !(status & (pts_event_pending | pts_eos)) &&
+	       blk->ninsn && !blk->truncated &&
+	       bt_insn_classify(c, blk->end_ip)->cls == BTRACE_INSN_OTHER) {
+		const struct bt_insn_info *ii = bt_insn_classify(c, blk->end_ip);
+		struct pt_block *more = &st->ahead;
+		int s2 = pt_blk_next(st->dec, more, sizeof(*more));
+
+		if (!more->ninsn || more->truncated || !ii->size ||
+		    more->ip != blk->end_ip + ii->size ||
+		    more->mode != blk->mode ||
+		    (uint32_t)blk->ninsn + more->ninsn > UINT16_MAX) {
+			st->ahead_status = s2;
+			st->have_ahead = 1;
+			break;
+		}
+		blk->end_ip = more->end_ip;
+		blk->ninsn = (uint16_t)(blk->ninsn + more->ninsn);
+		blk->iclass = more->iclass;
+		status = s2;
+	}
+	return status;
+}
 
 /* bt_fast_load() and bt_fast_store() through a copy: the block path's
  * struct bt_fast stays a local of the decode loop that nothing else sees,
@@ -441,7 +490,7 @@ int bt_pt_decode_from(struct bt_ctx *c, const struct btrace_buffer *buf,
 		      struct bt_thread_build *b, uint64_t start)
 {
 	struct pt_config cfg;
-	struct pt_state st = { c, b, NULL, 0, 0, -1, 0 };
+	struct pt_state st = { .c = c, .b = b, .blk_left = -1 };
 	struct bt_fast h;
 	int status, ret = 0;
 	uint64_t sync_off = start;
@@ -495,7 +544,7 @@ int bt_pt_decode_from(struct bt_ctx *c, const struct btrace_buffer *buf,
 			do {
 				/* pt_blk_next() zeroes the block first, errors
 				 * included */
-				status = pt_blk_next(st.dec, &blk, sizeof(blk));
+				status = next_block(c, &st, &blk);
 				if (!blk.ninsn)
 					break;
 				uint64_t off = block_offset(&st);

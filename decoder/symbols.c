@@ -959,7 +959,7 @@ uint64_t bt_syms_func_start(struct bt_ctx *c, uint64_t ip, int *tramp)
 static uint64_t func_start_slow(struct bt_ctx *c, uint64_t ip, int *tramp)
 {
 	uint32_t v = bt_map_get(&c->func_map, ip);
-	struct bt_func_info fi = { 0, 0 };
+	struct bt_func_info fi = { 0, 0, 0 };
 
 	if (v == UINT32_MAX) {
 		Dwfl_Module *mod;
@@ -969,11 +969,14 @@ static uint64_t func_start_slow(struct bt_ctx *c, uint64_t ip, int *tramp)
 		if (plt) {
 			fi.start = plt;
 			fi.tramp = 1;
+			fi.cold = name && bt_cold_stem(name);
 		} else if (c->dwfl_ok && (mod = dwfl_addrmodule(c->dwfl, ip))) {
 			const struct bt_frange *fr = func_range(c, mod, ip);
 			if (fr) {
 				fi.start = fr->start;
 				fi.tramp = fr->tramp;
+				fi.cold = (fr->name && bt_cold_stem(fr->name)) ||
+					  (fr->outer && bt_cold_stem(fr->outer));
 			}
 		}
 		if (bt_grow((void **)&c->funcs, &c->cfuncs, c->nfuncs + 1,
@@ -989,4 +992,29 @@ static uint64_t func_start_slow(struct bt_ctx *c, uint64_t ip, int *tramp)
 	if (tramp)
 		*tramp = c->funcs[v].tramp;
 	return c->funcs[v].start;
+}
+
+size_t bt_cold_stem(const char *name)
+{
+	const char *p = strstr(name, " [clone .cold");
+
+	if (p)
+		return (size_t)(p - name);
+	p = strstr(name, ".cold");
+	if (p && p > name && (p[5] == '\0' || p[5] == '.'))
+		return (size_t)(p - name);
+	return 0;
+}
+
+int bt_syms_maybe_cold(struct bt_ctx *c, uint64_t ip)
+{
+	uint32_t v = bt_map_get(&c->func_map, ip);
+
+	if (v == UINT32_MAX) {
+		func_start_slow(c, ip, NULL);
+		v = bt_map_get(&c->func_map, ip);
+		if (v == UINT32_MAX)   /* out of memory: the full check */
+			return 1;
+	}
+	return c->funcs[v].cold;
 }

@@ -116,7 +116,8 @@ struct btrace_gap {
 
 /* Entry kinds of the block list. */
 enum btrace_item_kind {
-	BTRACE_ITEM_BLOCK = 0,     /* straight-line instructions */
+	BTRACE_ITEM_BLOCK = 0,     /* straight-line instructions, up to a
+				    * branch, a call, a jump or an event */
 	BTRACE_ITEM_GAP = 1,       /* a hole: gap index in @gap */
 	BTRACE_ITEM_ASYNC = 2,     /* interrupted at @ip (signal, fault) */
 	BTRACE_ITEM_FAR = 3,       /* left user space at @ip (syscall), back

@@ -124,28 +124,161 @@ static const char *fn_name(const struct btrace_symbol *s)
 	return s->outer ? s->outer : s->function;
 }
 
+/*
+ * Strings built by hand, not by snprintf (a call listing is a few of them
+ * per line, hundreds of thousands of lines): what snprintf into a buffer
+ * of @len bytes would give, cut at len - 1 bytes.
+ */
+struct sbuf {
+	char *b;
+	size_t len, n;
+};
+
+static void sb_mem(struct sbuf *s, const char *p, size_t n)
+{
+	if (n > s->len - 1 - s->n)
+		n = s->len - 1 - s->n;
+	memcpy(s->b + s->n, p, n);
+	s->n += n;
+	s->b[s->n] = 0;
+}
+
+static void sb_str(struct sbuf *s, const char *p)
+{
+	sb_mem(s, p, strlen(p));
+}
+
+/* @v in lowercase hex, no leading zeros ("%llx") */
+static size_t hex_str(char *out, uint64_t v)
+{
+	char t[16];
+	size_t n = 0;
+
+	do {
+		t[n++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		out[i] = t[n - 1 - i];
+	return n;
+}
+
+/* @v in decimal ("%llu") */
+static size_t dec_str(char *out, uint64_t v)
+{
+	char t[20];
+	size_t n = 0;
+
+	do {
+		t[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		out[i] = t[n - 1 - i];
+	return n;
+}
+
+static void sb_hex(struct sbuf *s, uint64_t v)
+{
+	char t[18] = "0x";
+
+	sb_mem(s, t, 2 + hex_str(t + 2, v));
+}
+
 static void sym_str(char *buf, size_t len, uint64_t ip,
 		   const struct btrace_symbol *s)
 {
 	const char *fn = fn_name(s);
+	struct sbuf b = { buf, len, 0 };
 
-	if (fn && s->offset)
-		snprintf(buf, len, "%s+0x%llx", fn, (unsigned long long)s->offset);
-	else if (fn)
-		snprintf(buf, len, "%s", fn);
-	else if (s->module)
-		snprintf(buf, len, "%s+0x%llx", base(s->module),
-			 (unsigned long long)s->module_offset);
-	else
-		snprintf(buf, len, "0x%llx", (unsigned long long)ip);
+	buf[0] = 0;
+	if (fn) {
+		sb_str(&b, fn);
+		if (s->offset) {
+			sb_mem(&b, "+", 1);
+			sb_hex(&b, s->offset);
+		}
+	} else if (s->module) {
+		sb_str(&b, base(s->module));
+		sb_mem(&b, "+", 1);
+		sb_hex(&b, s->module_offset);
+	} else {
+		sb_hex(&b, ip);
+	}
 }
 
 static void line_str(char *buf, size_t len, const struct btrace_symbol *s)
 {
-	if (s->file && s->line)
-		snprintf(buf, len, "%s:%d", base(s->file), s->line);
+	struct sbuf b = { buf, len, 0 };
+	char t[24];
+
+	buf[0] = 0;
+	if (s->file && s->line) {
+		sb_str(&b, base(s->file));
+		sb_mem(&b, ":", 1);
+		if (s->line < 0) {
+			sb_mem(&b, "-", 1);
+			sb_mem(&b, t, dec_str(t, (uint64_t)-(int64_t)s->line));
+		} else {
+			sb_mem(&b, t, dec_str(t, (uint64_t)s->line));
+		}
+	}
+}
+
+/* A line of the listing, built in memory and written at once. */
+struct obuf {
+	char *p;
+	size_t n, cap;
+	int oom;
+};
+
+static void ob_mem(struct obuf *o, const char *s, size_t n)
+{
+	if (o->n + n > o->cap) {
+		size_t cap = o->cap ? o->cap : 256;
+		char *np;
+
+		while (cap < o->n + n)
+			cap *= 2;
+		np = realloc(o->p, cap);
+		if (!np) {
+			o->oom = 1;
+			return;
+		}
+		o->p = np;
+		o->cap = cap;
+	}
+	memcpy(o->p + o->n, s, n);
+	o->n += n;
+}
+
+static void ob_str(struct obuf *o, const char *s)
+{
+	ob_mem(o, s, strlen(s));
+}
+
+/* @s as cli_esc() shows it: printable ASCII as it is */
+static void ob_esc(struct obuf *o, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p >= 0x20 && *p < 0x7f && *p != '\\')
+		p++;
+	if (*p)
+		ob_str(o, cli_esc(s));
 	else
-		buf[0] = 0;
+		ob_mem(o, s, (size_t)((const char *)p - s));
+}
+
+/* @v right-aligned in @width columns ("%*llu") */
+static void ob_udec(struct obuf *o, uint64_t v, int width)
+{
+	char t[24];
+	size_t n = dec_str(t, v);
+
+	for (size_t i = n; i < (size_t)width; i++)
+		ob_mem(o, " ", 1);
+	ob_mem(o, t, n);
 }
 
 static void print_gap(FILE *f, const struct btrace_thread *t, uint32_t g)
@@ -670,6 +803,7 @@ struct printer {
 				    * part of a merged listing) */
 	struct merge *mg;          /* --all-threads: the entries' places */
 	struct listing l;
+	struct obuf line;          /* a call line being built */
 	int oom;
 };
 
@@ -786,26 +920,50 @@ static int pr_call(void *arg, const struct btrace_thread *t,
 		return 0;
 	}
 	int d = c->depth - p->mind;
+	struct obuf *o = &p->line;
+	static const char spaces[80] = "                                                                                ";
+
 	sym_str(a, sizeof(a), c->ip, c->sym);
 	line_str(l, sizeof(l), c->sym);
-	fprintf(f, "%6llu  %*s%s", (unsigned long long)(index + 1),
-		2 * (d > 40 ? 40 : d), "", cli_esc(a));
+	o->n = 0;
+	ob_udec(o, index + 1, 6);
+	ob_mem(o, "  ", 2);
+	int64_t w = 2 * (int64_t)(d > 40 ? 40 : d);   /* "%*s" of "": |w| spaces */
+	for (uint64_t pad = (uint64_t)(w < 0 ? -w : w); pad;) {
+		size_t k = pad > sizeof(spaces) ? sizeof(spaces) : (size_t)pad;
+
+		ob_mem(o, spaces, k);
+		pad -= k;
+	}
+	ob_esc(o, a);
 	if ((c->flags & BTRACE_CALL_PLT) && first &&
 	    first->kind == BTRACE_ITEM_BLOCK && first->ip != c->ip &&
-	    first->sym && fn_name(first->sym))
-		fprintf(f, " (via %s)", cli_esc(fn_name(first->sym)));
-	if (l[0])
-		fprintf(f, "  %s", cli_esc(l));
-	fprintf(f, "  [%llu insn]", (unsigned long long)c->ninsn);
+	    first->sym && fn_name(first->sym)) {
+		ob_mem(o, " (via ", 6);
+		ob_esc(o, fn_name(first->sym));
+		ob_mem(o, ")", 1);
+	}
+	if (l[0]) {
+		ob_mem(o, "  ", 2);
+		ob_esc(o, l);
+	}
+	ob_mem(o, "  [", 3);
+	ob_udec(o, c->ninsn, 0);
+	ob_mem(o, " insn]", 6);
 	if (c->flags & BTRACE_CALL_TAILCALL)
-		fprintf(f, " [tail call]");
+		ob_str(o, " [tail call]");
 	if (c->flags & BTRACE_CALL_SIGNAL)
-		fprintf(f, " [signal]");
+		ob_str(o, " [signal]");
 	if (c->flags & BTRACE_CALL_UNWOUND)
-		fprintf(f, " [unwound]");
+		ob_str(o, " [unwound]");
 	if (c->flags & BTRACE_CALL_PARTIAL)
-		fprintf(f, " [partial]");
-	fputc('\n', f);
+		ob_str(o, " [partial]");
+	ob_mem(o, "\n", 1);
+	if (o->oom) {
+		p->oom = 1;
+		return -ENOMEM;
+	}
+	fwrite(o->p, 1, o->n, f);
 	return 0;
 }
 
@@ -854,6 +1012,7 @@ static int list_thread(struct btrace_decode_result *r, size_t i,
 		else
 			fault_line(p.out, rt);
 	}
+	free(p.line.p);
 	free(p.l.out);
 	free(p.l.arena);
 	free(p.l.tab);

@@ -288,5 +288,61 @@ static void test_long_run(struct bt_test *t)
 	check_file(t, "long-run/long-run.btrace", BTRACE_UNIT_CALLS, 5000, 1);
 }
 
+/*
+ * Blocks end where the code branches or an event is, never at a straight
+ * instruction the next block goes on from: libipt's block cache cuts
+ * blocks there depending on what it decoded before (pt.c, next_block()),
+ * and such a cut would make the same bytes decode differently from one
+ * decode to the next in a process (the streamed pass above decodes again
+ * with the sections' block caches warm).
+ */
+static void check_whole_blocks(struct bt_test *t, const char *rel)
+{
+	const char *dir = getenv("BT_FIXTURES");
+	char path[4096];
+	struct btrace_snapshot *snap = NULL;
+	struct btrace_decode_result *r = NULL;
+	struct btrace_error err;
+	struct btrace_decode_opts o = { .sz = sizeof(o),
+					.unit = BTRACE_UNIT_BLOCKS };
+	size_t blocks = 0, cut = 0;
+
+	BT_REQUIRE(t, dir != NULL);
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	BT_REQUIRE(t, btrace_snapshot_read(path, 0, &snap, &err) == 0);
+	BT_REQUIRE(t, btrace_decode(snap, &o, &r, &err) == 0);
+	for (size_t i = 0; i < r->nthreads; i++) {
+		const struct btrace_thread *th = &r->threads[i];
+
+		for (size_t k = 0; k + 1 < th->nblocks; k++) {
+			const struct btrace_block *a = &th->blocks[k];
+			const struct btrace_block *n = &th->blocks[k + 1];
+
+			if (a->kind != BTRACE_ITEM_BLOCK)
+				continue;
+			blocks++;
+			if (n->kind == BTRACE_ITEM_BLOCK &&
+			    a->iclass == BTRACE_INSN_OTHER && a->end_size &&
+			    n->ip == a->end_ip + a->end_size && !cut++)
+				bt_test_diag("%s: thread %d: block %zu (0x%llx-0x%llx) ends at a straight instruction and block %zu goes on from it",
+					     rel, th->tid, k,
+					     (unsigned long long)a->ip,
+					     (unsigned long long)a->end_ip, k + 1);
+		}
+	}
+	bt_test_diag("%s: %zu blocks, %zu cut at a straight instruction", rel,
+		     blocks, cut);
+	BT_CHECK(t, blocks > 1000);
+	BT_EQ_U64(t, 0, cut);
+	btrace_decode_result_free(r);
+	btrace_snapshot_free(snap);
+}
+
+static void test_blocks_end_at_branches(struct bt_test *t)
+{
+	check_whole_blocks(t, "thread/crash-thread.btrace");
+	check_whole_blocks(t, "long-run/long-run.btrace");
+}
+
 BT_TESTS(test_threads_blocks, test_threads_calls, test_threads_insns,
-	 test_threads_tail, test_long_run)
+	 test_threads_tail, test_long_run, test_blocks_end_at_branches)
