@@ -531,11 +531,13 @@ static void bt_rings_drop(struct bt_rings *rs, pid_t pid)
 /*
  * One ring handed over by the plugin: *@pid (the sender's, from the
  * kernel's SCM_CREDENTIALS, not from the message) and its descriptor,
- * linked as <dir>/ring.<pid>.  Returns 1 for one, 0 when the queue is
- * empty.  Anything else in the queue (not a ring of the sending process)
- * is dropped.
+ * linked as <dir>/ring.<pid>; *@ack: the socket a forked child waits on
+ * until we watch it (bt_watch_ack()), or -1.  Returns 1 for one, 0 when
+ * the queue is empty.  Anything else in the queue (not a ring of the
+ * sending process) is dropped; a ring that could not be received (no
+ * descriptor left: the kernel drops it, MSG_CTRUNC) is said.
  */
-static int bt_rings_recv(struct bt_rings *rs, pid_t *pid)
+static int bt_rings_recv(struct bt_rings *rs, pid_t *pid, int *ack)
 {
 	for (;;) {
 		union {
@@ -550,6 +552,7 @@ static int bt_rings_recv(struct bt_rings *rs, pid_t *pid)
 		int fds[4], nfd = 0, have_cr = 0;
 		ssize_t n;
 
+		*ack = -1;
 		if (rs->sock < 0)
 			return 0;
 		memset(&m, 0, sizeof(m));
@@ -579,11 +582,18 @@ static int bt_rings_recv(struct bt_rings *rs, pid_t *pid)
 				have_cr = 1;
 			}
 		}
+		if ((m.msg_flags & MSG_CTRUNC) && have_cr &&
+		    magic == BT_RING_SOCK_MAGIC)
+			bt_msg("btrace: warning: process %d: receive ring "
+			       "failed: no descriptor left (ulimit -n); it "
+			       "runs untraced", (int)cr.pid);
 		if (n == (ssize_t)sizeof(magic) && magic == BT_RING_SOCK_MAGIC &&
-		    have_cr && cr.pid > 0 && nfd == 1 &&
+		    have_cr && cr.pid > 0 && (nfd == 1 || nfd == 2) &&
+		    !(m.msg_flags & MSG_CTRUNC) &&
 		    bt_ring_fd_ok(fds[0], cr.pid) &&
 		    bt_rings_add(rs, cr.pid, fds[0]) == 0) {
 			*pid = cr.pid;
+			*ack = nfd == 2 ? fds[1] : -1;
 			return 1;
 		}
 		for (int i = 0; i < nfd; i++)
@@ -2792,20 +2802,35 @@ static void bt_child_died_1(struct bt_tree *t, struct bt_proc *p)
 	}
 }
 
+/* Tell a forked child waiting in the plugin (bt_wait_watched()) whether
+ * we watch it (@yes) and close its socket. */
+static void bt_watch_ack(int ack, int yes)
+{
+	char b = (char)!!yes;
+
+	if (ack < 0)
+		return;
+	if (send(ack, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		b = 0;   /* the child is gone: nothing to tell */
+	close(ack);
+}
+
 /* Rings handed over by the plugin: forked children to watch (and
  * re-executed emulators, whose new ring replaces the old one). */
 static void bt_tree_scan(struct bt_tree *t)
 {
 	pid_t pid;
+	int ack;
 
-	while (bt_rings_recv(t->j->rs, &pid)) {
-		uint32_t one = 1;
+	while (bt_rings_recv(t->j->rs, &pid, &ack)) {
 		struct bt_proc *p;
 		size_t i;
-		int fd;
+		int e = 0;
 
-		if (pid == t->j->pid)
+		if (pid == t->j->pid) {
+			bt_watch_ack(ack, 1);
 			continue;   /* the launched process re-executed */
+		}
 		for (i = 0; i < t->n && t->p[i].pid != pid; i++)
 			;
 		if (i < t->n && !t->p[i].done) {
@@ -2814,8 +2839,13 @@ static void bt_tree_scan(struct bt_tree *t)
 			p = &t->p[i];   /* a new process with a reused pid */
 			if (p->pidfd >= 0)
 				close(p->pidfd);
+			p->pidfd = -1;
 		} else if (bt_grow((void **)&t->p, &t->cap, t->n,
 				   sizeof(*t->p))) {
+			bt_msg("btrace: warning: process %d: watch failed: "
+			       "out of memory; it runs untraced", (int)pid);
+			bt_rings_drop(t->j->rs, pid);
+			bt_watch_ack(ack, 0);
 			continue;
 		} else {
 			p = &t->p[t->n++];
@@ -2824,15 +2854,24 @@ static void bt_tree_scan(struct bt_tree *t)
 			p->pid = pid;
 			p->done = 0;
 			p->pidfd = bt_pidfd_open(pid);
-			/* `btrace snapshot` and joins reach it too */
-			if (p->pidfd >= 0)
-				bt_qowner_claim(t->j->owner, pid, t->j->prog);
+			e = p->pidfd < 0 ? errno : 0;
 		}
-		/* Let the child run: it waits for this mark. */
-		fd = bt_rings_fd(t->j->rs, pid);
-		if (fd >= 0 && pwrite(fd, &one, sizeof(one),
-				      offsetof(struct bt_ring_hdr, watched)) < 0)
-			one = 0;
+		if (p && e && e != ESRCH) {
+			/* Alive, but nothing to see its death with: said,
+			 * and the plugin counts it untraced. */
+			bt_msg("btrace: warning: process %d: watch failed: "
+			       "pidfd_open: %s; it runs untraced", (int)pid,
+			       strerror(e));
+			p->done = 1;
+			bt_rings_drop(t->j->rs, pid);
+			bt_watch_ack(ack, 0);
+			continue;
+		}
+		/* `btrace snapshot` and joins reach it too */
+		if (p && p->pidfd >= 0)
+			bt_qowner_claim(t->j->owner, pid, t->j->prog);
+		/* Let the child run: it waits for this. */
+		bt_watch_ack(ack, 1);
 		if (p && p->pidfd < 0)
 			bt_child_died(t, p);   /* already gone */
 	}
@@ -2902,10 +2941,12 @@ static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
 			break;
 		if (r <= 0)
 			continue;
-		if (pf[1].revents == 0)
-			bt_qowner_serve(j->owner, pf + ko, no);
+		/* New children first: each waits for us before it runs
+		 * (bt_tree_scan()), a snapshot request can wait. */
 		if (pf[0].revents)
 			bt_tree_scan(&t);
+		if (pf[1].revents == 0)
+			bt_qowner_serve(j->owner, pf + ko, no);
 		for (size_t i = 0; i < t.n && 2 + i < k; i++)
 			if (pf[2 + i].revents && !t.p[i].done)
 				bt_child_died(&t, &t.p[i]);
@@ -3124,8 +3165,8 @@ static int bt_cmdline_build(struct bt_cmdline *c, char *qemu,
  */
 static int bt_spawn_emulator(const char *qemu, const struct bt_cmdline *c,
 			     int ringfd, struct bt_fwd *fwd, int *subreaper,
-			     pid_t *pidp, int *cerr, int *status,
-			     struct btrace_error *err)
+			     const struct rlimit *nofile, pid_t *pidp,
+			     int *cerr, int *status, struct btrace_error *err)
 {
 	int pipefd[2], k, rc;
 	pid_t pid;
@@ -3161,6 +3202,11 @@ static int bt_spawn_emulator(const char *qemu, const struct bt_cmdline *c,
 		 * closes it before the guest starts). */
 		fcntl(ringfd, F_SETFD, 0);
 		bt_fwd_restore(fwd);
+		/* The program's own descriptor limit, not the one btrace
+		 * raised for itself (bt_nofile_raise()). */
+		if (nofile)
+			setrlimit(RLIMIT_NOFILE, nofile);   /* a lower soft
+							     * limit: no error */
 		execve(qemu, c->argv, c->envp);
 		e = errno;
 		if (write(pipefd[1], &e, sizeof(e)) < 0)
@@ -3220,6 +3266,7 @@ static int bt_qemu_finish(struct bt_job *j, struct bt_rings *rs,
 static int bt_qemu_run(const struct btrace_record_opts *opts,
 		       struct btrace_record_result *res,
 		       struct bt_qemu_launch *launch,
+		       const struct rlimit *nofile,
 		       struct btrace_error *err)
 {
 	char qemu[PATH_MAX], plugin[PATH_MAX], prog[PATH_MAX];
@@ -3298,8 +3345,8 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 		bt_drop_rings(&rs);
 		return bt_error(err, -ENOMEM, "qemu backend: out of memory");
 	}
-	rc = bt_spawn_emulator(qemu, &cl, ringfd, &fwd, &subreaper, &pid,
-			       &cerr, &j.status, err);
+	rc = bt_spawn_emulator(qemu, &cl, ringfd, &fwd, &subreaper, nofile,
+			       &pid, &cerr, &j.status, err);
 	bt_cmdline_free(&cl);
 	if (rc) {
 		close(ringfd);
@@ -3338,14 +3385,39 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	return bt_qemu_finish(&j, &rs, ring_path, plugin, oom0, rc, res, err);
 }
 
+/*
+ * btrace holds two descriptors per live process of the tree (its ring and
+ * a pidfd), so a program that keeps a few hundred children alive ran it
+ * out of a soft `ulimit -n` of 256 or 1024: rings that could not be
+ * received and pidfds that could not be opened left children untraced
+ * (79 of 300 at 256, 36 of 600 at 1024).  As the hardware engine does
+ * (raise_nofile() in src/capture/engine.c), raise the soft limit to the
+ * hard one for btrace itself; the emulator gets the caller's limit back
+ * before it starts (bt_spawn_emulator()), so the program sees its own.
+ * Returns 1 when raised (*@old: the limit to restore).
+ */
+static int bt_nofile_raise(struct rlimit *old)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, old) || old->rlim_cur >= old->rlim_max)
+		return 0;
+	rl = *old;
+	rl.rlim_cur = rl.rlim_max;
+	return setrlimit(RLIMIT_NOFILE, &rl) == 0;
+}
+
 int bt_qemu_record(const struct btrace_record_opts *opts,
 		   struct btrace_record_result *res, struct btrace_error *err)
 {
 	struct bt_qemu_launch launch;
-	int rc;
+	struct rlimit nofile;
+	int rc, raised = bt_nofile_raise(&nofile);
 
 	memset(&launch, 0, sizeof(launch));
-	rc = bt_qemu_run(opts, res, &launch, err);
+	rc = bt_qemu_run(opts, res, &launch, raised ? &nofile : NULL, err);
 	bt_qemu_launch_free(&launch);
+	if (raised)
+		setrlimit(RLIMIT_NOFILE, &nofile);
 	return rc;
 }

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Nothing lost under the QEMU backend (TAP).
+
+  lost.py nofile BTRACE PROGDIR   a low soft `ulimit -n` (256) and 300
+                                  children alive at once: every child
+                                  traced (each crashing one has its
+                                  snapshot), the program sees its own limit
+  lost.py storm  BTRACE PROGDIR   a fork storm of 400 children while
+                                  `btrace snapshot` requests are served
+                                  without a pause: every child traced
+  lost.py nproc  BTRACE PROGDIR   a low RLIMIT_NPROC as an unprivileged
+                                  user: forks fail as natively, no false
+                                  crash report of QEMU's own abort
+  lost.py killsnap BTRACE PROGDIR kill -9 of btrace while it serves an
+                                  on-demand snapshot: the program goes on
+                                  and exits with its own status
+
+PROGDIR holds fork-storm and snap-wait (tests/qemu/progs/).
+"""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', 'e2e'))
+import e2elib  # noqa: E402
+
+T = e2elib.Tap()
+HANG = 600   # a hang guard, not a speed limit
+
+
+def set_nofile(soft):
+    def pre():
+        import resource
+        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    return pre
+
+
+def snapshots(work, base):
+    """The child snapshots btrace wrote for -o WORK/BASE.btrace."""
+    return sorted(f for f in os.listdir(work)
+                  if f.startswith(base + '-') and f.endswith('.btrace'))
+
+
+def storm_checks(work, base, rc, out, err, n, every, what):
+    crashes = n // every
+    got = snapshots(work, base)
+    T.ok(rc == 0, '%s: fork-storm exits 0 as natively (every child ended '
+         'as meant; got %d)' % (what, rc))
+    T.ok(len(got) == crashes, '%s: a snapshot for each of the %d crashing '
+         'children (got %d)' % (what, crashes, len(got)))
+    lost = [ln for ln in err.splitlines()
+            if 'untraced' in ln or 'not tracing' in ln]
+    T.ok(not lost, '%s: no child ran untraced (%d lines say so)'
+         % (what, len(lost)))
+    if rc != 0 or len(got) != crashes or lost:
+        T.diag(out)
+        T.diag('\n'.join(err.splitlines()[-20:]))
+
+
+def case_nofile(btrace, progs, work):
+    n, every = 300, 30
+    base = 'nofile'
+    p = subprocess.run([btrace, 'record', '-b', 'qemu', '-o',
+                        os.path.join(work, base + '.btrace'), '--',
+                        os.path.join(progs, 'fork-storm'), str(n),
+                        str(every)], capture_output=True, text=True,
+                       cwd=work, timeout=HANG, stdin=subprocess.DEVNULL,
+                       preexec_fn=set_nofile(256))
+    storm_checks(work, base, p.returncode, p.stdout, p.stderr, n, every,
+                 'ulimit -Sn 256, 300 children alive')
+    lim = [ln.split() for ln in p.stdout.splitlines()
+           if ln.startswith('nofile ')]
+    T.ok(lim and lim[0][1] == '256',
+         'the program sees its own soft limit of 256 (%s)'
+         % (lim[0][1] if lim else 'nothing printed'))
+
+
+def case_storm(btrace, progs, work):
+    n, every = 400, 40
+    base = 'storm'
+    rec = subprocess.Popen(
+        [btrace, 'record', '-b', 'qemu', '-o',
+         os.path.join(work, base + '.btrace'), '--',
+         os.path.join(progs, 'fork-storm'), str(n), str(every), 'wait',
+         '10000'],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, cwd=work)
+    pid = None
+    while True:
+        ln = rec.stdout.readline()
+        if not ln or ln.startswith('ready '):
+            pid = int(ln.split()[1]) if ln else None
+            break
+    if not T.ok(pid, 'fork-storm runs under btrace and says ready'):
+        rec.kill()
+        return
+    stop = threading.Event()
+    served = []
+    fails = []
+
+    def requests():
+        k = 0
+        while not stop.is_set():
+            snap = os.path.join(work, 'od-%d.btrace' % k)
+            t0 = time.monotonic()
+            r = subprocess.run([btrace, 'snapshot', '-o', snap, str(pid)],
+                               capture_output=True, text=True, timeout=HANG)
+            served.append((r.returncode, time.monotonic() - t0))
+            if r.returncode:
+                fails.append(r.stderr)
+            if os.path.exists(snap):
+                os.unlink(snap)
+            k += 1
+
+    th = threading.Thread(target=requests)
+    th.start()
+    # the storm starts while the first request is being served
+    time.sleep(0.3)
+    rec.stdin.write('go\n')
+    rec.stdin.close()
+    # btrace busy for 3 s in the middle of the storm, as a snapshot that
+    # takes that long on a loaded machine (3.4 s seen; a child waited at
+    # most 2 s): stopped, it serves nothing
+    time.sleep(0.2)
+    os.kill(rec.pid, signal.SIGSTOP)
+    time.sleep(3)
+    os.kill(rec.pid, signal.SIGCONT)
+    out = rec.stdout.read()
+    err = rec.stderr.read()
+    rc = rec.wait(timeout=HANG)
+    stop.set()
+    th.join()
+    ok = sum(1 for r, _ in served if r == 0)
+    T.diag('\n'.join(fails[:3]))
+    T.ok(ok > 0, 'on-demand snapshots served during the storm: %d of %d '
+         '(longest %.1f s)' % (ok, len(served),
+                               max([s for _, s in served] or [0])))
+    storm_checks(work, base, rc, out, err, n, every,
+                 '%d children forked while snapshots are served' % n)
+
+
+def main():
+    if len(sys.argv) != 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    mode, btrace, progs = sys.argv[1:]
+    why = e2elib.qemu_skip_reason()
+    if why:
+        return e2elib.skip_all(why)
+    cases = {'nofile': case_nofile, 'storm': case_storm}
+    with tempfile.TemporaryDirectory(prefix='btrace-lost-') as work:
+        cases[mode](os.path.abspath(btrace), os.path.abspath(progs), work)
+    return T.done()
+
+
+if __name__ == '__main__':
+    e2elib.run_main(main)
