@@ -15,8 +15,10 @@
   lost.py killsnap BTRACE PROGDIR kill -9 of btrace while it serves an
                                   on-demand snapshot: the program goes on
                                   and exits with its own status
+  lost.py killwrite BTRACE PROGDIR kill -9 of btrace while it writes a
+                                  crash snapshot: no partial file is left
 
-PROGDIR holds fork-storm and snap-wait (tests/qemu/progs/).
+PROGDIR holds fork-storm, snap-wait and long-run (tests/qemu/progs/).
 """
 import os
 import signal
@@ -146,6 +148,58 @@ def case_storm(btrace, progs, work):
                  '%d children forked while snapshots are served' % n)
 
 
+def writing_into(pid, d):
+    """The paths btrace (@pid) has open in directory @d."""
+    out = []
+    try:
+        for fd in os.listdir('/proc/%d/fd' % pid):
+            try:
+                t = os.readlink('/proc/%d/fd/%s' % (pid, fd))
+            except OSError:
+                continue
+            if t.startswith(d + '/'):
+                out.append(t)
+    except OSError:
+        pass
+    return out
+
+
+def case_killwrite(btrace, progs, work):
+    """kill -9 of btrace in the middle of a crash snapshot's write (seen
+    as a descriptor of btrace's into the output directory), a few times:
+    the directory stays empty."""
+    out = os.path.join(work, 'out')
+    killed = 0
+    left = []
+    for attempt in range(8):
+        os.mkdir(out)
+        rec = subprocess.Popen(
+            [btrace, 'record', '-b', 'qemu', '-q', '--size', '32M', '-o',
+             os.path.join(out, 'crash.btrace'), '--',
+             os.path.join(progs, 'long-run'), '3000000'],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, cwd=work)
+        seen = e2elib.wait_for(
+            lambda: writing_into(rec.pid, out) or rec.poll() is not None,
+            HANG)
+        if seen is not True and rec.poll() is None:
+            os.kill(rec.pid, signal.SIGKILL)
+            killed += 1
+            T.diag('killed while writing %s' % ', '.join(seen))
+        rec.wait(timeout=HANG)
+        # its janitor and the emulator are gone on their own
+        left += [os.path.join('out', f) for f in os.listdir(out)]
+        for f in os.listdir(out):
+            os.unlink(os.path.join(out, f))
+        os.rmdir(out)
+        if killed >= 3:
+            break
+    T.ok(killed > 0, 'btrace killed while writing a crash snapshot (%d '
+         'times)' % killed)
+    T.ok(not left, 'nothing left in the output directory: %s'
+         % (' '.join(left) or 'empty'))
+
+
 def main():
     if len(sys.argv) != 4:
         print(__doc__, file=sys.stderr)
@@ -154,7 +208,8 @@ def main():
     why = e2elib.qemu_skip_reason()
     if why:
         return e2elib.skip_all(why)
-    cases = {'nofile': case_nofile, 'storm': case_storm}
+    cases = {'nofile': case_nofile, 'storm': case_storm,
+             'killwrite': case_killwrite}
     with tempfile.TemporaryDirectory(prefix='btrace-lost-') as work:
         cases[mode](os.path.abspath(btrace), os.path.abspath(progs), work)
     return T.done()
