@@ -17,6 +17,9 @@
                                   and exits with its own status
   lost.py killwrite BTRACE PROGDIR kill -9 of btrace while it writes a
                                   crash snapshot: no partial file is left
+  lost.py sweep  BTRACE PROGDIR   the registry's lock/socket pair of a
+                                  btrace killed with kill -9 is removed by
+                                  the next btrace; a live owner's stays
 
 PROGDIR holds fork-storm, snap-wait and long-run (tests/qemu/progs/).
 """
@@ -200,6 +203,69 @@ def case_killwrite(btrace, progs, work):
          % (' '.join(left) or 'empty'))
 
 
+class Waiting:
+    """btrace record -b qemu -- snap-wait, at its "ready" line."""
+
+    def __init__(self, btrace, progs, work, env):
+        self.p = subprocess.Popen(
+            [btrace, 'record', '-b', 'qemu', '-q', '-o',
+             os.path.join(work, 'w%d.btrace' % time.monotonic_ns()), '--',
+             os.path.join(progs, 'snap-wait')],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True, env=env, cwd=work)
+        ln = self.p.stdout.readline().split()
+        self.pid = int(ln[1]) if len(ln) == 2 and ln[0] == 'ready' else None
+
+    def exit(self):
+        """Let snap-wait exit 0; btrace's status (None if killed)."""
+        try:
+            self.p.stdin.write('exit\n')
+            self.p.stdin.close()
+        except OSError:
+            pass
+        return self.p.wait(timeout=HANG)
+
+
+def case_sweep(btrace, progs, work):
+    reg = os.path.join(work, 'registry')
+    env = dict(os.environ, BTRACE_REGISTRY=reg)
+    dead = Waiting(btrace, progs, work, env)
+    live = Waiting(btrace, progs, work, env)
+    if not T.ok(dead.pid and live.pid, 'two recordings run and say ready'):
+        dead.p.kill()
+        live.p.kill()
+        return
+    mine = lambda pid: sorted(f for f in os.listdir(reg)  # noqa: E731
+                              if f.startswith('%d-' % pid))
+    stale = mine(dead.pid)
+    os.kill(dead.p.pid, signal.SIGKILL)
+    dead.p.wait(timeout=HANG)
+    T.ok(len(stale) == 2 and mine(dead.pid) == stale,
+         'kill -9 of btrace leaves its lock/socket pair: %s'
+         % ' '.join(stale))
+    # the program itself goes on, untraced: let it end
+    dead.exit()
+    r = subprocess.run([btrace, 'record', '-b', 'qemu', '-q', '-o',
+                        os.path.join(work, 'next.btrace'), '--',
+                        os.path.join(progs, 'exit-code'), '3'],
+                       capture_output=True, text=True, env=env, cwd=work,
+                       timeout=HANG, stdin=subprocess.DEVNULL)
+    T.ok(r.returncode == 3, 'the next btrace runs its program (status %d)'
+         % r.returncode)
+    T.ok(mine(dead.pid) == [], 'the next btrace removed the stale pair (%s '
+         'left)' % (' '.join(mine(dead.pid)) or 'nothing'))
+    T.ok(len(mine(live.pid)) == 2, 'the live owner\'s pair stays: %s'
+         % ' '.join(mine(live.pid)))
+    snap = os.path.join(work, 'live.btrace')
+    r = subprocess.run([btrace, 'snapshot', '-o', snap, str(live.pid)],
+                       capture_output=True, text=True, env=env,
+                       timeout=HANG)
+    T.ok(r.returncode == 0 and os.path.exists(snap),
+         'btrace snapshot of the live recording still works')
+    T.diag(r.stderr)
+    T.ok(live.exit() == 0, 'the live recording ends with its status 0')
+
+
 def main():
     if len(sys.argv) != 4:
         print(__doc__, file=sys.stderr)
@@ -209,7 +275,7 @@ def main():
     if why:
         return e2elib.skip_all(why)
     cases = {'nofile': case_nofile, 'storm': case_storm,
-             'killwrite': case_killwrite}
+             'killwrite': case_killwrite, 'sweep': case_sweep}
     with tempfile.TemporaryDirectory(prefix='btrace-lost-') as work:
         cases[mode](os.path.abspath(btrace), os.path.abspath(progs), work)
     return T.done()
