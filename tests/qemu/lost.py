@@ -266,6 +266,83 @@ def case_sweep(btrace, progs, work):
     T.ok(live.exit() == 0, 'the live recording ends with its status 0')
 
 
+def state(pid):
+    """The process state letter from /proc, or None when it is gone."""
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            t = f.read()
+    except OSError:
+        return None
+    return t[t.rindex(')') + 2]
+
+
+def case_killsnap(btrace, progs, work):
+    """kill -9 of btrace while it serves `btrace snapshot` (the program
+    held for it): the program goes on and exits with its own status.
+    btrace leads its own process group, as a shell's job: its death
+    orphans the group."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(36, 1, 0, 0, 0) != 0:   # PR_SET_CHILD_SUBREAPER
+        T.ok(True, 'skipped: cannot become a child subreaper # SKIP')
+        return
+    killed = False
+    for attempt in range(6):
+        rec = subprocess.Popen(
+            [btrace, 'record', '-b', 'qemu', '-q', '--size', '32M', '-o',
+             os.path.join(work, 'k.btrace'), '--',
+             os.path.join(progs, 'fork-storm'), '0', '0', 'wait',
+             '1000000'],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True, cwd=work,
+            preexec_fn=os.setpgrp)
+        pid = None
+        while True:
+            ln = rec.stdout.readline()
+            if not ln or ln.startswith('ready '):
+                pid = int(ln.split()[1]) if ln else None
+                break
+        if not pid:
+            T.ok(False, 'fork-storm runs under btrace and says ready')
+            rec.kill()
+            return
+        snap = subprocess.Popen([btrace, 'snapshot', '-o',
+                                 os.path.join(work, 'od.btrace'), str(pid)],
+                                stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        held = e2elib.wait_for(lambda: state(pid) in ('T', 't') or
+                               snap.poll() is not None, HANG)
+        if state(pid) in ('T', 't') and snap.poll() is None:
+            os.kill(rec.pid, signal.SIGKILL)
+            killed = True
+        snap.wait(timeout=HANG)
+        rec.wait(timeout=HANG)
+        if killed:
+            break
+        # the snapshot was too quick: end this run, try again
+        rec.stdin.write('go\n')
+        rec.stdin.close()
+        e2elib.reap(pid, HANG)
+    T.ok(killed, 'btrace killed while the program was held for a snapshot '
+         '(attempt %d, held: %s)' % (attempt + 1, held))
+    if not killed:
+        return
+    time.sleep(1)
+    st = state(pid)
+    T.ok(st in ('S', 'R', 'D'), 'the program runs on (state %s)' % st)
+    if st in ('T', 't'):
+        os.kill(pid, signal.SIGCONT)   # left stopped: end the case
+    try:
+        rec.stdin.write('go\n')
+        rec.stdin.close()
+    except OSError:
+        pass
+    ws = e2elib.reap(pid, HANG)
+    T.ok(ws is not None and os.WIFEXITED(ws) and os.WEXITSTATUS(ws) == 0,
+         'and exits with its own status 0 (wait status %s)'
+         % (hex(ws) if ws is not None else 'none'))
+
+
 def main():
     if len(sys.argv) != 4:
         print(__doc__, file=sys.stderr)
@@ -275,7 +352,8 @@ def main():
     if why:
         return e2elib.skip_all(why)
     cases = {'nofile': case_nofile, 'storm': case_storm,
-             'killwrite': case_killwrite, 'sweep': case_sweep}
+             'killwrite': case_killwrite, 'sweep': case_sweep,
+             'killsnap': case_killsnap}
     with tempfile.TemporaryDirectory(prefix='btrace-lost-') as work:
         cases[mode](os.path.abspath(btrace), os.path.abspath(progs), work)
     return T.done()
