@@ -1182,11 +1182,16 @@ static void bt_host_fault(int sig, siginfo_t *si, void *uc)
 	struct sigaction *old = sig == SIGSEGV ? &g.old_segv : &g.old_bus;
 	/* The thread's own slot: the handler runs on the thread that
 	 * faulted. */
-	struct bt_ring_slot *s = t_bt.s, saved;
+	struct bt_ring_slot *s = t_bt.s, saved = { 0 };
 	int noted = 0;
 
+	/* Not in a forked child before bt_child_init() gave it its own
+	 * ring: the slot (shared memory) is its parent's, and a fault there
+	 * is QEMU's own (its fork path failing under RLIMIT_NPROC: the
+	 * parent got a false SIGSEGV SI_KERNEL "in _Fork" that way). */
 	if (si->si_code > 0 && s && s != g.sink &&
-	    s->state == BT_SLOT_ACTIVE) {
+	    s->state == BT_SLOT_ACTIVE && g.hdr &&
+	    g.hdr->pid == (int32_t)syscall(SYS_getpid)) {
 		bt_settle_note(s);
 		saved = *s;
 		s->prev_nfaults = s->nfaults;
