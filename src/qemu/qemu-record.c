@@ -2731,6 +2731,55 @@ static void bt_untraced_children_warn(const char *ring_path, int pid)
 		"%s", pid, text);
 }
 
+/*
+ * Whether the emulator of process @pid failed by itself: the preload
+ * library leaves "qemu-fail.<pid>" in the ring directory when QEMU calls
+ * abort() or fails an assertion (the guest never calls the host's libc).
+ * Then the program did not fault and gets no crash report; this is said
+ * (limit.qemu-failure) and the note removed.  Returns 1 then, else 0.
+ */
+static int bt_qemu_failure(const char *dir, pid_t pid)
+{
+	char path[PATH_MAX + 32], text[512];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/qemu-fail.%d", dir, (int)pid);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	unlink(path);
+	text[n > 0 ? n : 0] = 0;
+	for (char *c = text; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	bt_msg("btrace: warning: process %d (limit.qemu-failure): the "
+	       "emulator failed by itself (%s), not the program: no crash "
+	       "report for it", (int)pid, text[0] ? text : "no reason given");
+	return 1;
+}
+
+/* The notes of bt_qemu_failure() left in @dir: processes btrace never
+ * watched (an emulator that failed in a fork before it handed its ring
+ * over). */
+static void bt_qemu_failures_rest(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		int pid = 0, k = 0;
+
+		if (sscanf(e->d_name, "qemu-fail.%d%n", &pid, &k) == 1 &&
+		    pid > 0 && !e->d_name[k])
+			bt_qemu_failure(dir, pid);
+	}
+	if (d)
+		closedir(d);
+}
+
 static void bt_child_died_1(struct bt_tree *t, struct bt_proc *p);
 
 /* A forked child died: its own snapshot, when its death asks for one.
@@ -2789,7 +2838,7 @@ static void bt_child_died_1(struct bt_tree *t, struct bt_proc *p)
 	cj.err = &e;
 	bt_qemu_limits_warn(ring_path, p->pid);
 	bt_untraced_children_warn(ring_path, p->pid);
-	if (!bt_wants(&cj, ring_path)) {
+	if (bt_qemu_failure(cj.dir, p->pid) || !bt_wants(&cj, ring_path)) {
 		/* No snapshot: its guest core goes now, not at the end. */
 		char core_path[PATH_MAX];
 
@@ -3250,8 +3299,9 @@ static int bt_qemu_finish(struct bt_job *j, struct bt_rings *rs,
 	bt_qemu_limits_warn(ring_path, j->pid);
 	bt_untraced_children_warn(ring_path, j->pid);
 	bt_say_killed(j, oom0);
-	if (!rc && bt_wants(j, ring_path))
+	if (!rc && !bt_qemu_failure(rs->dir, j->pid) && bt_wants(j, ring_path))
 		rc = bt_write_snapshot_timed(j, ring_path, res);
+	bt_qemu_failures_rest(rs->dir);
 	bt_qowner_free(j->owner);
 	j->owner = NULL;
 	if (getenv("BTRACE_QEMU_KEEP_RINGS")) {

@@ -374,6 +374,10 @@ def case_nproc(btrace, progs, work):
     T.ok(not left and 'wrote' not in r.stderr,
          'under btrace no crash report is written for a program that '
          'never faulted (%s)' % (' '.join(left) or 'none'))
+    T.ok('limit.qemu-failure' in r.stderr and
+         'qemu_thread_create' in r.stderr,
+         'QEMU\'s own failure in a fork (qemu_thread_create) is said as '
+         'such (limit.qemu-failure)')
     T.diag(r.stdout + r.stderr)
     shutil.rmtree(d)
 
