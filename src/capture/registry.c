@@ -3,7 +3,10 @@
 #include "registry.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -187,6 +190,66 @@ void bt_registry_set_name(struct bt_registry_owner *o, const char *name)
 		write_lock_line(o, name);
 }
 
+/*
+ * What owners killed with SIGKILL left in registry directory @dir: a
+ * PID-START.lock that no process holds any more and its PID-START.sock
+ * (50 such pairs piled up in /run/btrace/0).  An owner holds its lock
+ * file's flock() for as long as it lives, and the kernel drops it when
+ * the owner dies however it dies: so a lock we can take is stale.  Each
+ * is taken first (no race with a live owner, or with a new claimer, who
+ * finds the file unlinked after its own flock() and retries with a fresh
+ * one, as after bt_registry_release()), checked to be a plain file of ours
+ * with one link, still the one under that name, then removed with its
+ * socket while held.  Only these two names of our own private directory
+ * are touched, never through a link.  Once per process.
+ */
+static void sweep_stale(const char *dir)
+{
+	static int done;
+	struct dirent *d;
+	DIR *dp;
+	int dfd;
+
+	if (done++)
+		return;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	dp = fdopendir(dfd);
+	if (!dp) {
+		close(dfd);
+		return;
+	}
+	while ((d = readdir(dp))) {
+		char sock[NAME_MAX + 1];
+		struct stat a, b;
+		int pid, n = 0, fd;
+		uint64_t start;
+
+		if (sscanf(d->d_name, "%d-%" SCNu64 ".lock%n", &pid, &start,
+			   &n) != 2 || n <= 0 || d->d_name[n] || pid <= 0)
+			continue;
+		fd = openat(dfd, d->d_name, O_RDWR | O_NOFOLLOW | O_NOCTTY |
+			    O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &a) == 0 && S_ISREG(a.st_mode) &&
+		    a.st_uid == geteuid() && a.st_nlink == 1 &&
+		    flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+		    fstatat(dfd, d->d_name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
+			snprintf(sock, sizeof(sock), "%d-%" PRIu64 ".sock",
+				 pid, start);
+			if (fstatat(dfd, sock, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISSOCK(b.st_mode) && b.st_uid == geteuid())
+				unlinkat(dfd, sock, 0);
+			unlinkat(dfd, d->d_name, 0);
+		}
+		close(fd);
+	}
+	closedir(dp);
+}
+
 int bt_registry_claim(pid_t target, uint32_t backend,
 		      struct bt_registry_owner **out, pid_t *owner_pid,
 		      struct btrace_error *err)
@@ -209,6 +272,7 @@ int bt_registry_claim(pid_t target, uint32_t backend,
 				(int)target, r == -ESRCH ? "no such process" :
 				reg_why);
 	}
+	sweep_stale(reg_dir);
 	for (int tries = 0;; tries++) {
 		struct stat a, b;
 
@@ -236,6 +300,17 @@ int bt_registry_claim(pid_t target, uint32_t backend,
 		if (flock(o->lock_fd, LOCK_EX | LOCK_NB) < 0) {
 			pid_t p = read_owner(o->lock_fd);
 
+			/* Held by a sweeper (sweep_stale() of another btrace)
+			 * or a leaving owner for a moment: an owner that is
+			 * not alive holds no lock, look again. */
+			if (tries < 10 && p > 0 && kill(p, 0) < 0 &&
+			    errno == ESRCH) {
+				struct timespec ts = { 0, 2000000 };
+
+				close(o->lock_fd);
+				nanosleep(&ts, NULL);
+				continue;
+			}
 			close(o->lock_fd);
 			free(o);
 			if (owner_pid)

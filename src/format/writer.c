@@ -3,8 +3,11 @@
  * Streaming, atomic snapshot writer.  Sections are written as they come:
  * a placeholder header, the payload (zstd-compressed on the fly or raw), then
  * the header is rewritten with the sizes and checksums.  Everything goes to a
- * temporary file in the destination directory, which only
- * btrace_writer_commit() renames to the final name.
+ * file with no name (O_TMPFILE) in the destination directory, which only
+ * btrace_writer_commit() links under the final name, complete: a writer
+ * killed half-way (SIGKILL, a power cut) leaves nothing behind.  Where the
+ * file system has no O_TMPFILE, a temporary NAME.tmp.XXXXXX is renamed
+ * instead.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,7 +36,8 @@ struct bt_recbuf {
 struct btrace_writer {
 	int fd;
 	char *path;            /* final name */
-	char *tmp;             /* temporary name */
+	char *tmp;             /* temporary name; the final one when anon */
+	int anon;              /* O_TMPFILE: no name until the commit */
 	unsigned flags;
 	uint64_t off;          /* current end of file */
 	uint32_t nsections;
@@ -321,6 +325,74 @@ static void rb_close(struct bt_recbuf *rb, size_t at)
 	rb->count++;
 }
 
+/* An unnamed file (O_TMPFILE, mode 0600) in @path's directory, or -1
+ * (the file system or kernel has none: the caller uses a temporary
+ * name). */
+static int open_anon(const char *path)
+{
+#ifdef O_TMPFILE
+	char *copy = strdup(path);
+	int fd;
+
+	if (!copy)
+		return -1;
+	fd = open(dirname(copy), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	free(copy);
+	return fd;
+#else
+	(void)path;
+	return -1;
+#endif
+}
+
+/* Give unnamed file @fd the name @path: linked when the name is free;
+ * else linked under a random temporary name next to it and renamed over
+ * it (a snapshot replaces an older file of that name, as rename() does).
+ * Returns 0 or -errno. */
+static int link_anon(int fd, const char *path)
+{
+	char proc[64], *tmp;
+	size_t n = strlen(path) + 32;
+	int ret = 0;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0)
+		return 0;
+	if (errno == ENOENT && linkat(fd, "", AT_FDCWD, path,
+				      AT_EMPTY_PATH) == 0)
+		return 0;   /* no /proc (AT_EMPTY_PATH needs privilege) */
+	if (errno != EEXIST)
+		return -errno;
+	tmp = malloc(n);
+	if (!tmp)
+		return -ENOMEM;
+	for (int i = 0; i < 100; i++) {
+		int tfd;
+
+		/* a fresh random name each time: mkostemp() makes one, and
+		 * the empty file it creates is removed again */
+		snprintf(tmp, n, "%s.tmp.XXXXXX", path);
+		tfd = mkostemp(tmp, O_CLOEXEC);
+		if (tfd < 0)
+			break;
+		close(tfd);
+		unlink(tmp);
+		if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp,
+			   AT_SYMLINK_FOLLOW) == 0) {
+			ret = rename(tmp, path) < 0 ? -errno : 0;
+			if (ret)
+				unlink(tmp);
+			free(tmp);
+			return ret;
+		}
+		if (errno != EEXIST)
+			break;
+	}
+	ret = -errno;
+	free(tmp);
+	return ret;
+}
+
 /* --- public API --- */
 
 int btrace_writer_open(const char *path, unsigned flags,
@@ -348,8 +420,14 @@ int btrace_writer_open(const char *path, unsigned flags,
 		return bt_error(err, -ENOMEM, "%s: open failed: out of memory",
 				path);
 	}
-	snprintf(w->tmp, n + 16, "%s.tmp.XXXXXX", path);
-	w->fd = mkostemp(w->tmp, O_CLOEXEC);
+	w->fd = open_anon(path);
+	if (w->fd >= 0) {
+		w->anon = 1;
+		snprintf(w->tmp, n + 16, "%s", path);
+	} else {
+		snprintf(w->tmp, n + 16, "%s.tmp.XXXXXX", path);
+		w->fd = mkostemp(w->tmp, O_CLOEXEC);
+	}
 	if (w->fd < 0) {
 		ret = -errno;
 		bt_error(err, ret, "%s: create failed: %s", w->tmp,
@@ -722,11 +800,21 @@ int btrace_writer_commit(struct btrace_writer *w, struct btrace_error *err)
 		ret = sec_end(w, err);
 	if (!ret && fsync(w->fd) < 0)
 		ret = wr_fail(w, err, -errno, "fsync");
+	if (!ret && w->anon) {
+		ret = link_anon(w->fd, w->path);
+		if (ret)
+			bt_error(err, ret, "%s: link failed: %s", w->path,
+				 strerror(-ret));
+		else
+			fsync_dir(w->path);
+	}
 	if (!ret && close(w->fd) < 0) {
 		w->fd = -1;
 		ret = wr_fail(w, err, -errno, "close");
 	}
-	if (!ret) {
+	if (!ret && w->anon) {
+		w->fd = -1;
+	} else if (!ret) {
 		w->fd = -1;
 		if (rename(w->tmp, w->path) < 0) {
 			ret = -errno;
@@ -747,7 +835,7 @@ void btrace_writer_free(struct btrace_writer *w)
 		return;
 	if (w->fd >= 0)
 		close(w->fd);
-	if (w->tmp && w->tmp[0])
+	if (w->tmp && w->tmp[0] && !w->anon)
 		unlink(w->tmp);
 	ZSTD_freeCCtx(w->zc);
 	free(w->zbuf);

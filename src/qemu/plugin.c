@@ -25,8 +25,8 @@
  *   xentries=N    ring entries of those (default 64K), a power of two
  *   tbmax=N       TB table capacity (default 4M)
  *   fixpage=0|1   work around QEMU 7.2's page-crossing instruction bug (1)
- *   watch=0|1     1: a forked child waits (up to 2 s) until btrace marks
- *                 its ring watched (default 0)
+ *   watch=0|1     1: a forked child waits until btrace watches it (or
+ *                 is gone; bt_wait_watched()) (default 0)
  *   exec=0|1      1: at the guest's execve(), run the new program under a
  *                 new emulator with this plugin, so it stays traced
  *                 (plugin-exec.c; default 0: it runs natively)
@@ -250,24 +250,29 @@ static struct bt_ring_hdr *bt_file_create(pid_t pid, int with_tbs, int fd,
  * the ring outlives this process whatever ends it.  The path goes through
  * /proc/self/fd/N of the directory, so a long TMPDIR does not overflow
  * sun_path.  Everything is opened and closed here, while no guest code runs
- * (the guest never sees these descriptors).  Fails at once when btrace is
- * gone (the directory removed: ENOENT; no reader: ECONNREFUSED), and after
- * at most 2 s when btrace's queue stays full.  Returns 0 or -errno.
+ * (the guest never sees these descriptors).  With @ack >= 0 that socket
+ * goes along (the other end of the caller's socketpair): btrace writes one
+ * byte there once it watches the process (bt_wait_watched()).  Fails at
+ * once when btrace is gone (the directory removed: ENOENT; no reader:
+ * ECONNREFUSED).  A full queue (btrace busy writing a snapshot) is waited
+ * out, however long, while btrace lives: the kernel wakes a blocked sender
+ * when the reading socket closes (unix_release_sock() wakes peer_wait, and
+ * the send then fails with ECONNREFUSED), so btrace's death never leaves
+ * the process stuck here.  Returns 0 or -errno.
  */
-static int bt_file_publish(int fd)
+static int bt_file_publish(int fd, int ack)
 {
 	struct sockaddr_un a;
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(2 * sizeof(int))];
 		struct cmsghdr align;
 	} c;
 	uint32_t magic = BT_RING_SOCK_MAGIC;
 	struct iovec iov = { &magic, sizeof(magic) };
 	struct msghdr m;
 	struct cmsghdr *cm;
-	struct timeval tv = { 2, 0 };
 	struct stat st;
-	int dfd, s, rc = 0;
+	int dfd, s, rc = 0, fds[2] = { fd, ack }, nfd = ack >= 0 ? 2 : 1;
 
 	/* The directory btrace made, not one put in its place (docs/
 	 * security.md): a ring is never sent to a socket someone else
@@ -290,7 +295,6 @@ static int bt_file_publish(int fd)
 	memset(&a, 0, sizeof(a));
 	a.sun_family = AF_UNIX;
 	snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/sock", dfd);
-	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	memset(&m, 0, sizeof(m));
 	memset(&c, 0, sizeof(c));
 	m.msg_name = &a;
@@ -298,12 +302,12 @@ static int bt_file_publish(int fd)
 	m.msg_iov = &iov;
 	m.msg_iovlen = 1;
 	m.msg_control = c.buf;
-	m.msg_controllen = sizeof(c.buf);
+	m.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
 	cm = CMSG_FIRSTHDR(&m);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	cm->cmsg_len = CMSG_LEN(nfd * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, nfd * sizeof(int));
 	while (sendmsg(s, &m, MSG_NOSIGNAL) < 0) {
 		if (errno != EINTR) {
 			rc = -errno;
@@ -1182,11 +1186,16 @@ static void bt_host_fault(int sig, siginfo_t *si, void *uc)
 	struct sigaction *old = sig == SIGSEGV ? &g.old_segv : &g.old_bus;
 	/* The thread's own slot: the handler runs on the thread that
 	 * faulted. */
-	struct bt_ring_slot *s = t_bt.s, saved;
+	struct bt_ring_slot *s = t_bt.s, saved = { 0 };
 	int noted = 0;
 
+	/* Not in a forked child before bt_child_init() gave it its own
+	 * ring: the slot (shared memory) is its parent's, and a fault there
+	 * is QEMU's own (its fork path failing under RLIMIT_NPROC: the
+	 * parent got a false SIGSEGV SI_KERNEL "in _Fork" that way). */
 	if (si->si_code > 0 && s && s != g.sink &&
-	    s->state == BT_SLOT_ACTIVE) {
+	    s->state == BT_SLOT_ACTIVE && g.hdr &&
+	    g.hdr->pid == (int32_t)syscall(SYS_getpid)) {
 		bt_settle_note(s);
 		saved = *s;
 		s->prev_nfaults = s->nfaults;
@@ -1728,16 +1737,56 @@ static int bt_btrace_gone(int rc)
 }
 
 /*
+ * watch=1: wait until btrace holds a pidfd on this process, so that even
+ * an instant crash is seen.  btrace writes byte 1 on @ack (its end went
+ * with the ring); there is no time limit, since a busy btrace (an
+ * on-demand snapshot took 3.4 s under load) is no reason to run untraced,
+ * and btrace's death closes its end (in flight or received): read() then
+ * sees end of file at once.  Returns 0 when watched, else -errno: -ENOENT
+ * when btrace is gone (run on silently), another when btrace is alive but
+ * could not take this process (byte 0: it found no descriptor for the
+ * pidfd; end of file: the ring was dropped in flight, or btrace is busy
+ * ending the recording).
+ */
+static int bt_wait_watched(int ack)
+{
+	struct sockaddr_un a;
+	char b = 0;
+	ssize_t n;
+	int s, dfd, rc;
+
+	while ((n = read(ack, &b, 1)) < 0 && errno == EINTR)
+		;
+	if (n == 1)
+		return b == 1 ? 0 : -EMFILE;
+	/* End of file: btrace dropped the socket.  Still alive? */
+	dfd = open(g.dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return -ENOENT;
+	s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	memset(&a, 0, sizeof(a));
+	a.sun_family = AF_UNIX;
+	snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/sock", dfd);
+	rc = s >= 0 && connect(s, (struct sockaddr *)&a, sizeof(a)) < 0 &&
+	     bt_btrace_gone(-errno) ? -ENOENT : -EPIPE;
+	if (s >= 0)
+		close(s);
+	close(dfd);
+	return rc;
+}
+
+/*
  * In a forked child: a ring of its own (a memfd handed to btrace), fresh
- * slots, same TB table.  When the ring cannot be made or handed over, the
- * child runs on untraced (its threads write into the private sink) and the
- * parent's header counts it (untraced_children); it never waits then.
+ * slots, same TB table.  When the ring cannot be made or handed over, or
+ * btrace cannot watch the process, the child runs on untraced (its threads
+ * write into the private sink), says why (unless btrace is gone) and the
+ * parent's header counts it (untraced_children).
  */
 static void bt_child_init(void)
 {
 	struct bt_ring_hdr *h, *ph = g.hdr;
 	size_t size, psize = g.map_size;
-	int fd = -1, rc = -1;
+	int fd = -1, rc = -1, ack[2] = { -1, -1 };
 
 	if (!g.mapped)
 		return;   /* not tracing */
@@ -1765,11 +1814,25 @@ static void bt_child_init(void)
 	/* A child of an untraced process stays untraced: its parent's ring
 	 * (and perhaps the TB table) is not btrace's. */
 	if (fd >= 0 && !g.detached) {
-		rc = bt_file_publish(fd);
+		if (g.watch && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC,
+					  0, ack)) {
+			rc = -errno;
+		} else {
+			rc = bt_file_publish(fd, ack[1]);
+			if (ack[1] >= 0)
+				close(ack[1]);
+			if (!rc && ack[0] >= 0)
+				rc = bt_wait_watched(ack[0]);
+		}
 		if (rc && !bt_btrace_gone(rc))
-			fprintf(stderr, "btrace-qemu: ring of process %d: hand "
-				"to btrace failed: %s; not tracing this "
-				"process\n", (int)getpid(), strerror(-rc));
+			fprintf(stderr, "btrace-qemu: ring of process %d: %s "
+				"failed: %s; not tracing this process\n",
+				(int)getpid(), rc == -EMFILE || rc == -EPIPE ?
+				"watch by btrace" : "hand to btrace",
+				rc == -EPIPE ? "btrace dropped it" :
+				strerror(-rc));
+		if (ack[0] >= 0)
+			close(ack[0]);
 	}
 	if (fd >= 0)
 		close(fd);
@@ -1782,14 +1845,6 @@ static void bt_child_init(void)
 	/* Keep the parent's mapping if it holds the TB table. */
 	if (ph != g.tbhdr)
 		munmap(ph, psize);
-	/* watch=1: btrace watches the tree; let it open a pidfd on us before
-	 * the child runs, so even an instant crash is seen (at most 2 s). */
-	for (int i = 0; !rc && g.watch && i < 20000 &&
-	     !__atomic_load_n(&h->watched, __ATOMIC_ACQUIRE); i++) {
-		struct timespec ts = { 0, 100000 };
-
-		nanosleep(&ts, NULL);
-	}
 }
 
 /*
@@ -2044,7 +2099,7 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 	if (fd < 0) {
 		/* A re-executed emulator: its own ring, handed to btrace.
 		 * Failing that, the program runs on untraced. */
-		int rc = g.ring_fd >= 0 ? bt_file_publish(g.ring_fd) : -1;
+		int rc = g.ring_fd >= 0 ? bt_file_publish(g.ring_fd, -1) : -1;
 
 		if (rc && g.ring_fd >= 0 && !bt_btrace_gone(rc))
 			fprintf(stderr, "btrace-qemu: ring of process %d: hand "

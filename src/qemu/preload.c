@@ -35,6 +35,9 @@
  *                  reads its image description from that thread's stack
  *                  and crashes (no guest core, a host SIGSEGV) once it is
  *                  gone.
+ *   abort, __assert_fail  QEMU's own failure (the guest never calls the
+ *                  host's libc): "qemu-fail.<pid>" in the directory says
+ *                  so, and btrace writes no crash report for it.
  *   execve         the plugin's re-execution of the emulator at a guest
  *                  execve() (plugin-exec.c): this library and its
  *                  directory are handed on.
@@ -56,6 +59,7 @@
  * no header may rename or wrap them. */
 #undef _FILE_OFFSET_BITS
 #undef _FORTIFY_SOURCE
+#include <assert.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -171,10 +175,10 @@ static int bt_is_core_name(const char *path, int flags)
 	return n > 5 + s && !strcmp(b + n - s, suf);
 }
 
-/* "core.<pid>" in the private directory, created new, 0600. */
-static int bt_core_open(void)
+/* @name.<pid> in the private directory, created new, 0600. */
+static int bt_dir_create(const char *what)
 {
-	char name[32];
+	char name[48];
 	struct stat st;
 	int dfd, fd, e;
 
@@ -192,7 +196,7 @@ static int bt_core_open(void)
 		errno = EACCES;
 		return -1;
 	}
-	snprintf(name, sizeof(name), "core.%d", (int)getpid());
+	snprintf(name, sizeof(name), "%s.%d", what, (int)getpid());
 	/* An earlier process's, when the pid came round again. */
 	unlinkat(dfd, name, 0);
 	fd = (int)syscall(SYS_openat, dfd, name,
@@ -211,7 +215,7 @@ static int bt_open(const char *path, int flags, va_list ap)
 	if (flags & (O_CREAT | __O_TMPFILE))
 		mode = (mode_t)va_arg(ap, int);
 	if (bt_is_core_name(path, flags))
-		return bt_core_open();
+		return bt_dir_create("core");
 	return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
 }
 
@@ -235,6 +239,55 @@ BT_EXPORT int open64(const char *path, int flags, ...)
 	fd = bt_open(path, flags, ap);
 	va_end(ap);
 	return fd;
+}
+
+/* ---- QEMU's own failures ---- */
+
+/*
+ * The guest never calls the host's libc (its code is emulated), so an
+ * abort() or a failed assert() here is QEMU's own (qemu_thread_create()
+ * failing for want of tasks under RLIMIT_NPROC, an internal assertion):
+ * "qemu-fail.<pid>" in the private directory says so, with the reason,
+ * and btrace writes no crash report for it (the program did not fault)
+ * and says so (limit.qemu-failure).
+ */
+static void bt_note_failure(const char *text)
+{
+	int fd = bt_dir_create("qemu-fail");
+
+	ssize_t n;
+
+	if (fd < 0)
+		return;
+	n = write(fd, text, strlen(text));
+	(void)n;   /* a note: nothing more to do when it fails */
+	close(fd);
+}
+
+BT_EXPORT void abort(void)
+{
+	void (*real)(void) = (void (*)(void))dlsym(RTLD_NEXT, "abort");
+
+	bt_note_failure("QEMU called abort()");
+	if (real)
+		real();
+	_exit(134);
+}
+
+BT_EXPORT void __assert_fail(const char *expr, const char *file,
+			     unsigned int line, const char *fn)
+{
+	void (*real)(const char *, const char *, unsigned int, const char *) =
+		(void (*)(const char *, const char *, unsigned int,
+			  const char *))dlsym(RTLD_NEXT, "__assert_fail");
+	char text[512];
+
+	snprintf(text, sizeof(text), "QEMU's assertion `%s' failed (%s:%u)",
+		 expr ? expr : "?", file ? file : "?", line);
+	bt_note_failure(text);
+	if (real)
+		real(expr, file, line, fn);
+	_exit(134);
 }
 
 static int bt_getrlimit(int resource, struct rlimit *rl)

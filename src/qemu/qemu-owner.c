@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -175,32 +177,199 @@ static void bt_sleep_ms(int ms)
 }
 
 /*
- * Stop every thread of @pid.  *@was_stopped: it was stopped already (then
- * it stays so afterwards).  Returns 0 or a negative errno (-ETIMEDOUT:
- * some thread did not stop; the process was continued again).
+ * The threads of a process held in ptrace stops for a snapshot.  A
+ * SIGSTOP would outlive us: killed (SIGKILL) in the middle, we left the
+ * program stopped, and as our death orphaned its process group with a
+ * stopped member the kernel sent it SIGHUP and SIGCONT
+ * (kill_orphaned_pgrp() in kernel/exit.c), which ends a program that does
+ * not handle SIGHUP.  A ptrace stop (PTRACE_SEIZE, PTRACE_INTERRUPT) is no
+ * job-control stop (no SIGNAL_STOP_STOPPED, no SIGCHLD to the parent) and
+ * ends with us: the kernel detaches the tracees of a tracer that exits
+ * (exit_ptrace()) and they run on.  A signal that arrives for a thread
+ * during the stop is given back to it at the detach.
  */
-static int bt_qowner_pause(pid_t pid, int *was_stopped)
+struct bt_held {
+	pid_t tid;
+	int sig;       /* signal to hand back at the detach */
+	int stopped;
+};
+
+struct bt_hold {
+	struct bt_held *t;
+	size_t n, cap;
+};
+
+static struct bt_held *bt_hold_find(struct bt_hold *h, pid_t tid)
+{
+	for (size_t i = 0; i < h->n; i++)
+		if (h->t[i].tid == tid)
+			return &h->t[i];
+	return NULL;
+}
+
+static void bt_hold_release(struct bt_hold *h)
+{
+	for (size_t i = 0; i < h->n; i++) {
+		struct bt_held *t = &h->t[i];
+
+		if (!t->stopped) {
+			/* not seen stopped yet: wait for the stop the
+			 * interrupt asked for (PTRACE_DETACH needs it) */
+			siginfo_t si;
+
+			for (int k = 0; k < 5000 && !t->stopped; k++) {
+				memset(&si, 0, sizeof(si));
+				if (waitid(P_PID, (id_t)t->tid, &si, WSTOPPED |
+					   __WALL | WNOHANG) < 0)
+					break;
+				if (si.si_pid == t->tid)
+					t->stopped = 1;
+				else
+					bt_sleep_ms(1);
+			}
+		}
+		ptrace(PTRACE_DETACH, t->tid, NULL,
+		       (void *)(long)t->sig);
+	}
+	free(h->t);
+	memset(h, 0, sizeof(*h));
+}
+
+/* Seize and interrupt every thread of @pid until all are held.  Returns
+ * 0, -EPERM (ptrace not permitted: the caller stops it otherwise, nothing
+ * is held), -ESRCH or -ETIMEDOUT (everything released). */
+static int bt_hold_all(pid_t pid, struct bt_hold *h)
+{
+	char path[64];
+
+	memset(h, 0, sizeof(*h));
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	for (int waited = 0; waited < BT_QOWNER_STOP_MS; waited++) {
+		struct dirent *d;
+		DIR *dir = opendir(path);
+		int fresh = 0, all = 1;
+
+		if (!dir) {
+			bt_hold_release(h);
+			return -ESRCH;
+		}
+		while ((d = readdir(dir))) {
+			pid_t tid = (pid_t)atoi(d->d_name);
+
+			if (tid <= 0 || bt_hold_find(h, tid))
+				continue;
+			if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0) {
+				int e = errno;
+
+				if (e == ESRCH)
+					continue;   /* the thread ended */
+				closedir(dir);
+				bt_hold_release(h);
+				return e == EPERM || e == EACCES ? -EPERM : -e;
+			}
+			if (h->n == h->cap) {
+				size_t cap = h->cap ? h->cap * 2 : 16;
+				struct bt_held *v = realloc(h->t,
+							    cap * sizeof(*v));
+
+				if (!v) {
+					ptrace(PTRACE_DETACH, tid, NULL, NULL);
+					closedir(dir);
+					bt_hold_release(h);
+					return -ENOMEM;
+				}
+				h->t = v;
+				h->cap = cap;
+			}
+			h->t[h->n++] = (struct bt_held){ tid, 0, 0 };
+			ptrace(PTRACE_INTERRUPT, tid, NULL, NULL);
+			fresh = 1;
+		}
+		closedir(dir);
+		/* Collect the stops: the interrupt's, or a signal's on its
+		 * way to the thread (kept to give back). */
+		for (size_t i = 0; i < h->n; i++) {
+			struct bt_held *t = &h->t[i];
+			siginfo_t si;
+
+			if (t->stopped)
+				continue;
+			memset(&si, 0, sizeof(si));
+			if (waitid(P_PID, (id_t)t->tid, &si, WSTOPPED | __WALL |
+				   WNOHANG) == 0 && si.si_pid == t->tid) {
+				int sig = si.si_status & 0xff;
+
+				t->stopped = 1;
+				if ((si.si_status >> 8) == 0)
+					t->sig = sig;   /* no event: a
+							 * signal's stop */
+			} else if (kill(t->tid, 0) < 0 && errno == ESRCH) {
+				t->stopped = 1;   /* gone */
+			} else {
+				all = 0;
+			}
+		}
+		/* Held threads create no new ones: done when a pass over the
+		 * task list found none new and all are stopped. */
+		if (all && !fresh)
+			return 0;
+		if (!all)
+			bt_sleep_ms(1);
+	}
+	bt_hold_release(h);
+	return -ETIMEDOUT;
+}
+
+/*
+ * Stop every thread of @pid.  *@was_stopped: it was stopped already (then
+ * it stays so afterwards).  With ptrace permitted (root, or a process we
+ * may trace) the threads are held in ptrace stops (@h; bt_hold_all()),
+ * else it gets SIGSTOP (*@sigstop).  Returns 0 or a negative errno
+ * (-ETIMEDOUT: some thread did not stop; the process was continued again).
+ */
+static int bt_qowner_pause(pid_t pid, int *was_stopped, struct bt_hold *h,
+			   int *sigstop)
 {
 	char path[64];
 	char st;
+	int r;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	st = bt_stat_state(path);
+	*sigstop = 0;
+	memset(h, 0, sizeof(*h));
 	if (!st || st == 'Z' || st == 'X')
 		return -ESRCH;
 	*was_stopped = st == 'T';
-	if (!*was_stopped && kill(pid, SIGSTOP) < 0)
+	if (*was_stopped)
+		return 0;
+	r = bt_hold_all(pid, h);
+	if (r != -EPERM)
+		return r;
+	*sigstop = 1;
+	if (kill(pid, SIGSTOP) < 0)
 		return -errno;
 	for (int waited = 0; waited < BT_QOWNER_STOP_MS; waited++) {
-		int r = bt_all_stopped(pid);
+		r = bt_all_stopped(pid);
 
 		if (r)
 			return r < 0 ? r : 0;
 		bt_sleep_ms(1);
 	}
-	if (!*was_stopped)
-		kill(pid, SIGCONT);
+	kill(pid, SIGCONT);
 	return -ETIMEDOUT;
+}
+
+/* Let @pid run again after bt_qowner_pause(). */
+static void bt_qowner_resume(pid_t pid, int was_stopped, struct bt_hold *h,
+			     int sigstop)
+{
+	if (was_stopped)
+		return;
+	if (sigstop)
+		kill(pid, SIGCONT);
+	else
+		bt_hold_release(h);
 }
 
 /* Answer a `btrace snapshot` request for @o: stop the process, write the
@@ -211,7 +380,8 @@ static void bt_qowner_snapshot(struct bt_qowner *q, struct bt_qown *o,
 	struct btrace_error err = { 0 };
 	const char *dir = bt_registry_dir();
 	char path[512], note[128];
-	int fd = -1, was_stopped = 0, r;
+	int fd = -1, was_stopped = 0, sigstop = 0, r;
+	struct bt_hold hold;
 
 	if (!dir) {
 		bt_registry_reply(client, -1, NULL,
@@ -221,15 +391,14 @@ static void bt_qowner_snapshot(struct bt_qowner *q, struct bt_qown *o,
 	/* In our private 0700 registry directory; unlinked once opened. */
 	snprintf(path, sizeof(path), "%s/snap-%d-%u.btrace", dir,
 		 (int)getpid(), q->ondemand++);
-	r = bt_qowner_pause(o->pid, &was_stopped);
+	r = bt_qowner_pause(o->pid, &was_stopped, &hold, &sigstop);
 	if (r < 0) {
 		bt_error(&err, r, "process %d: stop failed: %s", (int)o->pid,
 			 r == -ETIMEDOUT ? "its threads did not stop within "
 			 "5 s" : strerror(-r));
 	} else {
 		r = q->write(q->ctx, o->pid, path, &err);
-		if (!was_stopped)
-			kill(o->pid, SIGCONT);
+		bt_qowner_resume(o->pid, was_stopped, &hold, sigstop);
 		if (r == 0) {
 			fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 			unlink(path);

@@ -548,11 +548,13 @@ static void bt_rings_drop(struct bt_rings *rs, pid_t pid)
 /*
  * One ring handed over by the plugin: *@pid (the sender's, from the
  * kernel's SCM_CREDENTIALS, not from the message) and its descriptor,
- * linked as <dir>/ring.<pid>.  Returns 1 for one, 0 when the queue is
- * empty.  Anything else in the queue (not a ring of the sending process)
- * is dropped.
+ * linked as <dir>/ring.<pid>; *@ack: the socket a forked child waits on
+ * until we watch it (bt_watch_ack()), or -1.  Returns 1 for one, 0 when
+ * the queue is empty.  Anything else in the queue (not a ring of the
+ * sending process) is dropped; a ring that could not be received (no
+ * descriptor left: the kernel drops it, MSG_CTRUNC) is said.
  */
-static int bt_rings_recv(struct bt_rings *rs, pid_t *pid)
+static int bt_rings_recv(struct bt_rings *rs, pid_t *pid, int *ack)
 {
 	for (;;) {
 		union {
@@ -567,6 +569,7 @@ static int bt_rings_recv(struct bt_rings *rs, pid_t *pid)
 		int fds[4], nfd = 0, have_cr = 0;
 		ssize_t n;
 
+		*ack = -1;
 		if (rs->sock < 0)
 			return 0;
 		memset(&m, 0, sizeof(m));
@@ -596,11 +599,18 @@ static int bt_rings_recv(struct bt_rings *rs, pid_t *pid)
 				have_cr = 1;
 			}
 		}
+		if ((m.msg_flags & MSG_CTRUNC) && have_cr &&
+		    magic == BT_RING_SOCK_MAGIC)
+			bt_msg("btrace: warning: process %d: receive ring "
+			       "failed: no descriptor left (ulimit -n); it "
+			       "runs untraced", (int)cr.pid);
 		if (n == (ssize_t)sizeof(magic) && magic == BT_RING_SOCK_MAGIC &&
-		    have_cr && cr.pid > 0 && nfd == 1 &&
+		    have_cr && cr.pid > 0 && (nfd == 1 || nfd == 2) &&
+		    !(m.msg_flags & MSG_CTRUNC) &&
 		    bt_ring_fd_ok(fds[0], cr.pid) &&
 		    bt_rings_add(rs, cr.pid, fds[0]) == 0) {
 			*pid = cr.pid;
+			*ack = nfd == 2 ? fds[1] : -1;
 			return 1;
 		}
 		for (int i = 0; i < nfd; i++)
@@ -2751,6 +2761,55 @@ static void bt_untraced_children_warn(const char *ring_path, int pid)
 		"%s", pid, text);
 }
 
+/*
+ * Whether the emulator of process @pid failed by itself: the preload
+ * library leaves "qemu-fail.<pid>" in the ring directory when QEMU calls
+ * abort() or fails an assertion (the guest never calls the host's libc).
+ * Then the program did not fault and gets no crash report; this is said
+ * (limit.qemu-failure) and the note removed.  Returns 1 then, else 0.
+ */
+static int bt_qemu_failure(const char *dir, pid_t pid)
+{
+	char path[PATH_MAX + 32], text[512];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/qemu-fail.%d", dir, (int)pid);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	unlink(path);
+	text[n > 0 ? n : 0] = 0;
+	for (char *c = text; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	bt_msg("btrace: warning: process %d (limit.qemu-failure): the "
+	       "emulator failed by itself (%s), not the program: no crash "
+	       "report for it", (int)pid, text[0] ? text : "no reason given");
+	return 1;
+}
+
+/* The notes of bt_qemu_failure() left in @dir: processes btrace never
+ * watched (an emulator that failed in a fork before it handed its ring
+ * over). */
+static void bt_qemu_failures_rest(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		int pid = 0, k = 0;
+
+		if (sscanf(e->d_name, "qemu-fail.%d%n", &pid, &k) == 1 &&
+		    pid > 0 && !e->d_name[k])
+			bt_qemu_failure(dir, pid);
+	}
+	if (d)
+		closedir(d);
+}
+
 static void bt_child_died_1(struct bt_tree *t, struct bt_proc *p);
 
 /* A forked child died: its own snapshot, when its death asks for one.
@@ -2809,7 +2868,7 @@ static void bt_child_died_1(struct bt_tree *t, struct bt_proc *p)
 	cj.err = &e;
 	bt_qemu_limits_warn(ring_path, p->pid);
 	bt_untraced_children_warn(ring_path, p->pid);
-	if (!bt_wants(&cj, ring_path)) {
+	if (bt_qemu_failure(cj.dir, p->pid) || !bt_wants(&cj, ring_path)) {
 		/* No snapshot: its guest core goes now, not at the end. */
 		char core_path[PATH_MAX];
 
@@ -2822,20 +2881,35 @@ static void bt_child_died_1(struct bt_tree *t, struct bt_proc *p)
 	}
 }
 
+/* Tell a forked child waiting in the plugin (bt_wait_watched()) whether
+ * we watch it (@yes) and close its socket. */
+static void bt_watch_ack(int ack, int yes)
+{
+	char b = (char)!!yes;
+
+	if (ack < 0)
+		return;
+	if (send(ack, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		b = 0;   /* the child is gone: nothing to tell */
+	close(ack);
+}
+
 /* Rings handed over by the plugin: forked children to watch (and
  * re-executed emulators, whose new ring replaces the old one). */
 static void bt_tree_scan(struct bt_tree *t)
 {
 	pid_t pid;
+	int ack;
 
-	while (bt_rings_recv(t->j->rs, &pid)) {
-		uint32_t one = 1;
+	while (bt_rings_recv(t->j->rs, &pid, &ack)) {
 		struct bt_proc *p;
 		size_t i;
-		int fd;
+		int e = 0;
 
-		if (pid == t->j->pid)
+		if (pid == t->j->pid) {
+			bt_watch_ack(ack, 1);
 			continue;   /* the launched process re-executed */
+		}
 		for (i = 0; i < t->n && t->p[i].pid != pid; i++)
 			;
 		if (i < t->n && !t->p[i].done) {
@@ -2844,8 +2918,13 @@ static void bt_tree_scan(struct bt_tree *t)
 			p = &t->p[i];   /* a new process with a reused pid */
 			if (p->pidfd >= 0)
 				close(p->pidfd);
+			p->pidfd = -1;
 		} else if (bt_grow((void **)&t->p, &t->cap, t->n,
 				   sizeof(*t->p))) {
+			bt_msg("btrace: warning: process %d: watch failed: "
+			       "out of memory; it runs untraced", (int)pid);
+			bt_rings_drop(t->j->rs, pid);
+			bt_watch_ack(ack, 0);
 			continue;
 		} else {
 			p = &t->p[t->n++];
@@ -2854,15 +2933,24 @@ static void bt_tree_scan(struct bt_tree *t)
 			p->pid = pid;
 			p->done = 0;
 			p->pidfd = bt_pidfd_open(pid);
-			/* `btrace snapshot` and joins reach it too */
-			if (p->pidfd >= 0)
-				bt_qowner_claim(t->j->owner, pid, t->j->prog);
+			e = p->pidfd < 0 ? errno : 0;
 		}
-		/* Let the child run: it waits for this mark. */
-		fd = bt_rings_fd(t->j->rs, pid);
-		if (fd >= 0 && pwrite(fd, &one, sizeof(one),
-				      offsetof(struct bt_ring_hdr, watched)) < 0)
-			one = 0;
+		if (p && e && e != ESRCH) {
+			/* Alive, but nothing to see its death with: said,
+			 * and the plugin counts it untraced. */
+			bt_msg("btrace: warning: process %d: watch failed: "
+			       "pidfd_open: %s; it runs untraced", (int)pid,
+			       strerror(e));
+			p->done = 1;
+			bt_rings_drop(t->j->rs, pid);
+			bt_watch_ack(ack, 0);
+			continue;
+		}
+		/* `btrace snapshot` and joins reach it too */
+		if (p && p->pidfd >= 0)
+			bt_qowner_claim(t->j->owner, pid, t->j->prog);
+		/* Let the child run: it waits for this. */
+		bt_watch_ack(ack, 1);
 		if (p && p->pidfd < 0)
 			bt_child_died(t, p);   /* already gone */
 	}
@@ -2934,10 +3022,12 @@ static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
 			break;
 		if (r <= 0)
 			continue;
-		if (pf[1].revents == 0)
-			bt_qowner_serve(j->owner, pf + ko, no);
+		/* New children first: each waits for us before it runs
+		 * (bt_tree_scan()), a snapshot request can wait. */
 		if (pf[0].revents)
 			bt_tree_scan(&t);
+		if (pf[1].revents == 0)
+			bt_qowner_serve(j->owner, pf + ko, no);
 		for (size_t i = 0; i < t.n && 2 + i < k; i++)
 			if (pf[2 + i].revents && !t.p[i].done)
 				bt_child_died(&t, &t.p[i]);
@@ -3158,8 +3248,8 @@ static int bt_cmdline_build(struct bt_cmdline *c, char *qemu,
  */
 static int bt_spawn_emulator(const char *qemu, const struct bt_cmdline *c,
 			     int ringfd, struct bt_fwd *fwd, int *subreaper,
-			     pid_t *pidp, int *cerr, int *status,
-			     struct btrace_error *err)
+			     const struct rlimit *nofile, pid_t *pidp,
+			     int *cerr, int *status, struct btrace_error *err)
 {
 	int pipefd[2], k, rc;
 	pid_t pid;
@@ -3195,6 +3285,11 @@ static int bt_spawn_emulator(const char *qemu, const struct bt_cmdline *c,
 		 * closes it before the guest starts). */
 		fcntl(ringfd, F_SETFD, 0);
 		bt_fwd_restore(fwd);
+		/* The program's own descriptor limit, not the one btrace
+		 * raised for itself (bt_nofile_raise()). */
+		if (nofile)
+			setrlimit(RLIMIT_NOFILE, nofile);   /* a lower soft
+							     * limit: no error */
 		execve(qemu, c->argv, c->envp);
 		e = errno;
 		if (write(pipefd[1], &e, sizeof(e)) < 0)
@@ -3243,8 +3338,9 @@ static int bt_qemu_finish(struct bt_job *j, struct bt_rings *rs,
 	bt_qemu_limits_warn(ring_path, j->pid);
 	bt_untraced_children_warn(ring_path, j->pid);
 	bt_say_killed(j, oom0);
-	if (!rc && bt_wants(j, ring_path))
+	if (!rc && !bt_qemu_failure(rs->dir, j->pid) && bt_wants(j, ring_path))
 		rc = bt_write_snapshot_timed(j, ring_path, res);
+	bt_qemu_failures_rest(rs->dir);
 	bt_qowner_free(j->owner);
 	j->owner = NULL;
 	if (getenv("BTRACE_QEMU_KEEP_RINGS")) {
@@ -3259,6 +3355,7 @@ static int bt_qemu_finish(struct bt_job *j, struct bt_rings *rs,
 static int bt_qemu_run(const struct btrace_record_opts *opts,
 		       struct btrace_record_result *res,
 		       struct bt_qemu_launch *launch,
+		       const struct rlimit *nofile,
 		       struct btrace_error *err)
 {
 	char qemu[PATH_MAX], plugin[PATH_MAX], prog[PATH_MAX];
@@ -3338,8 +3435,8 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 		bt_drop_rings(&rs);
 		return bt_error(err, -ENOMEM, "qemu backend: out of memory");
 	}
-	rc = bt_spawn_emulator(qemu, &cl, ringfd, &fwd, &subreaper, &pid,
-			       &cerr, &j.status, err);
+	rc = bt_spawn_emulator(qemu, &cl, ringfd, &fwd, &subreaper, nofile,
+			       &pid, &cerr, &j.status, err);
 	bt_cmdline_free(&cl);
 	if (rc) {
 		close(ringfd);
@@ -3378,14 +3475,39 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	return bt_qemu_finish(&j, &rs, ring_path, plugin, oom0, rc, res, err);
 }
 
+/*
+ * btrace holds two descriptors per live process of the tree (its ring and
+ * a pidfd), so a program that keeps a few hundred children alive ran it
+ * out of a soft `ulimit -n` of 256 or 1024: rings that could not be
+ * received and pidfds that could not be opened left children untraced
+ * (79 of 300 at 256, 36 of 600 at 1024).  As the hardware engine does
+ * (raise_nofile() in src/capture/engine.c), raise the soft limit to the
+ * hard one for btrace itself; the emulator gets the caller's limit back
+ * before it starts (bt_spawn_emulator()), so the program sees its own.
+ * Returns 1 when raised (*@old: the limit to restore).
+ */
+static int bt_nofile_raise(struct rlimit *old)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, old) || old->rlim_cur >= old->rlim_max)
+		return 0;
+	rl = *old;
+	rl.rlim_cur = rl.rlim_max;
+	return setrlimit(RLIMIT_NOFILE, &rl) == 0;
+}
+
 int bt_qemu_record(const struct btrace_record_opts *opts,
 		   struct btrace_record_result *res, struct btrace_error *err)
 {
 	struct bt_qemu_launch launch;
-	int rc;
+	struct rlimit nofile;
+	int rc, raised = bt_nofile_raise(&nofile);
 
 	memset(&launch, 0, sizeof(launch));
-	rc = bt_qemu_run(opts, res, &launch, err);
+	rc = bt_qemu_run(opts, res, &launch, raised ? &nofile : NULL, err);
 	bt_qemu_launch_free(&launch);
+	if (raised)
+		setrlimit(RLIMIT_NOFILE, &nofile);
 	return rc;
 }

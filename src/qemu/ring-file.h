@@ -207,8 +207,8 @@ struct bt_ring_hdr {
 	uint32_t untraced;   /* threads that found no free slot */
 	uint32_t flags;      /* BT_RING_F_* */
 	uint32_t nhandlers;  /* guest signal handler addresses seen */
-	uint32_t watched;    /* set by btrace once it watches this process
-			      * (a forked child waits for it, briefly) */
+	uint32_t watched;    /* unused (a forked child now waits on a socket
+			      * btrace answers, plugin.c bt_wait_watched()) */
 	uint64_t handlers[BT_RING_MAX_HANDLERS];
 	char exe[512];       /* guest program path */
 	char cwd[512];       /* guest working directory (for the guest core) */

@@ -347,7 +347,9 @@ static void test_full_disk(struct bt_test *t)
 	int ret = 0;
 
 	/* Put /dev/full (every write fails with ENOSPC) under the writer's
-	 * temporary file descriptor, found through /proc/self/fd. */
+	 * descriptor, found through /proc/self/fd: its unnamed O_TMPFILE
+	 * file ("DIR/#INODE (deleted)"), or a temporary name where the
+	 * file system has no O_TMPFILE. */
 	BT_REQUIRE(t, btrace_writer_open(tmp_path("full.btrace"),
 					 BTRACE_WRITE_NO_COMPRESS, &w, &err) == 0);
 	{
@@ -366,7 +368,10 @@ static void test_full_disk(struct bt_test *t)
 			n = readlink(link, target, sizeof(target) - 1);
 			if (n > 0) {
 				target[n] = '\0';
-				if (strstr(target, "full.btrace.tmp")) {
+				if (strstr(target, "full.btrace.tmp") ||
+				    (!strncmp(target, tmpdir, strlen(tmpdir)) &&
+				     !strncmp(target + strlen(tmpdir), "/#", 2) &&
+				     strstr(target, " (deleted)"))) {
 					dup2(full, fd);
 					break;
 				}
