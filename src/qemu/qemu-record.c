@@ -370,6 +370,8 @@ static void bt_forward(int sig, siginfo_t *si, void *uc)
 struct bt_fwd {
 	struct sigaction old[BT_FWD_MAX + 1];
 	unsigned char set[BT_FWD_MAX + 1];
+	struct sigaction chld;   /* the caller's SIGCHLD, when chld_set */
+	int chld_set;
 };
 
 static int bt_fwd_wanted(int sig)
@@ -400,6 +402,25 @@ static void bt_fwd_install(struct bt_fwd *f)
 		if (!sigaction(sig, &sa, NULL))
 			f->set[sig] = 1;
 	}
+	/* An ignored SIGCHLD (or SA_NOCLDWAIT) inherited from whoever
+	 * started btrace (a daemon, `trap '' CHLD`) makes the kernel reap
+	 * our children: the emulator's wait status would be lost.  Ours is
+	 * the default while the program runs; the emulator gets the
+	 * caller's back before its execve() (bt_fwd_restore()), so the
+	 * program starts with SIGCHLD ignored as it would natively (QEMU
+	 * hands an ignored host disposition to the guest, signal_init() in
+	 * linux-user/signal.c). */
+	if (!sigaction(SIGCHLD, NULL, &f->chld) &&
+	    (f->chld.sa_handler == SIG_IGN ||
+	     (f->chld.sa_flags & SA_NOCLDWAIT))) {
+		struct sigaction dfl;
+
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		sigemptyset(&dfl.sa_mask);
+		if (!sigaction(SIGCHLD, &dfl, NULL))
+			f->chld_set = 1;
+	}
 }
 
 /* The caller's dispositions back (in btrace, and in the emulator before
@@ -409,6 +430,36 @@ static void bt_fwd_restore(struct bt_fwd *f)
 	for (int sig = 1; sig <= BT_FWD_MAX && sig < NSIG; sig++)
 		if (f->set[sig])
 			sigaction(sig, &f->old[sig], NULL);
+	if (f->chld_set)
+		sigaction(SIGCHLD, &f->chld, NULL);
+}
+
+/* Say which signals came to btrace after the program ended (held while
+ * its snapshot was written: the program they were for is gone, as it
+ * would be natively). */
+static void bt_fwd_said(void)
+{
+	char names[256] = "";
+	size_t len = 0;
+
+	for (int sig = 1; sig <= BT_FWD_MAX && sig < NSIG; sig++) {
+		char name[32];
+
+		if (!bt_fwd_pending[sig])
+			continue;
+		bt_fwd_pending[sig] = 0;
+		if (!btrace_signal_str(sig, name, sizeof(name)))
+			snprintf(name, sizeof(name), "signal %d", sig);
+		len += (size_t)snprintf(names + len, sizeof(names) - len,
+					"%s%s", len ? ", " : "", name);
+		if (len >= sizeof(names))
+			len = sizeof(names) - 1;
+	}
+	if (len)
+		bt_msg("btrace record: %s came after the program ended, while "
+		       "its snapshot was written: the snapshot was finished "
+		       "first, and the program's status passes through",
+		       names);
 }
 
 /* The emulator runs: forward what came before, from now on directly. */
@@ -2858,6 +2909,7 @@ static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
 	struct bt_tree t = { .j = j, .res = res, .ino = -1 };
 	struct pollfd *pf = NULL;
 	int rootfd = bt_pidfd_open(j->pid);
+	pid_t w;
 
 	if (rootfd < 0) {
 		/* No pidfd (Linux < 5.3): the launched process only.  Rings
@@ -2865,17 +2917,26 @@ static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
 		 * and a re-executed launched process's replaces its own. */
 		for (;;) {
 			struct pollfd q = { .fd = j->rs->sock, .events = POLLIN };
-			pid_t w = waitpid(j->pid, &j->status, WNOHANG);
+			w = waitpid(j->pid, &j->status, WNOHANG);
 
 			bt_tree_scan(&t);
-			if (w == j->pid || (w < 0 && errno != EINTR))
+			if (w == j->pid)
 				break;
+			if (w < 0 && errno != EINTR) {
+				/* reaped elsewhere: its status is gone */
+				j->status = -1;
+				bt_error(j->err, -errno, "process %d: wait "
+					 "failed: %s (its exit status is "
+					 "unknown)", (int)j->pid,
+					 strerror(errno));
+				break;
+			}
 			poll(&q, 1, 50);
 		}
 		bt_tree_scan(&t);
 		clock_gettime(CLOCK_MONOTONIC, &j->died);
 		bt_tree_free(&t);
-		return 0;
+		return j->status == -1 ? -ECHILD : 0;
 	}
 	t.ino = j->rs->sock;
 	for (;;) {
@@ -2913,8 +2974,21 @@ static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
 			break;
 	}
 	free(pf);
-	while (waitpid(j->pid, &j->status, 0) < 0 && errno == EINTR)
+	while ((w = waitpid(j->pid, &j->status, 0)) < 0 && errno == EINTR)
 		;
+	if (w != j->pid) {
+		/* Not ours to wait for (the kernel reaped it, or a thread of
+		 * a program using the library did): the pidfd's exit status
+		 * (Linux 6.15), never a made-up 0. */
+		struct bt_proc p = { .pid = j->pid, .pidfd = rootfd };
+		int e = errno;
+
+		j->status = bt_child_status(&p);
+		if (j->status == -1)
+			bt_error(j->err, -e, "process %d: wait failed: %s "
+				 "(its exit status is unknown)", (int)j->pid,
+				 strerror(e));
+	}
 	clock_gettime(CLOCK_MONOTONIC, &j->died);
 	close(rootfd);
 	/* Children that died with the root; the living ones are left.  The
@@ -2928,7 +3002,7 @@ static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
 			bt_child_died(&t, &t.p[i]);
 	}
 	bt_tree_free(&t);
-	return 0;
+	return j->status == -1 ? -ECHILD : 0;
 }
 
 /*
@@ -3189,7 +3263,8 @@ static int bt_qemu_finish(struct bt_job *j, struct bt_rings *rs,
 			  struct btrace_error *err)
 {
 	res->exit_status = j->status;
-	res->shell_status = WIFEXITED(j->status) ? WEXITSTATUS(j->status) :
+	res->shell_status = j->status == -1 ? 1 :
+			    WIFEXITED(j->status) ? WEXITSTATUS(j->status) :
 			    WIFSIGNALED(j->status) ? 128 + WTERMSIG(j->status) : 1;
 
 	if (!bt_ring_present(ring_path)) {
@@ -3330,12 +3405,17 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 				!!(opts->flags & BTRACE_RECORD_QUIET));
 	bt_qowner_claim(j.owner, pid, j.prog);
 	rc = bt_watch_tree(&j, res);
+	/* The program is gone: a signal to btrace from now on (SIGTERM,
+	 * ^C, a hangup) is held until the snapshot is written, not let kill
+	 * btrace in the middle of the write (bt_fwd_said()). */
 	bt_child_pid = 0;
-	bt_fwd_restore(&fwd);
 	if (subreaper >= 0)
 		prctl(PR_SET_CHILD_SUBREAPER, (unsigned long)subreaper, 0, 0, 0);
 	j.pid = pid;
-	return bt_qemu_finish(&j, &rs, ring_path, plugin, oom0, rc, res, err);
+	rc = bt_qemu_finish(&j, &rs, ring_path, plugin, oom0, rc, res, err);
+	bt_fwd_restore(&fwd);
+	bt_fwd_said();
+	return rc;
 }
 
 int bt_qemu_record(const struct btrace_record_opts *opts,
