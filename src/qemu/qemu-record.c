@@ -936,9 +936,10 @@ static int bt_copy_sparse(int fd, const char *path)
 				      (size_t)(h - pos) : sizeof(buf);
 			ssize_t n = pread(fd, buf, want, pos);
 
-			if (n <= 0 || pwrite(out, buf, (size_t)n, pos) != n)
+			if (n <= 0)
 				rc = n < 0 ? -errno : -EIO;
-			else
+			else if (!(rc = bt_write_full(out, buf, (size_t)n,
+						      (int64_t)pos)))
 				pos += n;
 		}
 	}
@@ -1106,8 +1107,9 @@ static int bt_keep_core(const char *core, const char *kp)
 				char buf[65536];
 
 				n = read(in, buf, sizeof(buf));
-				if (n > 0 && write(out, buf, (size_t)n) != n)
-					n = -1;
+				if (n > 0 && (rc = bt_write_full(out, buf,
+								 (size_t)n, -1)))
+					break;
 			}
 			if (n < 0 && errno != EINTR)
 				rc = -errno;
