@@ -20,6 +20,7 @@
 #include <btrace/snapshot.h>
 
 #include "format.h"
+#include "snapbuild.h"
 #include "util.h"
 
 #define ZSTD_LEVEL 3
@@ -702,7 +703,89 @@ static int fsync_dir(const char *path)
 	return ret;
 }
 
-int btrace_writer_commit(struct btrace_writer *w, struct btrace_error *err)
+/* Whether the file at @path was changed at or after @since (written by
+ * another crash of this recording, or by another recording). */
+static int changed_since(const char *path, const struct timespec *since)
+{
+	struct stat st;
+
+	if (lstat(path, &st))
+		return 0;
+	return st.st_ctim.tv_sec > since->tv_sec ||
+	       (st.st_ctim.tv_sec == since->tv_sec &&
+		st.st_ctim.tv_nsec >= since->tv_nsec);
+}
+
+/* rename(@from, @to) that never replaces @to (EEXIST): renameat2's
+ * RENAME_NOREPLACE, or link and unlink where the file system has none. */
+static int rename_noreplace(const char *from, const char *to)
+{
+	if (!renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE))
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -errno;
+	if (link(from, to))
+		return -errno;
+	unlink(from);
+	return 0;
+}
+
+/*
+ * The temporary file to its name.  Without @since, rename over whatever is
+ * there.  With @since, a file there changed before @since (a former run's)
+ * is replaced, and one changed since is kept: the snapshot then takes the
+ * first free name of NAME.1.EXT, NAME.2.EXT, ... (w->path changes to it).
+ */
+static int put_in_place(struct btrace_writer *w, const struct timespec *since,
+			struct btrace_error *err)
+{
+	const char *base, *dot;
+	char *alt = NULL;
+	size_t n = strlen(w->path) + 24, pre;
+	int ret;
+
+	if (!since) {
+		ret = rename(w->tmp, w->path) ? -errno : 0;
+		goto out;
+	}
+	if (!changed_since(w->path, since)) {
+		struct stat st;
+
+		/* none there: not over one that appears meanwhile either */
+		ret = lstat(w->path, &st) ? rename_noreplace(w->tmp, w->path) :
+		      rename(w->tmp, w->path) ? -errno : 0;
+		if (ret != -EEXIST)
+			goto out;
+	}
+	alt = malloc(n);
+	if (!alt)
+		return bt_error(err, -ENOMEM, "%s: rename failed: out of "
+				"memory", w->tmp);
+	base = strrchr(w->path, '/');
+	base = base ? base + 1 : w->path;
+	dot = strrchr(base, '.');
+	pre = dot && dot != base ? (size_t)(dot - w->path) : strlen(w->path);
+	ret = -EEXIST;
+	for (unsigned i = 1; i < 1000 && ret == -EEXIST; i++) {
+		snprintf(alt, n, "%.*s.%u%s", (int)pre, w->path, i,
+			 w->path + pre);
+		ret = rename_noreplace(w->tmp, alt);
+	}
+	if (!ret) {
+		free(w->path);
+		w->path = alt;
+		alt = NULL;
+	}
+out:
+	free(alt);
+	if (ret)
+		bt_error(err, ret, "%s: rename to %s failed: %s", w->tmp,
+			 w->path, strerror(-ret));
+	return ret;
+}
+
+static int commit(struct btrace_writer *w, const struct timespec *since,
+		  char *final, size_t len, struct btrace_error *err)
 {
 	int ret;
 
@@ -728,17 +811,28 @@ int btrace_writer_commit(struct btrace_writer *w, struct btrace_error *err)
 	}
 	if (!ret) {
 		w->fd = -1;
-		if (rename(w->tmp, w->path) < 0) {
-			ret = -errno;
-			bt_error(err, ret, "%s: rename to %s failed: %s",
-				 w->tmp, w->path, strerror(-ret));
-		} else {
+		ret = put_in_place(w, since, err);
+		if (!ret) {
 			w->tmp[0] = '\0';  /* nothing left to remove */
 			fsync_dir(w->path);
+			if (final)
+				snprintf(final, len, "%s", w->path);
 		}
 	}
 	btrace_writer_free(w);
 	return ret;
+}
+
+int btrace_writer_commit(struct btrace_writer *w, struct btrace_error *err)
+{
+	return commit(w, NULL, NULL, 0, err);
+}
+
+int bt_writer_commit_keep(struct btrace_writer *w,
+			  const struct timespec *since, char *final,
+			  size_t len, struct btrace_error *err)
+{
+	return commit(w, since, final, len, err);
 }
 
 void btrace_writer_free(struct btrace_writer *w)

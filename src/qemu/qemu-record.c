@@ -1048,6 +1048,9 @@ struct bt_job {
 	uint32_t kind;
 	uint64_t on;
 	struct timespec died;           /* when the death was seen */
+	struct timespec started;        /* CLOCK_REALTIME_COARSE at the start:
+					 * a snapshot file changed since is
+					 * another crash's, kept */
 	struct bt_snapbuild *sb;        /* the snapshot being built */
 	struct btrace_error *err;
 	struct bt_qowner *owner;        /* registry owner (qemu-owner.h) */
@@ -2534,6 +2537,10 @@ static int bt_write_snapshot(struct bt_job *j, const char *ring_path,
 		rc = bt_death_end_meta(j, d);
 	if (!rc)
 		rc = bt_death_limits(j, d);
+	/* a crash: never over another crash of this recording, or of
+	 * another one, written to the same name meanwhile */
+	sb.keep = !d->ondemand;
+	sb.since = j->started;
 	if (!rc)
 		rc = bt_snapbuild_finish(&sb);
 	else
@@ -2541,6 +2548,12 @@ static int bt_write_snapshot(struct bt_job *j, const char *ring_path,
 	j->sb = NULL;
 	if (rc || d->ondemand)
 		goto done;
+	snprintf(d->out, sizeof(d->out), "%s", sb.path);
+	if (strcmp(sb.asked, sb.path))
+		bt_msg("btrace record: %s was written during this recording "
+		       "(another crash into the same file): it is kept, and "
+		       "this crash of process %d is %s", sb.asked, j->pid,
+		       sb.path);
 	res->snapshots++;
 	snprintf(res->snapshot_path, sizeof(res->snapshot_path), "%s", d->out);
 	if (!(o->flags & BTRACE_RECORD_QUIET)) {
@@ -3330,6 +3343,7 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 		return bt_error(err, -errno, "getcwd failed: %s", strerror(errno));
 
 	memset(&j, 0, sizeof(j));
+	clock_gettime(CLOCK_REALTIME_COARSE, &j.started);
 	j.opts = opts;
 	j.err = err;
 	j.prog = prog;

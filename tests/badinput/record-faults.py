@@ -300,10 +300,14 @@ def case_sameout(bt, stress, work):
     ok(len(files) == 2, 'two recordings into one -o: both crashes kept (%r)'
        % files)
     other = [f for f in files if f != 'same.btrace']
-    said = ''.join(e for _, e in res)
-    ok(len(other) == 1 and other[0] in said and 'same.btrace' in said,
+    # the messages are wrapped at the terminal's width: one line of each
+    said = ' '.join(''.join(e for _, e in res).split())
+    why = [m for m in said.split('btrace record: ')
+           if 'during this recording' in m]
+    ok(len(other) == 1 and len(why) == 1 and other[0] in why[0] and
+       'same.btrace' in why[0],
        'two recordings into one -o: the second\'s summary names its file '
-       'and why (%r)' % said.strip()[-300:])
+       'and why (%r)' % said.strip()[-400:])
     for f in files:
         r = run([bt, 'info', os.path.join(d, f)])
         ok(r.returncode == 0, '%s reads back' % f)
