@@ -37,6 +37,7 @@
 #include "qemu/qemu-config.h"
 #include "plugin-exec.h"
 #include "procmaps.h"
+#include "qemu-job.h"
 #include "qemu-launch.h"
 #include "qemu-limits.h"
 #include "qemu-owner.h"
@@ -276,6 +277,9 @@ static const int bt_fwd_sigs[] = {
 #define BT_FWD_MAX 64
 
 static volatile sig_atomic_t bt_child_pid;
+/* The emulator leads its own process group (qemu-job.h): a signal to
+ * btrace's group (the job's) goes on to the program's group. */
+static volatile sig_atomic_t bt_child_lead;
 /* Signals that came before the emulator's pid was known (bit per signal). */
 static volatile sig_atomic_t bt_fwd_pending[BT_FWD_MAX + 1];
 
@@ -354,8 +358,16 @@ static void bt_forward(int sig, siginfo_t *si, void *uc)
 
 	(void)uc;
 	/* A group's signal (the kernel's too) is taken from the witness
-	 * first, whatever else is decided. */
-	if (bt_fwd_group(sig) || si->si_code > 0 ||
+	 * first, whatever else is decided.  When the program leads a group
+	 * of its own, natively the job's group would be its group: the
+	 * signal goes there. */
+	if (bt_fwd_group(sig)) {
+		if (bt_child_lead && bt_child_pid > 0)
+			kill(-bt_child_pid, sig);
+		errno = e;
+		return;
+	}
+	if (si->si_code > 0 ||
 	    (si->si_code == SI_USER && si->si_pid == getpid())) {
 		errno = e;
 		return;
@@ -1054,6 +1066,7 @@ struct bt_job {
 	struct bt_snapbuild *sb;        /* the snapshot being built */
 	struct btrace_error *err;
 	struct bt_qowner *owner;        /* registry owner (qemu-owner.h) */
+	struct bt_jobctl *jc;           /* process group, terminal */
 	const char *ondemand_out;       /* an on-demand snapshot's path:
 					 * the process runs (stopped) */
 };
@@ -2937,6 +2950,8 @@ static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
 			bt_tree_scan(&t);
 			if (w == j->pid)
 				break;
+			if (j->jc)
+				bt_jobctl_check(j->jc, j->pid);
 			if (w < 0 && errno != EINTR) {
 				/* reaped elsewhere: its status is gone */
 				j->status = -1;
@@ -2976,6 +2991,8 @@ static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
 		r = poll(pf, ko + no, -1);
 		if (r < 0 && errno != EINTR)
 			break;
+		if (j->jc)
+			bt_jobctl_check(j->jc, j->pid);
 		if (r <= 0)
 			continue;
 		if (pf[1].revents == 0)
@@ -3212,7 +3229,8 @@ static int bt_cmdline_build(struct bt_cmdline *c, char *qemu,
  * signal forwarding and subreaper restored) when no pipe or no fork.
  */
 static int bt_spawn_emulator(const char *qemu, const struct bt_cmdline *c,
-			     int ringfd, struct bt_fwd *fwd, int *subreaper,
+			     int ringfd, struct bt_fwd *fwd,
+			     struct bt_jobctl *jc, int *subreaper,
 			     pid_t *pidp, int *cerr, int *status,
 			     struct btrace_error *err)
 {
@@ -3232,9 +3250,11 @@ static int bt_spawn_emulator(const char *qemu, const struct bt_cmdline *c,
 		return bt_error(err, rc, "pipe failed: %s", strerror(-rc));
 	}
 	bt_fwd_install(fwd);
+	bt_jobctl_init(jc);
 	pid = fork();
 	if (pid < 0) {
 		rc = -errno;
+		bt_jobctl_end(jc);
 		bt_fwd_restore(fwd);
 		if (*subreaper >= 0)
 			prctl(PR_SET_CHILD_SUBREAPER, (unsigned long)*subreaper,
@@ -3249,6 +3269,7 @@ static int bt_spawn_emulator(const char *qemu, const struct bt_cmdline *c,
 		/* The ring memfd is the emulator's to inherit (the plugin
 		 * closes it before the guest starts). */
 		fcntl(ringfd, F_SETFD, 0);
+		bt_jobctl_child(jc);
 		bt_fwd_restore(fwd);
 		execve(qemu, c->argv, c->envp);
 		e = errno;
@@ -3256,6 +3277,8 @@ static int bt_spawn_emulator(const char *qemu, const struct bt_cmdline *c,
 			_exit(127);
 		_exit(127);
 	}
+	bt_jobctl_parent(jc, pid);
+	bt_child_lead = jc->lead;
 	close(pipefd[1]);
 	if (read(pipefd[0], cerr, sizeof(*cerr)) != sizeof(*cerr))
 		*cerr = 0;
@@ -3319,6 +3342,7 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	struct bt_cmdline cl;
 	struct bt_rings rs;
 	struct bt_fwd fwd;
+	struct bt_jobctl jc;
 	struct bt_job j;
 	long oom0;
 	uint64_t on, entries, acc;
@@ -3389,7 +3413,7 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 		bt_drop_rings(&rs);
 		return bt_error(err, -ENOMEM, "qemu backend: out of memory");
 	}
-	rc = bt_spawn_emulator(qemu, &cl, ringfd, &fwd, &subreaper, &pid,
+	rc = bt_spawn_emulator(qemu, &cl, ringfd, &fwd, &jc, &subreaper, &pid,
 			       &cerr, &j.status, err);
 	bt_cmdline_free(&cl);
 	if (rc) {
@@ -3398,6 +3422,8 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 		return rc;
 	}
 	if (cerr) {
+		bt_child_lead = 0;
+		bt_jobctl_end(&jc);
 		bt_fwd_restore(&fwd);
 		close(ringfd);
 		bt_drop_rings(&rs);
@@ -3420,7 +3446,12 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	j.owner = bt_qowner_new(bt_snapshot_ondemand, &j,
 				!!(opts->flags & BTRACE_RECORD_QUIET));
 	bt_qowner_claim(j.owner, pid, j.prog);
+	j.jc = &jc;
 	rc = bt_watch_tree(&j, res);
+	/* the terminal back before anything is said */
+	bt_child_lead = 0;
+	bt_jobctl_end(&jc);
+	j.jc = NULL;
 	/* The program is gone: a signal to btrace from now on (SIGTERM,
 	 * ^C, a hangup) is held until the snapshot is written, not let kill
 	 * btrace in the middle of the write (bt_fwd_said()). */

@@ -241,6 +241,20 @@ def case_pgrp(bt, stress, work):
            'started %s: the program sees %r, natively %r (%s)'
            % (desc, under.stdout.strip(), nat.stdout.strip(),
               under.stderr.strip()[-200:]))
+    # kill -TERM -PGID of the job: natively the program's group; under
+    # btrace, btrace's group, and the program's where it leads its own.
+    for name, argv in (('natively', []), ('under btrace', rec)):
+        p = subprocess.Popen(argv + [stress, 'wait',
+                                     os.path.join(work, 'never')],
+                             stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, preexec_fn=os.setpgrp)
+        time.sleep(1 if not argv else 3)
+        os.killpg(p.pid, signal.SIGTERM)
+        p.communicate(timeout=120)
+        rc = p.returncode if p.returncode >= 0 else 128 - p.returncode
+        ok(rc == 143, 'SIGTERM to the job\'s process group %s: exit %d '
+           '(143: the program died of it)' % (name, rc))
     # An interactive terminal: the view, then ^C, then ^Z and fg.
     views = []
     for argv in ([stress, 'pgrp'], rec + [stress, 'pgrp']):
