@@ -2945,22 +2945,23 @@ static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
 		 * and a re-executed launched process's replaces its own. */
 		for (;;) {
 			struct pollfd q = { .fd = j->rs->sock, .events = POLLIN };
-			w = waitpid(j->pid, &j->status, WNOHANG);
+			int e;
 
+			w = waitpid(j->pid, &j->status, WNOHANG);
+			e = errno;
 			bt_tree_scan(&t);
 			if (w == j->pid)
 				break;
-			if (j->jc)
-				bt_jobctl_check(j->jc, j->pid);
-			if (w < 0 && errno != EINTR) {
+			if (w < 0 && e != EINTR) {
 				/* reaped elsewhere: its status is gone */
 				j->status = -1;
-				bt_error(j->err, -errno, "process %d: wait "
-					 "failed: %s (its exit status is "
-					 "unknown)", (int)j->pid,
-					 strerror(errno));
+				bt_error(j->err, -e, "process %d: wait failed: "
+					 "%s (its exit status is unknown)",
+					 (int)j->pid, strerror(e));
 				break;
 			}
+			if (j->jc)
+				bt_jobctl_check(j->jc, j->pid);
 			poll(&q, 1, 50);
 		}
 		bt_tree_scan(&t);
