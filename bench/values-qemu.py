@@ -22,7 +22,10 @@ checked: QEMU's log has registers at block starts only), the
 values checked against QEMU's log and the wrong ones, as a Markdown
 table (docs/performance.md, "Values and the origin").  With --test (the
 test e2e-values-qemu): TAP, exit status 1 on any wrong value, a
-conflict, or a program that was not recorded or decoded, unless
+conflict, a program with no value checked against QEMU's log or whose
+share known in the last 1,000 instructions is below its floor in
+tests/decode/values-floors.txt (or that has none there), or a program
+that was not recorded or decoded, unless
 docs/report.md's "Known limits" names it (a program that does not die
 under QEMU as it does on the CPU: skipped, with the reason).
 """
@@ -55,6 +58,22 @@ def share(known, ninsn):
     return '%.1f%%' % (100.0 * known / (16 * ninsn)) if ninsn else '-'
 
 
+FLOORS = os.path.join(top, 'tests', 'decode', 'values-floors.txt')
+
+
+def floors(config='e2e-values-qemu'):
+    """{program: the share (percent) of the registers known before each of
+    the last 1,000 instructions it must keep} (tests/decode/
+    values-floors.txt, lines "CONFIG PROGRAM PERCENT")."""
+    out = {}
+    with open(FLOORS) as f:
+        for ln in f:
+            p = ln.split()
+            if len(p) >= 3 and not p[0].startswith('#') and p[0] == config:
+                out[p[1]] = float(p[2])
+    return out
+
+
 def main():
     args = sys.argv[1:]
     test = '--test' in args
@@ -75,6 +94,7 @@ def main():
         print(why, file=sys.stderr)
         return 1
     lim = corpus.known_limits()
+    floor = floors()
     rows = []
     fail = 0
     with tempfile.TemporaryDirectory(prefix='btrace-vq-') as d:
@@ -111,6 +131,18 @@ def main():
             good = (os.path.exists(snap) and rc == 0 and got['rc'] == 0 and
                     v is not None and
                     v[2] == 0 and wrong == 0)
+            # a program with nothing checked proves nothing; one that
+            # knows less than its floor lost values
+            why = []
+            if not checked:
+                why.append('nothing checked against QEMU\'s log')
+            if case['name'] not in floor:
+                why.append('no floor in %s: add one' % FLOORS)
+            elif v is None or not v[3] or \
+                    100.0 * v[4] / (16 * v[3]) < floor[case['name']]:
+                why.append('known %s, below its floor %.0f%%' % (
+                    v and share(v[4], v[3]), floor[case['name']]))
+            good = good and not why
             fail |= not good
             rows.append((case['name'], v, checked, wrong))
             if test:
@@ -120,8 +152,9 @@ def main():
                       % ('ok' if good else 'not ok', n, case['name'],
                          v and v[0], v and v[1], v and share(v[4], v[3]),
                          v and v[3], checked, wrong,
-                         v and v[2], '' if good else ' (%s; %s)' % (
-                             got['err'][-600:], p.stderr.strip()[-200:])))
+                         v and v[2], '' if good else ' (%s; %s; %s)' % (
+                             '; '.join(why), got['err'][-600:],
+                             p.stderr.strip()[-200:])))
                 for b in bad:
                     print('# wrong: %s' % b)
             for path in (snap,):

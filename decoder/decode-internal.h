@@ -222,6 +222,10 @@ const struct btrace_symbol *bt_syms_lookup(struct bt_ctx *c, uint64_t ip);
  * the symbol tables only (no DWARF), cached.  *@tramp (may be NULL) is set
  * when it is a PLT entry or the lazy-binding resolver. */
 uint64_t bt_syms_func_start(struct bt_ctx *c, uint64_t ip, int *tramp);
+/* The named data object (a global or static variable of the symbol
+ * tables, STT_OBJECT or STT_TLS) whose bytes hold @addr: its name (owned
+ * by @c) and @addr's offset in it; NULL none. */
+const char *bt_syms_data(struct bt_ctx *c, uint64_t addr, uint64_t *off);
 /* plt.c: names of PLT entries ("strcmp@plt") from the module's ELF. */
 int bt_plt_load(struct bt_ctx *c);
 /* The PLT entry holding @ip: its start and name; 0 if none. */

@@ -773,6 +773,24 @@ static struct bt_frange *func_range(struct bt_ctx *c, Dwfl_Module *mod,
 	return &c->franges[lo];
 }
 
+const char *bt_syms_data(struct bt_ctx *c, uint64_t addr, uint64_t *off)
+{
+	Dwfl_Module *mod;
+	GElf_Off o = 0;
+	GElf_Sym sym;
+	const char *name;
+
+	if (!c->dwfl_ok || !(mod = dwfl_addrmodule(c->dwfl, addr)))
+		return NULL;
+	name = dwfl_module_addrinfo(mod, addr, &o, &sym, NULL, NULL, NULL);
+	if (!name || !*name || o >= sym.st_size ||
+	    (GELF_ST_TYPE(sym.st_info) != STT_OBJECT &&
+	     GELF_ST_TYPE(sym.st_info) != STT_TLS))
+		return NULL;
+	*off = o;
+	return display_name(c, name);
+}
+
 static void lookup(struct bt_ctx *c, uint64_t ip, struct btrace_symbol *s)
 {
 	Dwfl_Module *mod;

@@ -16,6 +16,7 @@
  * what it writes unknown.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,12 @@ struct vstate {
 	int qemu;                 /* recorded by the QEMU backend */
 	int have_fault;           /* @fault_ip is known (it may be 0: a call
 				   * through a NULL pointer) */
+	int sole;                 /* the crashed thread is its process's
+				   * only thread */
+	int32_t tid;              /* the thread's */
+	const struct btrace_decode_result *res;  /* its decode (the other
+				   * threads' histories) */
+	cs_insn *ci;              /* capstone's scratch, NULL none */
 	uint64_t fault_ip;        /* where the path goes after its last
 				   * instruction, 0 not known */
 	uint64_t fs_base;         /* the thread's fs base at the fault */
@@ -157,6 +164,7 @@ struct bt_values {
 	uint16_t *rw;        /* reads, then writes: 2 * (n + 1) */
 	uint8_t *fold;       /* n + 1 */
 	struct btrace_origin_link chain[MAX_CHAIN];
+	char operand[64];    /* origin.operand when it is memory */
 };
 
 static const char *const vreg_names[NR] = {
@@ -3293,6 +3301,13 @@ static struct btrace_origin_link *add_link(struct bt_values *v,
 	return l;
 }
 
+/* A register the x86-64 ABI has a function preserve for its caller. */
+static int callee_saved(unsigned reg)
+{
+	return reg == BTRACE_VREG_RBX || reg == BTRACE_VREG_RBP ||
+	       reg >= BTRACE_VREG_R12;
+}
+
 /* The rets between the writer @j and the use @u that carried the value
  * out of the writer's function (innermost first), as links. */
 static void return_links(struct bt_values *v, const struct vstate *s,
@@ -3328,7 +3343,18 @@ static void return_links(struct bt_values *v, const struct vstate *s,
 			where(s->c, to, w, sizeof(w));
 		else
 			snprintf(w, sizeof(w), "its caller");
-		if (l->has_value)
+		if (callee_saved(reg) && l->has_value)
+			/* restored, not returned: where it came from is the
+			 * links that follow */
+			snprintf(l->what, sizeof(l->what), "%s = 0x%llx as %s "
+				 "returned into %s", vreg_names[reg],
+				 (unsigned long long)l->value,
+				 fname(s->c, s->in[k].ip), w);
+		else if (callee_saved(reg))
+			snprintf(l->what, sizeof(l->what), "%s as %s returned "
+				 "into %s", vreg_names[reg],
+				 fname(s->c, s->in[k].ip), w);
+		else if (l->has_value)
 			snprintf(l->what, sizeof(l->what), "%s returned %s = 0x%llx into %s",
 				 fname(s->c, s->in[k].ip), vreg_names[reg],
 				 (unsigned long long)l->value, w);
@@ -3348,8 +3374,19 @@ static size_t store_before(struct vstate *s, size_t j, uint64_t a,
 		uint64_t sa, sv;
 		unsigned ss;
 		int hv;
-		if (in->clobber || in->id == X86_INS_SYSCALL)
+		if (in->clobber)
 			return SIZE_MAX;
+		if (in->id == X86_INS_SYSCALL) {
+			/* what it may write (syscall_ranges()) misses it */
+			uint64_t m[2][2];
+			int r = syscall_ranges(s, k, m);
+			if (r < 0)
+				return SIZE_MAX;
+			for (int q = 0; q < r; q++)
+				if (a < m[q][0] + m[q][1] && m[q][0] < a + size)
+					return SIZE_MAX;
+			continue;
+		}
 		if (store_of(s, k, &sa, &ss, &hv, &sv, src)) {
 			if (sa == a && ss == size)
 				return k;
@@ -3380,6 +3417,306 @@ static void describe_value(char *buf, size_t len, const char *lead,
 		snprintf(buf, len, "%s", lead);
 }
 
+/* snprintf() for a link's words: a long name is cut, never overrun. */
+__attribute__((format(printf, 3, 4)))
+static void say(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+static int32_t pid_of(const struct btrace_snapshot *sn, int32_t tid);
+
+/* @a lies in the crashed thread's stack (the mapping holding its stack
+ * pointer at the fault, not the brk area). */
+static int own_stack(const struct vstate *s, uint64_t a)
+{
+	return s->stk_hi && !s->stk_heap && a >= s->stk_lo && a < s->stk_hi;
+}
+
+/* What memory at @a is, for a link's words: "current (0x4010, a
+ * global)", "cfg+0x10 (...)", "[0x7ff0] (the stack of thread 12)",
+ * "[0x5000] (the heap)"; a global's name also into @l. */
+static void mem_name(const struct vstate *s, uint64_t a,
+		     struct btrace_origin_link *l, char *buf, size_t len)
+{
+	const struct btrace_snapshot *sn = s->c->snap;
+	uint64_t off = 0;
+	const char *g = bt_syms_data(s->c, a, &off);
+	const char *what = NULL;
+	char t[48];
+
+	if (g) {
+		l->addr_sym = g;
+		l->addr_off = off;
+		if (off)
+			snprintf(buf, len, "%s+0x%llx (0x%llx, a global)", g,
+				 (unsigned long long)off, (unsigned long long)a);
+		else
+			snprintf(buf, len, "%s (0x%llx, a global)", g,
+				 (unsigned long long)a);
+		return;
+	}
+	if (own_stack(s, a)) {
+		snprintf(t, sizeof(t), "the stack of thread %d", s->tid);
+		what = t;
+	}
+	int32_t pid = sn ? pid_of(sn, s->tid) : -1;
+
+	for (size_t k = 0; !what && sn && k < sn->nmappings; k++) {
+		const struct btrace_mapping *m = &sn->mappings[k];
+		if (a < m->start || a >= m->end || m->pid != pid)
+			continue;
+		if (m->path && !strcmp(m->path, "[heap]"))
+			what = "the heap";
+		else if (m->path && !strncmp(m->path, "[stack", 6))
+			what = "a stack";
+		else if (m->path && m->path[0] != '[')
+			what = "a file's mapping";
+		else
+			what = "anonymous memory";
+	}
+	if (what)
+		snprintf(buf, len, "[0x%llx] (%s)", (unsigned long long)a, what);
+	else
+		snprintf(buf, len, "[0x%llx]", (unsigned long long)a);
+}
+
+/*
+ * Another thread's newest store to [@a, +@size) in its history whose
+ * address does not depend on registers (rip-relative or absolute: it is
+ * exact): "thread 12 stored 0x0 to it at worker (x.c:16), 1.250 us before
+ * the fault" into @buf ("" none).  A fact of that thread's trace, not a
+ * proof that it was the last write.
+ */
+static void other_store(const struct vstate *s, uint64_t a, unsigned size,
+			char *buf, size_t len)
+{
+	const struct btrace_decode_result *res = s->res;
+	const struct btrace_block *at = NULL, *fb = NULL;
+	uint64_t ip = 0, val = 0;
+	int hv = 0;
+	int32_t tid = 0;
+	struct vinsn in;
+
+	buf[0] = 0;
+	if (!res || !s->ci)
+		return;
+	/* instructions decoded at most, over all threads: a history not
+	 * searched to its start may hold a newer store than the one found */
+	uint64_t budget = 1u << 20;
+
+	for (size_t t = 0; t < res->nthreads; t++) {
+		const struct btrace_thread *th = &res->threads[t];
+		if (th->tid == s->tid || th->tid < 0) {
+			if (th->tid == s->tid && th->nblocks)
+				fb = &th->blocks[th->nblocks - 1];
+			continue;
+		}
+		for (size_t b = th->nblocks; b-- > 0 && budget;) {
+			const struct btrace_block *bl = &th->blocks[b];
+			uint64_t x = bl->ip, hit = 0;
+			if (bl->kind != BTRACE_ITEM_BLOCK)
+				continue;
+			for (uint32_t q = 0; q < bl->ninsn && budget; q++, budget--) {
+				decode_one(s->c, s->ci, x, &in);
+				if (!in.id || !in.size)
+					break;
+				if (in.id == X86_INS_MOV && in.nop == 2 &&
+				    in.op[0].type == X86_OP_MEM &&
+				    in.op[0].width == size && !in.op[0].bad &&
+				    !in.op[0].fs && in.op[0].base == NOREG &&
+				    in.op[0].index == NOREG &&
+				    (uint64_t)in.op[0].imm == a)
+					hit = x;
+				x += in.size;
+			}
+			if (!hit)
+				continue;
+			/* the newest of all threads, by time when known */
+			if (!at || (bl->time_ns && at->time_ns &&
+				    bl->time_ns > at->time_ns)) {
+				decode_one(s->c, s->ci, hit, &in);
+				at = bl;
+				ip = hit;
+				tid = th->tid;
+				hv = in.op[1].type == X86_OP_IMM;
+				val = (uint64_t)in.op[1].imm & mask_of(size);
+			} else if (!bl->time_ns || !at->time_ns) {
+				/* two threads, no order: say nothing */
+				return;
+			}
+			break;
+		}
+		if (!budget)
+			return;
+	}
+	if (!at)
+		return;
+	char w[128], v[40] = "", when[64] = "";
+	where(s->c, ip, w, sizeof(w));
+	if (hv)
+		snprintf(v, sizeof(v), " 0x%llx", (unsigned long long)val);
+	if (fb && fb->time_ns && at->time_ns && fb->time_ns >= at->time_ns)
+		snprintf(when, sizeof(when), ", %s%.3f us before the fault",
+			 at->time_flags & BTRACE_TIME_PACKET ? "" : "about ",
+			 (double)(fb->time_ns - at->time_ns) / 1000);
+	say(buf, len, "thread %d stored%s to it at %s%s", tid, v, w, when);
+}
+
+/*
+ * Link @l read register @reg's value (or, for @reg NR, the faulting
+ * instruction's memory operand) from [@a, +@size) at @j: the store on
+ * the path that wrote it becomes the next link.  1: the chain goes on
+ * with the register that store stored (*@reg, *@u); 0: it ends here.
+ */
+static int from_memory(struct bt_values *v, struct vstate *s,
+		       struct btrace_origin_link *l, size_t j, uint64_t a,
+		       unsigned size, unsigned *reg, size_t *u)
+{
+	char m[128], lead[96], at[128], other[160] = "";
+	uint64_t sa, sv;
+	unsigned ss;
+	int src, hv;
+	size_t k = store_before(s, j, a, size, &src);
+	const char *rd = *reg < NR ? "loaded" : "read";
+
+	mem_name(s, a, l, m, sizeof(m));
+	l->has_addr = 1;
+	l->addr = a;
+	if (k != SIZE_MAX && !store_of(s, k, &sa, &ss, &hv, &sv, &src))
+		k = SIZE_MAX;
+	/* a store of another value than the one loaded is not its writer */
+	if (k != SIZE_MAX && s->sole && hv && l->has_value &&
+	    (sv & mask_of(size)) != (l->value & mask_of(size)))
+		k = SIZE_MAX;
+	/* another thread may have written it after this thread's store:
+	 * only this thread's stack, and the same value, is taken as its */
+	if (k != SIZE_MAX && !s->sole &&
+	    (!own_stack(s, a) || !hv || !l->has_value ||
+	     (sv & mask_of(size)) != (l->value & mask_of(size)))) {
+		where(s->c, s->in[k].ip, at, sizeof(at));
+		other_store(s, a, size, other, sizeof(other));
+		l->kind = BTRACE_ORIGIN_LOAD;
+		describe_value(lead, sizeof(lead), rd, l);
+		if (other[0])
+			say(l->what, sizeof(l->what), "%s from %s; its writer "
+			    "is not known: %s", lead, m, other);
+		else
+			say(l->what, sizeof(l->what), "%s from %s; not known "
+			    "whether another thread wrote it after %s", lead,
+			    m, at);
+		return 0;
+	}
+	if (k == SIZE_MAX) {
+		if (!s->sole)
+			other_store(s, a, size, other, sizeof(other));
+		l->kind = BTRACE_ORIGIN_LOAD;
+		describe_value(lead, sizeof(lead), rd, l);
+		say(l->what, sizeof(l->what), "%s from %s%s%s%s", lead, m,
+		    s->sole ? "" : "; other threads ran: its writer is "
+		    "not known", other[0] ? ": " : "", other);
+		return 0;
+	}
+	l->kind = BTRACE_ORIGIN_COPY;
+	describe_value(lead, sizeof(lead), *reg < NR ? "loaded back" :
+		       "read back", l);
+	say(l->what, sizeof(l->what), "%s from %s", lead, m);
+	struct btrace_origin_link *st = add_link(v, s->c, s->in[k].ip,
+						 BTRACE_ORIGIN_STORE);
+	if (!st)
+		return 0;
+	st->has_addr = 1;
+	st->addr = a;
+	mem_name(s, a, st, m, sizeof(m));
+	const struct vinsn *in = &s->in[k];
+	/* a dword register stored and read back as a dword: that register
+	 * (its low half) */
+	if (src < 0 && size == 4 && in->id == X86_INS_MOV && in->nop == 2 &&
+	    in->op[1].type == X86_OP_REG && in->op[1].reg != NOREG &&
+	    in->op[1].width == 4 && !in->op[1].hi8)
+		src = in->op[1].reg;
+	if (src >= 0) {
+		static const char *const dword[NR] = {
+			"eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi",
+			"r8d", "r9d", "r10d", "r11d", "r12d", "r13d", "r14d",
+			"r15d",
+		};
+		st->reg = src;
+		if ((st->has_value = kn(s, k, (unsigned)src)))
+			st->value = get(s, k, (unsigned)src);
+		say(st->what, sizeof(st->what), "%s stored to %s",
+		    size == 4 ? dword[src] : vreg_names[src], m);
+		*reg = (unsigned)src;
+		*u = k;
+		return 1;
+	}
+	st->has_value = hv;
+	st->value = sv;
+	if (in->id == X86_INS_CALL) {
+		st->kind = BTRACE_ORIGIN_CONSTANT;
+		say(st->what, sizeof(st->what), "the return address 0x%llx "
+			 "pushed to %s", (unsigned long long)sv, m);
+	} else if (in->nop == 2 && in->op[1].type == X86_OP_IMM) {
+		st->kind = BTRACE_ORIGIN_CONSTANT;
+		describe_value(lead, sizeof(lead), "the constant", st);
+		say(st->what, sizeof(st->what), "%s stored to %s", lead, m);
+	} else {
+		/* a part of a register, or push of an immediate: not
+		 * followed further */
+		st->kind = BTRACE_ORIGIN_OTHER;
+		describe_value(lead, sizeof(lead), "stored:", st);
+		say(st->what, sizeof(st->what), "%s to %s (its source "
+			 "is not followed)", lead, m);
+	}
+	return 0;
+}
+
+/*
+ * @j, before the use @u, loads callee-saved @reg back from the slot its
+ * function stored it to, and the function returned before @u: the value
+ * is the one the register had before that store (the caller's).  1 and
+ * *@from: the store's position.
+ */
+static int restored(struct vstate *s, size_t j, size_t u, unsigned reg,
+		    size_t *from)
+{
+	uint64_t a;
+	unsigned size, dreg;
+	int sign, src;
+	const struct vop *dst;
+	size_t k;
+	int32_t low = s->in[j].depth;
+
+	if (!callee_saved(reg) ||
+	    !load_of(s, j, &a, &size, &dst, &sign, &dreg) || dreg != reg ||
+	    size != 8)
+		return 0;
+	for (size_t q = j + 1; q <= u && q < s->n; q++)
+		if (s->in[q].depth < low)
+			low = s->in[q].depth;
+	if (u == s->n && s->n && s->in[s->n - 1].id == X86_INS_RET &&
+	    s->in[s->n - 1].depth <= low)
+		low = s->in[s->n - 1].depth - 1;
+	if (low >= s->in[j].depth)
+		return 0;
+	k = store_before(s, j, a, size, &src);
+	if (k == SIZE_MAX || src != (int)reg || s->in[k].depth != s->in[j].depth)
+		return 0;
+	/* two values known of it that differ: not the same */
+	if (kn(s, k, reg) && kn(s, j + 1, reg) &&
+	    get(s, k, reg) != get(s, j + 1, reg))
+		return 0;
+	if (!s->sole && (!own_stack(s, a) || !kn(s, k, reg) ||
+			 !kn(s, j + 1, reg)))
+		return 0;
+	*from = k;
+	return 1;
+}
+
 /* Follow register @reg, read at position @u, back to its source. */
 static void chain_of(struct bt_values *v, struct vstate *s, unsigned reg,
 		     size_t u)
@@ -3403,13 +3740,15 @@ static void chain_of(struct bt_values *v, struct vstate *s, unsigned reg,
 			return;
 		}
 		j--;
+		if (restored(s, j, u, reg, &u))
+			continue;
 		return_links(v, s, j, u, reg);
 		const struct vinsn *in = &s->in[j];
 		const struct vop *d = &in->op[0], *o1 = &in->op[1];
 		struct btrace_origin_link *l;
 		uint64_t a;
 		unsigned size, dreg;
-		int sign, src;
+		int sign;
 		const struct vop *dst;
 		char lead[96];
 
@@ -3446,43 +3785,8 @@ static void chain_of(struct bt_values *v, struct vstate *s, unsigned reg,
 			return;
 		}
 		if (load_of(s, j, &a, &size, &dst, &sign, &dreg) && dreg == reg) {
-			size_t k = store_before(s, j, a, size, &src);
-			l->has_addr = 1;
-			l->addr = a;
-			if (k != SIZE_MAX && src >= 0) {
-				l->kind = BTRACE_ORIGIN_COPY;
-				describe_value(lead, sizeof(lead), "loaded back", l);
-				snprintf(l->what, sizeof(l->what), "%s from "
-					 "[0x%llx] (the stack)", lead,
-					 (unsigned long long)a);
-				struct btrace_origin_link *st =
-					add_link(v, s->c, s->in[k].ip,
-						 BTRACE_ORIGIN_STORE);
-				if (!st)
-					return;
-				st->has_addr = 1;
-				st->addr = a;
-				st->reg = src;
-				if ((st->has_value = kn(s, k, (unsigned)src)))
-					st->value = get(s, k, (unsigned)src);
-				snprintf(st->what, sizeof(st->what), "%s stored "
-					 "to [0x%llx]", vreg_names[src],
-					 (unsigned long long)a);
-				reg = (unsigned)src;
-				u = k;
+			if (from_memory(v, s, l, j, a, size, &reg, &u))
 				continue;
-			}
-			if (k != SIZE_MAX) {
-				/* stored as a constant (or the return address) */
-				l->kind = BTRACE_ORIGIN_CONSTANT;
-				describe_value(l->what, sizeof(l->what),
-					       "a constant stored to the stack:", l);
-				return;
-			}
-			l->kind = BTRACE_ORIGIN_LOAD;
-			describe_value(lead, sizeof(lead), "loaded", l);
-			snprintf(l->what, sizeof(l->what), "%s from memory at "
-				 "0x%llx", lead, (unsigned long long)a);
 			return;
 		}
 		if (in->id == X86_INS_MOV && dst_reg && in->nop == 2 &&
@@ -3561,7 +3865,96 @@ static void chain_of(struct bt_values *v, struct vstate *s, unsigned reg,
 	}
 }
 
-/* The operand of the faulting instruction the origin is about. */
+/* @a is in a mapping of the snapshot that can be read. */
+static int mapped(const struct vstate *s, uint64_t a)
+{
+	const struct btrace_snapshot *sn = s->c->snap;
+	int32_t pid = sn ? pid_of(sn, s->tid) : -1;
+
+	for (size_t k = 0; sn && k < sn->nmappings; k++)
+		if (a >= sn->mappings[k].start && a < sn->mappings[k].end &&
+		    sn->mappings[k].pid == pid)
+			return (sn->mappings[k].prot & 1) != 0;
+	return 0;
+}
+
+/* The address of memory operand @op at the fault from the registers
+ * there: 1 known. */
+static int fault_addr(const struct vstate *s, const struct vop *op,
+		      uint64_t *a)
+{
+	uint64_t x = (uint64_t)op->imm;
+
+	if (op->type != X86_OP_MEM || op->bad || op->fs)
+		return 0;
+	if (op->base != NOREG) {
+		if (!kn(s, s->n, op->base))
+			return 0;
+		x += get(s, s->n, op->base);
+	}
+	if (op->index != NOREG) {
+		if (!kn(s, s->n, op->index))
+			return 0;
+		x += get(s, s->n, op->index) * op->scale;
+	}
+	*a = x;
+	return 1;
+}
+
+/*
+ * A base + index * scale operand whose base (with the displacement) is
+ * readable memory and whose address is not: the index put it out, so it
+ * is the operand the origin is about.
+ */
+static int index_is_bad(const struct vstate *s, const struct vop *op)
+{
+	uint64_t a;
+
+	return op->base != NOREG && op->index != NOREG &&
+	       op->base != op->index && kn(s, s->n, op->base) &&
+	       mapped(s, get(s, s->n, op->base) + (uint64_t)op->imm) &&
+	       fault_addr(s, op, &a) && !mapped(s, a);
+}
+
+/* A division's divisor in memory: the chain starts at the faulting
+ * instruction's read of it. */
+static void divisor_in_memory(struct bt_values *v, struct vstate *s,
+			      uint64_t fault_ip, const struct vop *op)
+{
+	struct btrace_origin *o = &v->pub.origin;
+	struct btrace_insn in;
+	struct btrace_origin_link *l;
+	const char *sp;
+	unsigned reg = NR;
+	size_t u = s->n;
+	uint64_t a;
+
+	snprintf(v->operand, sizeof(v->operand), "the divisor");
+	if (bt_insn_disasm(s->c, fault_ip, &in) == 0 &&
+	    (sp = strchr(in.text, ' ')))
+		snprintf(v->operand, sizeof(v->operand), "%s", sp + 1);
+	o->found = 1;
+	o->reg = -1;
+	o->operand = v->operand;
+	o->role = "divisor";
+	o->chain = v->chain;
+	if (!fault_addr(s, op, &a) || !(l = add_link(v, s->c, fault_ip,
+						     BTRACE_ORIGIN_LOAD)))
+		return;
+	/* its value: the snapshot's memory at the fault */
+	if (op->width <= 8 &&
+	    (l->has_value = mem_read(s->snap_mem, a, op->width, &l->value))) {
+		o->has_value = 1;
+		o->value = l->value;
+	}
+	if (from_memory(v, s, l, s->n, a, op->width, &reg, &u))
+		chain_of(v, s, reg, u);
+}
+
+/* The operand of the faulting instruction the origin is about: a
+ * division's divisor; else the base register of its memory operand, or
+ * the index when that put it out of a valid base; else the first
+ * register it reads. */
 static void find_origin(struct bt_values *v, struct vstate *s,
 			uint64_t fault_ip, cs_insn *ci)
 {
@@ -3574,11 +3967,24 @@ static void find_origin(struct bt_values *v, struct vstate *s,
 	decode_one(s->c, ci, fault_ip, &f);
 	if (!f.id)
 		return;
+	if ((f.id == X86_INS_DIV || f.id == X86_INS_IDIV) && f.nop == 1) {
+		if (f.op[0].type == X86_OP_MEM) {
+			divisor_in_memory(v, s, fault_ip, &f.op[0]);
+			return;
+		}
+		if (f.op[0].type == X86_OP_REG && f.op[0].reg != NOREG) {
+			reg = f.op[0].reg;
+			o->role = "divisor";
+		}
+	}
 	for (unsigned k = 0; k < f.nop && reg < 0; k++) {
 		const struct vop *op = &f.op[k];
 		if (op->type != X86_OP_MEM || op->bad || op->rip)
 			continue;
-		if (op->base != NOREG && op->base != BTRACE_VREG_RSP) {
+		if (index_is_bad(s, op)) {
+			reg = op->index;
+			o->role = "index";
+		} else if (op->base != NOREG && op->base != BTRACE_VREG_RSP) {
 			reg = op->base;
 			o->role = "base";
 		} else if (op->index != NOREG) {
@@ -3834,7 +4240,9 @@ static int build(const struct btrace_decode_result *res, size_t thread,
 			}
 		}
 		s.snap_mem = memory_at_fault(c, t, ci, fault_ip);
-		if (sole_thread(res, c->snap, t) && own_memory(c->snap, t, &s) < 0)
+		s.sole = sole_thread(res, c->snap, t);
+		s.tid = t->tid;
+		if (s.sole && own_memory(c->snap, t, &s) < 0)
 			goto oom;
 	}
 	s.fault_ip = fault_ip;
@@ -3870,6 +4278,8 @@ static int build(const struct btrace_decode_result *res, size_t thread,
 	v->pub.reads = v->rw;
 	v->pub.writes = v->rw + n + 1;
 	v->pub.folded = v->fold;
+	s.res = res;
+	s.ci = ci;
 	find_origin(v, &s, fault_ip, ci);
 	if (ci)
 		cs_free(ci, 1);

@@ -49,7 +49,8 @@ enum btrace_vreg {
 /* What a link of the origin chain did to the value. */
 enum btrace_origin_kind {
 	BTRACE_ORIGIN_CONSTANT = 1,   /* the source: an immediate (mov eax, 0;
-				       * xor eax, eax) */
+				       * xor eax, eax; one stored to memory
+				       * a later load read back: @addr) */
 	BTRACE_ORIGIN_LOAD = 2,       /* the source: a load from memory (@addr
 				       * when known, @addr_sym a global) */
 	BTRACE_ORIGIN_SYSCALL = 3,    /* the source: a system call's result */
@@ -61,8 +62,8 @@ enum btrace_origin_kind {
 	BTRACE_ORIGIN_COMPUTE = 7,    /* arithmetic on the value */
 	BTRACE_ORIGIN_RETURN = 8,     /* the function returned it (@what names
 				       * where to) */
-	BTRACE_ORIGIN_STORE = 9,      /* a store to the stack a later load
-				       * read it back from */
+	BTRACE_ORIGIN_STORE = 9,      /* a store of a register to memory a
+				       * later load read it back from */
 	BTRACE_ORIGIN_FOLDED = 10,    /* the source, as far as it is known:
 				       * loop turns the recorder folded out
 				       * of the history may have written it
@@ -80,8 +81,8 @@ struct btrace_origin_link {
 				    * it, -1: memory */
 	uint32_t has_addr;         /* LOAD/STORE: @addr is known */
 	uint64_t addr;
-	const char *addr_sym;      /* LOAD: a named global holding @addr,
-				    * NULL none */
+	const char *addr_sym;      /* LOAD/STORE/COPY: a named global
+				    * holding @addr, NULL none */
 	uint64_t addr_off;         /* @addr - the global's start */
 	struct btrace_symbol sym;  /* of @ip */
 	char insn[96];             /* disassembly */
@@ -92,9 +93,11 @@ struct btrace_origin_link {
 struct btrace_origin {
 	int found;                 /* 0: no origin (no fault, no registers,
 				    * no register operand); the rest is 0 */
-	int32_t reg;               /* enum btrace_vreg of the operand */
-	const char *operand;       /* "rax" */
-	const char *role;          /* "base", "index", "operand" */
+	int32_t reg;               /* enum btrace_vreg of the operand, -1:
+				    * memory (a divisor) */
+	const char *operand;       /* "rax", "dword ptr [rbp - 4]" */
+	const char *role;          /* "base", "index", "operand",
+				    * "divisor" */
 	int has_value;             /* its value at the fault is known */
 	uint64_t value;
 	struct btrace_origin_link *chain;  /* newest first: the last link is

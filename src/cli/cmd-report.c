@@ -474,7 +474,8 @@ static void print_origin(FILE *f, const struct btrace_report *rep)
 		fprintf(f, "0x%llx", (unsigned long long)o->value);
 	else
 		fprintf(f, "(value not known)");
-	fprintf(f, " (the faulting instruction's %s register)\n", o->role);
+	fprintf(f, " (the faulting instruction's %s%s)\n", o->role,
+		o->reg >= 0 ? " register" : "");
 	for (size_t i = 0; i < o->nchain; i++) {
 		const struct btrace_origin_link *l = &o->chain[i];
 		srcline(b, sizeof(b), &l->sym);

@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -168,10 +169,27 @@ static enum bt_kind bt_classify_file(const char *path, char *head,
 /*
  * The emulator's own command line up to and including the plugin's
  * argument, from /proc/self/cmdline, without "-0 NAME" and with the fd=
- * plugin argument dropped (that descriptor belonged to the first instance).
+ * plugin argument dropped (that descriptor belonged to the first instance)
+ * and comm= (the new program's name follows, bt_exec_comm()).
  * btrace builds the line as "qemu [options] -plugin SPEC PROGRAM ARGS".
  */
-static int bt_own_prefix(struct bt_strv *out)
+/* The plugin's arguments @spec (freed) with ",comm=" the basename of
+ * @path, the program's name after the kernel's execve(); unchanged when
+ * the name has a comma (the plugin's argument separator). */
+static char *bt_exec_comm(char *spec, const char *path)
+{
+	const char *b = strrchr(path, '/');
+	char name[16], *out = NULL;
+
+	snprintf(name, sizeof(name), "%s", b ? b + 1 : path);
+	if (!name[0] || strchr(name, ',') ||
+	    asprintf(&out, "%s,comm=%s", spec, name) < 0)
+		return spec;
+	free(spec);
+	return out;
+}
+
+static int bt_own_prefix(struct bt_strv *out, const char *comm)
 {
 	char *buf = NULL, *p, *end;
 	size_t len = 0, cap = 0;
@@ -227,7 +245,8 @@ static int bt_own_prefix(struct bt_strv *out)
 			for (char *a = spec; *a;) {
 				size_t l = strcspn(a, ",");
 
-				if (strncmp(a, "fd=", 3)) {
+				if (strncmp(a, "fd=", 3) &&
+				    strncmp(a, "comm=", 5)) {
 					if (o != copy)
 						*o++ = ',';
 					memcpy(o, a, l);
@@ -236,7 +255,7 @@ static int bt_own_prefix(struct bt_strv *out)
 				a += l + (a[l] == ',');
 			}
 			*o = 0;
-			rc = bt_strv_push(out, copy);
+			rc = bt_strv_push(out, bt_exec_comm(copy, comm));
 			break;
 		}
 		if (bt_strv_push(out, strdup(p)))
@@ -272,7 +291,7 @@ void bt_exec_reenter(uint64_t path_addr, uint64_t argv_addr,
 		kind = BT_NATIVE;
 	l = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (kind == BT_NATIVE || l <= 0 || bt_read_guest_vec(argv_addr, &gargv) ||
-	    bt_read_guest_vec(envp_addr, &genv) || bt_own_prefix(&nargv))
+	    bt_read_guest_vec(envp_addr, &genv) || bt_own_prefix(&nargv, path))
 		goto out;
 	exe[l] = 0;
 	/* The guest's environment: the loader's variables through -E, the

@@ -22,7 +22,13 @@ void bt_limits_set_hdr(struct bt_ring_hdr *h);
  * and (absent) seccomp filter. */
 void bt_limits_inherit(struct bt_ring_hdr *child,
 		       const struct bt_ring_hdr *parent);
-void bt_limits_syscall(int64_t num, uint64_t a1, uint64_t a2);
+/* At translation of a block at a known signal handler's address: the
+ * handler's stack is realigned there when a signal enters it. */
+void bt_limits_handler_trans(struct qemu_plugin_tb *tb, uint64_t handler);
+/* A handler became known whose first block had been translated (run as
+ * ordinary code) already: its entries by signal cannot be realigned. */
+void bt_limits_handler_late(uint64_t handler);
+void bt_limits_syscall(int64_t num, uint64_t a1, uint64_t a2, uint64_t a3);
 void bt_limits_syscall_ret(int64_t num, int64_t ret);
 
 #endif

@@ -30,6 +30,9 @@
  *   exec=0|1      1: at the guest's execve(), run the new program under a
  *                 new emulator with this plugin, so it stays traced
  *                 (plugin-exec.c; default 0: it runs natively)
+ *   comm=NAME     the process's name (/proc/PID/comm) as the kernel's
+ *                 execve() would set it: the basename of the path run,
+ *                 15 bytes at most (default: of the program QEMU loads)
  *   dumpable=0|1  0: make the emulator non-dumpable, so a fatal guest
  *                 signal leaves only QEMU's guest core, not a host core of
  *                 QEMU itself (default 1: leave it alone)
@@ -88,6 +91,7 @@ struct bt_range {
 
 static struct {
 	char dir[PATH_MAX];
+	char comm[16];                   /* comm=: the kernel's name of it */
 	dev_t dir_dev;                   /* dir= as found at load: ours, */
 	ino_t dir_ino;                   /* 0700 (0/0: unusable) */
 	uint32_t nslots, nxslots;
@@ -1413,6 +1417,21 @@ static void bt_first_translation(void)
 		free(abs);
 		free(exe);
 	}
+	/* The name the kernel gives the program at its execve() (the
+	 * basename of the path run), not "qemu-x86_64": the guest reads it
+	 * from /proc/self/comm, which QEMU passes through.  Threads and
+	 * forked children inherit it, as natively. */
+	if (!g.comm[0] && g.hdr->exe[0]) {
+		const char *b = strrchr(g.hdr->exe, '/');
+		size_t n;
+
+		b = b ? b + 1 : g.hdr->exe;
+		n = strnlen(b, sizeof(g.comm) - 1);
+		memcpy(g.comm, b, n);
+		g.comm[n] = 0;
+	}
+	if (g.comm[0])
+		prctl(PR_SET_NAME, (unsigned long)g.comm, 0UL, 0UL, 0UL);
 	bt_chain_handlers();
 	bt_refresh_maps();
 	__atomic_or_fetch(&g.hdr->flags, BT_RING_F_READY, __ATOMIC_RELEASE);
@@ -1500,6 +1519,9 @@ static void bt_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		}
 		pthread_mutex_unlock(&g.lock);
 	}
+	/* Handlers start aligned even when nothing is recorded. */
+	if (bt_is_handler_entry(qemu_plugin_tb_vaddr(tb)))
+		bt_limits_handler_trans(tb, qemu_plugin_tb_vaddr(tb));
 	if (g.off)
 		return;
 	bt_limits_tb_trans(tb);
@@ -1587,8 +1609,23 @@ static void bt_note_handler(uint64_t act)
 	for (uint32_t i = 0; i < h->nhandlers; i++)
 		if (h->handlers[i] == handler)
 			goto out;
-	if (h->nhandlers < BT_RING_MAX_HANDLERS)
+	if (h->nhandlers < BT_RING_MAX_HANDLERS) {
+		/* no TB table when the ring could not be mapped (g.off) */
+		uint64_t n = g.tbhdr && g.tbs ?
+			     __atomic_load_n(&g.tbhdr->tb_count,
+					     __ATOMIC_RELAXED) : 0;
+
 		h->handlers[h->nhandlers++] = handler;
+		/* Already translated (called as a function before): that
+		 * block has no realigning callback (plugin-limits.c). */
+		for (uint64_t i = 0; i < n && i < g.tbhdr->tb_max; i++)
+			if (g.tbs[i].start == handler) {
+				bt_limits_handler_late(handler);
+				break;
+			}
+	} else {
+		bt_limits_handler_late(handler);
+	}
 out:
 	pthread_mutex_unlock(&g.lock);
 }
@@ -1609,7 +1646,7 @@ static void bt_syscall(qemu_plugin_id_t id, unsigned int vcpu, int64_t num,
 	unsigned int v = vcpu & (BT_MAX_VCPUS - 1);
 
 	bt_time_sample();   /* the system call's entry */
-	bt_limits_syscall(num, a1, a2);
+	bt_limits_syscall(num, a1, a2, a3);
 	switch (num) {
 	case BT_NR_MMAP:
 	case BT_NR_MPROTECT:
@@ -1962,6 +1999,8 @@ BT_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
 			      ((g.acc_entries = v ? bt_pow2_roundup(v) : 0), 0);
 		else if (!strncmp(a, "dumpable=", 9))
 			bad = bt_parse_u64(a + 9, &v) || ((dumpable = !!v), 0);
+		else if (!strncmp(a, "comm=", 5))
+			snprintf(g.comm, sizeof(g.comm), "%s", a + 5);
 		else
 			bad = 1;
 		if (bad) {

@@ -21,11 +21,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <sys/wait.h>
 
 #include "qemu-limits.h"
 #include "san-elf.h"
@@ -74,32 +77,67 @@ static const char *bt_sysname(int nr)
 		return "prctl(PR_SET_SECCOMP)";
 	case 317:
 		return "seccomp";
+	case 62:
+		return "kill";
+	case 129:
+		return "rt_sigqueueinfo";
+	case 200:
+		return "tkill";
+	case 234:
+		return "tgkill";
+	case 297:
+		return "rt_tgsigqueueinfo";
+	case 424:
+		return "pidfd_send_signal";
 	}
 	return "a system call";
+}
+
+/* The names of the bits of @bits, comma-separated, into @buf. */
+static const char *bt_bit_list(uint32_t bits, const char *const *names,
+			       int n, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	buf[0] = 0;
+	for (int i = 0; i < n; i++)
+		if ((bits & (1u << i)) && o < len)
+			o += (size_t)snprintf(buf + o, len - o, "%s%s",
+					      o ? ", " : "", names[i]);
+	return buf;
+}
+
+__attribute__((format(printf, 3, 4)))
+static void bt_limit_put(struct bt_qemu_limit *out, const char *name,
+			 const char *fmt, ...)
+{
+	va_list ap;
+
+	out->name = name;
+	va_start(ap, fmt);
+	vsnprintf(out->text, sizeof(out->text), fmt, ap);
+	va_end(ap);
 }
 
 size_t bt_qemu_limits_get(const struct bt_ring_hdr *h,
 			  struct bt_qemu_limit *out)
 {
+	static const char *const fpe_names[6] = {
+		"invalid", "denormal", "divide-by-zero", "overflow",
+		"underflow", "inexact",
+	};
+	/* BT_ENOSYS_* bits */
+	static const char *const enosys_names[3] = {
+		"clone3", "io_uring_setup", "ptrace",
+	};
 	const struct bt_ring_limits *l = bt_ring_limits_of(h);
 	uint32_t f = __atomic_load_n(&l->flags, __ATOMIC_ACQUIRE);
+	char list[128];
 	size_t n = 0;
 
 	if (f & BT_LIMIT_FPE_TRAPS) {
-		static const char *const nm[6] = {
-			"invalid", "denormal", "divide-by-zero", "overflow",
-			"underflow", "inexact",
-		};
-		char list[128] = "";
-		size_t o = 0;
-
-		for (int i = 0; i < 6; i++)
-			if (l->fpe_bits & (1u << i))
-				o += (size_t)snprintf(list + o, sizeof(list) - o,
-						      "%s%s", o ? ", " : "",
-						      nm[i]);
-		out[n].name = "fpe-traps";
-		snprintf(out[n].text, sizeof(out[n].text),
+		bt_bit_list(l->fpe_bits, fpe_names, 6, list, sizeof(list));
+		bt_limit_put(&out[n++], "fpe-traps",
 			 "The program unmasked floating-point exceptions (%s; "
 			 "%s, first at %#llx), but QEMU 7.2 never raises SIGFPE for "
 			 "them: an operation that traps natively gave an "
@@ -109,13 +147,11 @@ size_t bt_qemu_limits_get(const struct bt_ring_hdr *h,
 			 l->fpe_insn == 3 ? "x87 by fldcw and SSE by ldmxcsr" :
 			 l->fpe_insn == 2 ? "x87 by fldcw" : "SSE by ldmxcsr",
 			 (unsigned long long)l->fpe_ip);
-		n++;
 	}
 	if (f & BT_LIMIT_SECCOMP) {
 		long e = (long)-l->seccomp_ret;
 
-		out[n].name = "seccomp";
-		snprintf(out[n].text, sizeof(out[n].text),
+		bt_limit_put(&out[n++], "seccomp",
 			 "The program installed a seccomp filter with %s, "
 			 "which QEMU 7.2 refuses (%s): it ran unfiltered, so "
 			 "a system call the filter forbids (natively SIGSYS "
@@ -123,19 +159,47 @@ size_t bt_qemu_limits_get(const struct bt_ring_hdr *h,
 			 "hardware backend (pt or bts).",
 			 bt_sysname(l->seccomp_nr),
 			 e > 0 && e < 4096 ? strerror((int)e) : "an error");
-		n++;
 	}
-	if (f & BT_LIMIT_VDSO) {
-		out[n].name = "vdso";
-		snprintf(out[n].text, sizeof(out[n].text),
+	if (f & BT_LIMIT_VDSO)
+		bt_limit_put(&out[n++], "vdso",
 			 "%s() got EFAULT from the system call because QEMU "
 			 "7.2 gives the program no vDSO; natively the vDSO's "
 			 "code reads that bad pointer and the program dies of "
 			 "SIGSEGV inside the vDSO (for clocks it serves); "
 			 "record with a hardware backend (pt or bts) to see "
 			 "that crash.", bt_sysname(l->vdso_nr));
-		n++;
+	if (f & BT_LIMIT_ENOSYS) {
+		bt_bit_list(l->enosys_calls, enosys_names, 3, list,
+			    sizeof(list));
+		bt_limit_put(&out[n++], "enosys",
+			 "The program called %s, which QEMU 7.2 does not "
+			 "implement: it got ENOSYS where the kernel runs the "
+			 "call, and went on as on a kernel without it; record "
+			 "with a hardware backend (pt or bts) to see the "
+			 "native path.", list[0] ? list : "a system call");
 	}
+	if (f & BT_LIMIT_RTSIG)
+		bt_limit_put(&out[n++], "rt-signals",
+			 "The program used real-time signal %d (%s), which "
+			 "QEMU 7.2 cannot deliver: it keeps two host real-time "
+			 "signals for itself, so signals 63 and 64 (SIGRTMAX-1, "
+			 "SIGRTMAX) have none; a handler for them is silently "
+			 "not installed and sending them fails with EINVAL, "
+			 "where natively both work; record with a hardware "
+			 "backend (pt or bts).", l->rtsig,
+			 bt_sysname(l->rtsig_nr));
+	if (f & BT_LIMIT_SIGALIGN)
+		bt_limit_put(&out[n++], "sigalign",
+			 "QEMU 7.2 starts signal handlers with the stack 8 "
+			 "bytes off the x86-64 ABI's alignment, and btrace "
+			 "could not correct it for the handler at %#llx (its "
+			 "code ran as an ordinary function before it was "
+			 "installed, or more than 64 handlers were installed): "
+			 "an aligned SSE access there (movaps, snprintf of a "
+			 "double) faults here with SIGSEGV (si_code SI_KERNEL) "
+			 "where natively it does not; such a fault is not the "
+			 "program's; record with a hardware backend (pt or "
+			 "bts).", (unsigned long long)l->sigalign_ip);
 	return n;
 }
 
@@ -169,6 +233,44 @@ void bt_qemu_limits_warn(const char *ring_path, int pid)
 		bt_msg("btrace: warning: process %d ran differently "
 			"under QEMU (limit.%s): %s", pid, lim[i].name,
 			lim[i].text);
+}
+
+/*
+ * QEMU 7.2 keeps the host's first two real-time signals for itself and
+ * gives guest signal N (SIGRTMIN 34 .. 62) host signal N + 2; guest 63
+ * and 64 have none.  Measured: a guest raise(62) kills the emulator
+ * with host signal 64, raise(63) and raise(64) fail with EINVAL, and a
+ * host signal N + 2 sent to the emulator reaches the guest as N.
+ */
+int bt_qemu_host_signal(int sig)
+{
+	if (sig >= 34 && sig <= 62)
+		return sig + 2;
+	return sig >= 63 ? 0 : sig;
+}
+
+int bt_qemu_guest_status(int status)
+{
+	int s = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+
+	if (s >= 36 && s <= 64)
+		return (status & ~0x7f) | (s - 2);
+	return status;
+}
+
+const char *bt_qemu_comm_arg(const char *argv0, char *buf, size_t len)
+{
+	const char *b = strrchr(argv0, '/');
+	char name[16];
+
+	/* The kernel's comm: the basename of the path execve() ran, 15
+	 * bytes at most (a shell runs the PATH entry whose basename is
+	 * argv[0]'s).  A comma would split the plugin's arguments. */
+	snprintf(name, sizeof(name), "%s", b ? b + 1 : argv0);
+	if (!name[0] || strchr(name, ','))
+		return "";
+	snprintf(buf, len, ",comm=%s", name);
+	return buf;
 }
 
 long bt_qemu_oom_kills(void)

@@ -352,6 +352,22 @@ static int bt_fwd_group(int sig)
 	return 1;
 }
 
+/* Real-time signals 63 and 64 sent to btrace, which QEMU cannot deliver
+ * (said when the program ends). */
+static volatile sig_atomic_t bt_fwd_lost;
+
+/* @sig to the emulator as the guest's @sig: a real-time signal is shifted
+ * as QEMU maps them (bt_qemu_host_signal()).  Async-signal-safe. */
+static void bt_fwd_send(pid_t pid, int sig)
+{
+	int host = bt_qemu_host_signal(sig);
+
+	if (host)
+		kill(pid, host);
+	else if (!bt_fwd_lost)
+		bt_fwd_lost = sig;
+}
+
 static void bt_forward(int sig, siginfo_t *si, void *uc)
 {
 	int e = errno;
@@ -363,7 +379,7 @@ static void bt_forward(int sig, siginfo_t *si, void *uc)
 	 * signal goes there. */
 	if (bt_fwd_group(sig)) {
 		if (bt_child_lead && bt_child_pid > 0)
-			kill(-bt_child_pid, sig);
+			bt_fwd_send(-bt_child_pid, sig);
 		errno = e;
 		return;
 	}
@@ -373,7 +389,7 @@ static void bt_forward(int sig, siginfo_t *si, void *uc)
 		return;
 	}
 	if (bt_child_pid > 0)
-		kill(bt_child_pid, sig);
+		bt_fwd_send(bt_child_pid, sig);
 	else if (sig > 0 && sig <= BT_FWD_MAX)
 		bt_fwd_pending[sig] = 1;
 	errno = e;
@@ -403,6 +419,7 @@ static void bt_fwd_install(struct bt_fwd *f)
 	struct sigaction sa;
 
 	memset(f, 0, sizeof(*f));
+	bt_fwd_lost = 0;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = bt_forward;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
@@ -481,7 +498,7 @@ static void bt_fwd_start(pid_t pid)
 	for (int sig = 1; sig <= BT_FWD_MAX && sig < NSIG; sig++)
 		if (bt_fwd_pending[sig]) {
 			bt_fwd_pending[sig] = 0;
-			kill(pid, sig);
+			bt_fwd_send(pid, sig);
 		}
 }
 
@@ -2254,6 +2271,19 @@ static void bt_death_signal(struct bt_job *j, struct bt_death *d)
 		sig->has_regs = 1;
 		memcpy(sig->regs, d->core.regs, sizeof(sig->regs));
 	}
+	/* A general-protection fault (SIGSEGV with SI_KERNEL, or a code QEMU
+	 * did not tell) after a handler started misaligned (limit.sigalign):
+	 * in all likelihood the emulator's, not the program's (a movaps to
+	 * the handler's stack).  The registers stay for the stack; the fault
+	 * is not called exact. */
+	if (sig->signo == SIGSEGV && (sig->code == SI_KERNEL ||
+				      sig->code == BTRACE_SIGCODE_UNKNOWN) &&
+	    (__atomic_load_n(&bt_ring_limits_of(d->r.hdr)->flags,
+			     __ATOMIC_ACQUIRE) & BT_LIMIT_SIGALIGN) &&
+	    sig->fault_source == BTRACE_FAULT_CORE) {
+		sig->fault_source = BTRACE_FAULT_NONE;
+		sig->fault_ip = 0;
+	}
 }
 
 /* The trace of slot @s re-encoded as a PT or BTS buffer, and its task. */
@@ -2950,8 +2980,10 @@ static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
 			w = waitpid(j->pid, &j->status, WNOHANG);
 			e = errno;
 			bt_tree_scan(&t);
-			if (w == j->pid)
+			if (w == j->pid) {
+				j->status = bt_qemu_guest_status(j->status);
 				break;
+			}
 			if (w < 0 && e != EINTR) {
 				/* reaped elsewhere: its status is gone */
 				j->status = -1;
@@ -3022,6 +3054,9 @@ static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
 				 "(its exit status is unknown)", (int)j->pid,
 				 strerror(e));
 	}
+	/* a real-time signal's death as the guest's signal */
+	if (j->status != -1)
+		j->status = bt_qemu_guest_status(j->status);
 	clock_gettime(CLOCK_MONOTONIC, &j->died);
 	close(rootfd);
 	/* Children that died with the root; the living ones are left.  The
@@ -3305,6 +3340,11 @@ static int bt_qemu_finish(struct bt_job *j, struct bt_rings *rs,
 	res->shell_status = j->status == -1 ? 1 :
 			    WIFEXITED(j->status) ? WEXITSTATUS(j->status) :
 			    WIFSIGNALED(j->status) ? 128 + WTERMSIG(j->status) : 1;
+	if (bt_fwd_lost)
+		bt_msg("btrace: warning: real-time signal %d sent to btrace "
+		       "did not reach the program (limit.rt-signals): QEMU 7.2 "
+		       "keeps two host real-time signals for itself and "
+		       "cannot deliver signals 63 and 64", (int)bt_fwd_lost);
 
 	if (!bt_ring_present(ring_path)) {
 		bt_qowner_free(j->owner);
@@ -3348,7 +3388,7 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	long oom0;
 	uint64_t on, entries, acc;
 	int rc, k, cerr = 0, subreaper = -1, ringfd;
-	char fdarg[32] = "";
+	char fdarg[32] = "", commarg[32];
 	pid_t pid = 0;
 
 	memset(res, 0, sizeof(*res));
@@ -3406,8 +3446,9 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 		close(k);
 	snprintf(plugarg, sizeof(plugarg),
 		 "%s,dir=%s,entries=%llu,accesses=%llu,dumpable=0,exec=1,"
-		 "watch=%d%s", plugin, rs.dir, (unsigned long long)entries,
-		 (unsigned long long)acc, k >= 0, fdarg);
+		 "watch=%d%s%s", plugin, rs.dir, (unsigned long long)entries,
+		 (unsigned long long)acc, k >= 0, fdarg,
+		 bt_qemu_comm_arg(opts->argv[0], commarg, sizeof(commarg)));
 	if (bt_cmdline_build(&cl, qemu, preload, prog, plugarg, launch,
 			     rs.dir)) {
 		close(ringfd);

@@ -693,7 +693,12 @@ int bt_qemu_rebuild(const struct bt_qemu_ring *r,
 			if (rc)
 				return rc;
 		} else {
-			int fault_here = s->nfaults && s->fault_pos == pos;
+			/* the last noted fault, or the first (a handler
+			 * that returned to the faulting instruction, which
+			 * faulted again) */
+			int fault_here = s->nfaults &&
+					 (s->fault_pos == pos ||
+					  s->first_fault_pos == pos);
 
 			rc = bt_transition(r, prev, t->start, fault_here, &b);
 			if (rc == 2)

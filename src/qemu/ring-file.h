@@ -441,6 +441,16 @@ static inline uint64_t bt_ring_file_size(uint64_t nslots, uint64_t entries,
 #define BT_LIMIT_FPE_TRAPS 0x1u  /* FP exceptions unmasked: no SIGFPE here */
 #define BT_LIMIT_SECCOMP   0x2u  /* a seccomp filter was refused */
 #define BT_LIMIT_VDSO      0x4u  /* a vDSO call got EFAULT, not SIGSEGV */
+#define BT_LIMIT_SIGALIGN  0x8u  /* a handler started off the ABI's stack
+				  * alignment, not corrected */
+#define BT_LIMIT_ENOSYS    0x10u /* a call Linux has got ENOSYS from QEMU */
+#define BT_LIMIT_RTSIG     0x20u /* signal 63 or 64, which QEMU cannot
+				  * deliver, was used */
+/* enosys_calls bits: which calls got ENOSYS */
+#define BT_ENOSYS_CLONE3   0x1u  /* and the program did not fall back to
+				  * clone() (glibc does, silently) */
+#define BT_ENOSYS_IO_URING 0x2u  /* io_uring_setup, _enter, _register */
+#define BT_ENOSYS_PTRACE   0x4u
 struct bt_ring_limits {
 	uint32_t flags;      /* BT_LIMIT_*, set atomically */
 	uint32_t fpe_bits;   /* exceptions unmasked: IE DE ZE OE UE PE as
@@ -450,8 +460,13 @@ struct bt_ring_limits {
 	int32_t seccomp_nr;  /* the syscall: seccomp (317) or prctl (157) */
 	int64_t seccomp_ret; /* what QEMU returned (-errno) */
 	int32_t vdso_nr;     /* the syscall that got EFAULT */
-	uint32_t reserved0;
-	uint8_t reserved[80];
+	uint32_t sigalign_fixed; /* handler entries realigned */
+	uint64_t sigalign_ip;    /* the first handler left misaligned */
+	uint32_t enosys_calls;   /* BT_ENOSYS_* */
+	int32_t rtsig_nr;        /* the first call that used 63 or 64 */
+	int32_t rtsig;           /* and the signal */
+	uint32_t reserved1;
+	uint8_t reserved[56];
 };
 
 static inline struct bt_ring_limits *bt_ring_limits_of(const void *hdr)

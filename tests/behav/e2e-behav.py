@@ -14,12 +14,28 @@ emulated run must either match or name:
                  QEMU limit.seccomp (prctl and seccomp(2))
   vdso-fault     clock_gettime(bad pointer): natively SIGSEGV; under QEMU
                  limit.vdso
+  sig-align      handlers that need the ABI's stack alignment (movaps,
+                 snprintf of a double): natively and under btrace the
+                 same output, exit 0 (QEMU alone: SIGSEGV); a handler
+                 that ran before it was installed: limit.sigalign and a
+                 fault that is not exact; a handler that returns to a
+                 load that faults again: the load, exact, as gdb shows it
+                 natively; pthread_cancel (glibc's
+                 SIGCANCEL handler and unwinder) as natively
+  qemu-diff      clone3, io_uring_setup, ptrace(PTRACE_TRACEME): natively
+                 they work; under QEMU ENOSYS and limit.enosys (not for
+                 glibc's clone3 with its fallback); /proc/self/comm as
+                 natively; real-time signals: deaths by SIGRTMIN and 62
+                 give the native status, handlers get the native signal,
+                 one sent to btrace reaches the program as itself; 63 and
+                 64: limit.rt-signals
   asan-overflow  built with -fsanitize=address: refused, exit 1, at once;
                  exec'd by a traced shell it runs natively, untraced
 a SIGKILL (said, with whether the OOM killer sent it), and scripts: one #! level with an argument, two levels, a missing
 interpreter (exit 1 naming it), six levels (the kernel's ELOOP).
 """
 import errno
+import glob
 import os
 import re
 import subprocess
@@ -95,8 +111,9 @@ def test_int3(btrace, progs, d):
 def test_limit(btrace, d, name, argv, native_sig, key, want_text):
     nat = run(argv)
     ok(nat.returncode == -native_sig,
-       '%s natively: killed by signal %d (%d)' %
-       (name, native_sig, nat.returncode))
+       '%s natively: %s (%d)' %
+       (name, 'killed by signal %d' % native_sig if native_sig else
+        'exit 0', nat.returncode))
     snap = os.path.join(d, name + '.btrace')
     p = record(btrace, snap, argv, on='exit')
     # btrace's messages wrap at 80 columns: continuation lines start
@@ -107,10 +124,181 @@ def test_limit(btrace, d, name, argv, native_sig, key, want_text):
     ok(len(warned) == 1 and want_text in warned[0],
        '%s: one warning at record time naming limit.%s (%s)' %
        (name, key, p.stderr.strip()[-300:]))
-    text = info(btrace, snap) if os.path.exists(snap) else ''
+    # the process's own snapshot, or its forked child's (NAME-PID.btrace)
+    snaps = [snap] + glob.glob(os.path.join(d, glob.escape(name) +
+                                            '-*.btrace'))
+    text = ''.join(info(btrace, x) for x in snaps if os.path.exists(x))
     ok(('limit.%s' % key) in text,
        '%s: the snapshot has metadata limit.%s' % (name, key))
     return p
+
+
+def test_sigalign(btrace, progs, d):
+    prog = os.path.join(progs, 'sig-align')
+    for mode in ('', 'altstack', 'skip', 'plain'):
+        argv = [prog] + ([mode] if mode else [])
+        name = 'sig-align %s' % (mode or 'siginfo')
+        nat = run(argv)
+        ok(nat.returncode == 0 and nat.stdout.count('entry rsp % 16 = 8') >=
+           4, '%s natively: exit 0, handlers aligned (%d)' %
+           (name, nat.returncode))
+        if not mode:
+            q = run(['qemu-x86_64', prog])
+            ok(q.returncode == -11,
+               '%s: QEMU 7.2 alone dies of SIGSEGV in the handler (%d)' %
+               (name, q.returncode))
+        p = record(btrace, os.path.join(d, 'sigalign.btrace'), argv)
+        ok(p.returncode == 0 and p.stdout == nat.stdout,
+           '%s: under btrace the native output and status (%d: %r)' %
+           (name, p.returncode, p.stdout[-200:]))
+        ok('limit.' not in p.stderr,
+           '%s: no limit said (%s)' % (name, p.stderr.strip()[-200:]))
+    # The handler returns to the load, which faults again: the fault is
+    # the load (gdb's, natively), exact.
+    argv = [prog, 'again']
+    snap = os.path.join(d, 'sigalign-again.btrace')
+    nat = run(argv)
+    p = record(btrace, snap, argv)
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'progs',
+                       'sig-align.c')
+    line = e2elib.marker_line(src, '/* behav: again */')
+    try:
+        f = e2elib.report_json(btrace, snap).get('fault') or {}
+    except (RuntimeError, ValueError) as e:
+        f = {'function': 'report failed: %s' % e}
+    ok(nat.returncode == -11 and p.returncode == 139 and
+       p.stdout == nat.stdout,
+       'sig-align again: SIGSEGV and the handler\'s output as natively '
+       '(%d, native %d)' % (p.returncode, nat.returncode))
+    ok(f.get('function') == 'load' and f.get('line') == line and
+       f.get('exact') is True,
+       'sig-align again: the fault is load at line %d, exact (%s:%s, %s)'
+       % (line, f.get('function'), f.get('line'), f.get('exact')))
+    g = e2elib.gdb_native(argv)
+    if g['frames']:
+        ok(g['frames'][0].get('line') == line,
+           'sig-align again: gdb natively stops at line %d too (%s)' %
+           (line, g['frames'][0].get('line')))
+    # glibc's SIGCANCEL handler and unwinder
+    argv = [prog, 'cancel']
+    nat = run(argv)
+    q = run(['qemu-x86_64'] + argv)
+    p = record(btrace, os.path.join(d, 'sigalign.btrace'), argv)
+    ok(nat.returncode == 0 and 'cleanup spin' in nat.stdout and
+       q.returncode == -11 and p.returncode == 0 and
+       p.stdout == nat.stdout and 'limit.' not in p.stderr,
+       'sig-align cancel: as natively under btrace, nothing said (%d %r; '
+       'native %d %r; QEMU alone %d)' % (p.returncode, p.stdout,
+                                          nat.returncode, nat.stdout,
+                                          q.returncode))
+    # Its code ran before it was a handler: not corrected, said, and the
+    # fault it causes is not called exact.
+    argv = [prog, 'late']
+    nat = run(argv)
+    snap = os.path.join(d, 'sig-align-late.btrace')
+    p = record(btrace, snap, argv)
+    msgs = re.sub(r'\n  (?=\S)', ' ', p.stderr).splitlines()
+    warned = [ln for ln in msgs
+              if 'warning' in ln and '(limit.sigalign)' in ln]
+    ok(len(warned) == 1 and 'could not correct it' in warned[0],
+       'sig-align late: one warning naming limit.sigalign (%s)' %
+       p.stderr.strip()[-300:])
+    ok(nat.returncode == 0 and p.returncode == 139,
+       'sig-align late: 0 natively, SIGSEGV here (%d, %d)' %
+       (nat.returncode, p.returncode))
+    snap = os.path.join(d, 'sig-align-late.btrace')
+    try:
+        r = e2elib.report_json(btrace, snap)
+        f = r.get('fault') or {}
+        lim = [x['name'] for x in r.get('limits', [])]
+    except (RuntimeError, ValueError) as e:
+        f, lim = {'exact': 'report failed: %s' % e}, []
+    ok(f.get('exact') is False and 'sigalign' in lim,
+       'sig-align late: the fault is not exact and the report says '
+       'limit sigalign (%s, %s)' % (f.get('exact'), lim))
+
+
+def test_qemu_diff(btrace, progs, d):
+    prog = os.path.join(progs, 'qemu-diff')
+    for mode, call in (('clone3', 'clone3'), ('io_uring', 'io_uring_setup'),
+                       ('traceme', 'ptrace')):
+        p = test_limit(btrace, d, 'diff-' + mode, [prog, mode], 0, 'enosys',
+                       call)
+        ok(p.returncode == 2 and 'Function not implemented' in p.stdout,
+           'diff-%s: under QEMU the call got ENOSYS (%d: %r)' %
+           (mode, p.returncode, p.stdout))
+    try:
+        r = e2elib.report_json(btrace, os.path.join(d, 'diff-clone3.btrace'))
+        lim = [x for x in r.get('limits', []) if x['name'] == 'enosys']
+    except (RuntimeError, ValueError) as e:
+        lim = [{'text': 'report failed: %s' % e}]
+    ok(len(lim) == 1 and 'clone3' in lim[0]['text'],
+       'diff-clone3: report --json names limit enosys (%s)' % lim)
+    # The same output and status as natively, and nothing to say.
+    for argv in (['threads'], ['comm'], ['rt', '36'], ['rt', '62']):
+        nat = run([prog] + argv)
+        p = record(btrace, os.path.join(d, 'diff.btrace'), [prog] + argv)
+        ok(nat.returncode == 0 and p.returncode == 0 and
+           p.stdout == nat.stdout and 'limit.' not in p.stderr,
+           'diff %s: as natively, nothing said (%d %r, native %d %r; %s)' %
+           (' '.join(argv), p.returncode, p.stdout, nat.returncode,
+            nat.stdout, p.stderr.strip()[-200:]))
+    # comm after an execve() (the emulator re-executed)
+    cmd = ['/bin/sh', '-c', 'exec %s comm' % prog]
+    nat = run(cmd)
+    p = record(btrace, os.path.join(d, 'diff.btrace'), cmd)
+    ok(p.stdout == nat.stdout == 'comm: qemu-diff\n',
+       'diff comm after exec: %r (native %r)' % (p.stdout, nat.stdout))
+    # A death by a real-time signal: the native status.
+    for sig in (34, 62):
+        nat = run([prog, 'die', str(sig)])
+        p = record(btrace, os.path.join(d, 'diff.btrace'),
+                   [prog, 'die', str(sig)])
+        ok(nat.returncode == -sig and p.returncode == 128 + sig,
+           'diff die %d: status %d as natively (%d)' %
+           (sig, 128 + sig, p.returncode))
+    for sig in (63, 64):
+        p = test_limit(btrace, d, 'diff-rt%d' % sig, [prog, 'rt', str(sig)],
+                       0, 'rt-signals', 'real-time signal %d' % sig)
+        ok(p.returncode == 2 and 'Invalid argument' in p.stdout,
+           'diff rt %d: QEMU refused it (%d: %r)' %
+           (sig, p.returncode, p.stdout))
+    # Sent to btrace: the program gets the signal itself (40), or btrace
+    # says it could not (63).
+    for sig, want in ((40, 'handler got 40\n'), (63, None)):
+        ready = os.path.join(d, 'ready-%d' % sig)
+        nat = subprocess.Popen([prog, 'wait', ready, str(sig)],
+                               stdout=subprocess.PIPE, text=True)
+        wait_file(ready)
+        nat.send_signal(sig)
+        nout, _ = nat.communicate(timeout=60)
+        os.unlink(ready)
+        p = subprocess.Popen([btrace, 'record', '-b', 'qemu', '-q', '-o',
+                              os.path.join(d, 'diff.btrace'), '--', prog,
+                              'wait', ready, str(sig)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL, text=True)
+        wait_file(ready)
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=120)
+        if want:
+            ok(nout == want and out == want and p.returncode == 0,
+               'signal %d sent to btrace reaches the program as itself '
+               '(%r, native %r)' % (sig, out, nout))
+        else:
+            said = ' '.join(err.split())
+            ok(nout == 'handler got 63\n' and p.returncode == 3 and
+               'real-time signal 63 sent to btrace did not reach the '
+               'program (limit.rt-signals)' in said,
+               'signal 63 sent to btrace: said that it cannot reach the '
+               'program (%d: %s)' % (p.returncode, said[-300:]))
+
+
+def wait_file(path):
+    for _ in range(600):
+        if os.path.exists(path) and os.path.getsize(path):
+            return
+        time.sleep(0.1)
 
 
 def main():
@@ -186,6 +374,8 @@ def main():
            'SIGKILL: status 137 and said, OOM killer or not (%d: %s)' %
            (p.returncode, p.stderr.strip()[-200:]))
 
+        test_sigalign(btrace, progs, d)
+        test_qemu_diff(btrace, progs, d)
         test_scripts(btrace, progs, d)
     return T.done()
 

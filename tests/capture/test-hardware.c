@@ -516,7 +516,7 @@ static char last_msg[1024];
  * (bt_perf_engine_opts()), changed as @h says, in a child process (as uid
  * 65534 with no capabilities when @h->unprivileged and root).  Returns the
  * snapshot, or NULL with the failure noted; *@skip set (and NULL) when uid
- * 65534 cannot run the test program (the build tree's permissions).
+ * 65534 cannot run the test program (its copy in /tmp, mounted noexec).
  */
 static struct btrace_snapshot *run_engine(struct bt_test *t,
 					  const struct hw_run *h, bool *skip)
@@ -563,7 +563,7 @@ static struct btrace_snapshot *run_engine(struct bt_test *t,
 		setenv("HOME", dir, 1);
 		setenv("XDG_CACHE_HOME", dir, 1);
 		if (access(h->argv[0], X_OK) < 0) {
-			dprintf(pfd[1], "uid %d cannot run %s (%s): the build tree is not open to it",
+			dprintf(pfd[1], "uid %d cannot run %s (%s): is its directory mounted noexec?",
 				(int)getuid(), h->argv[0], strerror(errno));
 			_exit(77);
 		}
@@ -689,7 +689,7 @@ static void test_unprivileged_catch_all(struct bt_test *t)
 		h.expect_fail = be[i] == BTRACE_BACKEND_BTS && geteuid() == 0;
 		s = run_engine(t, &h, &skip);
 		if (skip)
-			BT_SKIP(t, "uid 65534 cannot run the test program here");
+			BT_SKIP(t, "uid 65534 cannot run the copy of the test program in the test's directory (noexec?)");
 		if (h.expect_fail) {
 			bt_test_diag("intel_bts unprivileged at paranoid 2: %s", last_msg);
 			BT_CONTAINS(t, last_msg, "perf_event_paranoid");
@@ -786,7 +786,7 @@ static void test_avail_pti(struct bt_test *t)
 		BT_SKIP(t, "kernel.perf_event_paranoid > 2 and not root");
 	s = run_engine(t, &h, &skip);
 	if (skip)
-		BT_SKIP(t, "uid 65534 cannot run the test program here");
+		BT_SKIP(t, "uid 65534 cannot run the copy of the test program in the test's directory (noexec?)");
 	BT_REQUIRE(t, s != NULL);
 	BT_CONTAINS(t, btrace_snapshot_meta(s, "capture.bts_path"), "branch-instructions");
 	check_trace(t, BTRACE_BACKEND_BTS, s, 1, NULL);
@@ -831,7 +831,7 @@ static void test_avail_paranoid2(struct bt_test *t)
 				geteuid() == 0;
 		s = run_engine(t, &h, &skip);
 		if (skip)
-			BT_SKIP(t, "uid 65534 cannot run the test program here");
+			BT_SKIP(t, "uid 65534 cannot run the copy of the test program in the test's directory (noexec?)");
 		if (h.expect_fail) {
 			bt_test_diag("intel_bts unprivileged at paranoid 2: %s", last_msg);
 			BT_CONTAINS(t, last_msg, "perf_event_paranoid");
@@ -979,6 +979,22 @@ int main(void)
 	if (!mkdtemp(tmpdir)) {
 		perror("mkdtemp");
 		return 1;
+	}
+	/* uid 65534 may not enter the build tree (a clone in a private
+	 * directory): every case runs a copy in the test's own directory,
+	 * which run_engine() opens (0711) to that uid */
+	{
+		char copy[sizeof(tmpdir) + 16];
+		int e;
+
+		snprintf(copy, sizeof(copy), "%s/sbchild", tmpdir);
+		e = bt_test_copy_file(child_path, copy, 0755);
+		if (e < 0) {
+			fprintf(stderr, "copy %s to %s: %s\n", child_path, copy,
+				strerror(-e));
+			return 1;
+		}
+		snprintf(child_path, sizeof(child_path), "%s", copy);
 	}
 	atexit(restore_paranoid);
 	r = bt_test_run(cases, (int)(sizeof(cases) / sizeof(cases[0])));

@@ -249,7 +249,8 @@ static bool first_pow2_fit(uint64_t room, uint64_t *dp)
 
 static void test_untraced_threads_recorded(struct bt_test *t)
 {
-	char *argv[] = { child_path, "threads", "2", "1", NULL };
+	char prog[600];
+	char *argv[] = { prog, "threads", "2", "1", NULL };
 	const char *dir = out_path("untraced"), *out;
 	struct btrace_snapshot *s = NULL;
 	struct btrace_error err = { 0 };
@@ -273,6 +274,10 @@ static void test_untraced_threads_recorded(struct bt_test *t)
 	bt_test_diag("per-user allowance %" PRIu64 " pages, sideband %" PRIu64 ", data ring 1 + %" PRIu64,
 		     limit, sideband, dp);
 	BT_REQUIRE(t, mkdir(dir, 0700) == 0 && chown(dir, uid, uid) == 0);
+	/* the uid may not enter the build tree (a clone in a private
+	 * directory): it runs a copy in the test's directory (mode 0711) */
+	snprintf(prog, sizeof(prog), "%s", out_path("sbchild"));
+	BT_REQUIRE(t, bt_test_copy_file(child_path, prog, 0755) == 0);
 	out = out_path("untraced/untraced.btrace");
 	p = fork();
 	if (p == 0) {

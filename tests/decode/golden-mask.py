@@ -3,7 +3,7 @@
 """Mask what varies between runs in a report of a golden fixture, and only
 that (tests/decode/golden.sh):
 
-    golden-mask.py PROG REPORT_JSON BUILD_DIR TMP_DIR < OUTPUT > MASKED
+    golden-mask.py PROG REPORT_JSON BUILD_DIR TMP_DIR SRC_DIR < OUTPUT > MASKED
 
 - Addresses inside PROG's mapping become PROG's own offsets, "@PROG+0x11c6":
   its load address is the only part of them that may vary (bt-gen-fixture
@@ -11,8 +11,15 @@ that (tests/decode/golden.sh):
   the fault's address minus its place in the ELF file (the fault's symbol
   from `nm` plus the report's offset).  Any other address is kept as it is.
 - pids and tids become PID, BUILD_DIR @BUILD@, TMP_DIR @TMP@.
+- The source tree SRC_DIR becomes @SRC@, whether a path names it as it is
+  or relative to the working directory (the build directory, where the
+  compiler ran: the debug information's source paths are relative to it,
+  "../tests/..." for a build directory in the source tree, "../clone/tests/..."
+  for one beside it).  What follows, the file's place in the source tree, is
+  kept.
 """
 import json
+import os
 import re
 import struct
 import subprocess
@@ -49,7 +56,12 @@ def symbol(path, name):
 
 
 def main():
-    prog, repjson, build, tmp = sys.argv[1:5]
+    prog, repjson, build, tmp, src = sys.argv[1:6]
+    src = os.path.realpath(src)
+    # the longest first: the absolute path, then the relative one (".."
+    # alone would also match inside the absolute path otherwise)
+    srcs = [re.compile(r'(?<![\w./@-])' + re.escape(p) + '/')
+            for p in (src, os.path.relpath(src, os.getcwd()))]
     with open(repjson) as f:
         fault = json.load(f)['fault']
     if not fault.get('function') or fault.get('offset') is None:
@@ -66,6 +78,8 @@ def main():
 
     for ln in sys.stdin:
         ln = ln.replace(build, '@BUILD@').replace(tmp, '@TMP@')
+        for p in srcs:
+            ln = p.sub('@SRC@/', ln)
         ln = re.sub(r'\b0x[0-9a-f]+\b', addr, ln)
         ln = re.sub(r'\b(process|thread)(\s+)[0-9]+', r'\1\2PID', ln)
         ln = re.sub(r'"(pid|tid)": [0-9]+', r'"\1": PID', ln)

@@ -2,7 +2,8 @@
 # Golden reports: synthetic fixtures from a real program (fx-crash-loop, no
 # libc code near the fault so the output does not depend on the C library),
 # decoded by `btrace report` / `btrace decode`, with what varies between
-# runs masked (golden-mask.py: the program's load address, pids, paths).
+# runs masked (golden-mask.py: the program's load address, pids, paths,
+# the source tree's place relative to the build directory).
 # btrace must exit 0.  Compare with tests/decode/golden/*.out.
 #
 #   golden.sh BTRACE GEN PROG GOLDEN_DIR            check (TAP)
@@ -13,6 +14,7 @@ set -u
 btrace=$1 gen=$2 prog=$3 dir=$4 update=${5:-}
 work=$(mktemp -d /tmp/btrace-golden.XXXXXX)
 progdir=$(cd "$(dirname "$prog")" && pwd)
+srcdir=$(cd "$dir/../../.." && pwd)
 trap 'rm -rf "$work"' EXIT
 
 maskpy="$(dirname "$0")/golden-mask.py"
@@ -49,6 +51,7 @@ for c in $cases; do
 	fi
 	if ! "$btrace" report --json "$f" >"$work/$c.json" 2>"$work/$c.err" ||
 	   ! python3 "$maskpy" "$prog" "$work/$c.json" "$progdir" "$work" \
+		"$srcdir" \
 		<"$work/$c.raw" >"$work/$c.out" 2>"$work/$c.err"; then
 		echo "not ok $n - $c: masking failed"
 		sed 's/^/# /' "$work/$c.err" | head -20

@@ -9,10 +9,14 @@
  * of one value that disagree: one was wrong, even if not the one kept).  The share recovered is printed per
  * program and in total (--table: a Markdown table, for bench/).
  *
- *	test-decode-values [--table] [--min PERCENT] [--stack BYTES]
+ *	test-decode-values [--table] [--min PERCENT] [--floors FILE CONFIG]
+ *	                   [--stack BYTES]
  *	                   [--memory BYTES] [--log] [--misses] PROG[=ARG] ...
  *
- * --min: fail a program whose share is below PERCENT.  --stack: the
+ * --min: fail a program whose share is below PERCENT.  --floors: fail a
+ * program whose share is below its floor for CONFIG in FILE (lines
+ * "CONFIG PROG PERCENT"), or that has none there; a program with no value
+ * compared fails in any case.  --stack: the
  * snapshot holds up to BYTES of the crashed thread's stack at the fault
  * (the memory section), as btrace record stores it.  --memory: and up to
  * BYTES of the process's other memory (tid 0), as btrace record --memory
@@ -238,6 +242,29 @@ static double pct(uint64_t a, uint64_t b)
 	return b ? 100.0 * (double)a / (double)b : 0.0;
 }
 
+/* The floor of @prog under @config in @path (lines "CONFIG PROG
+ * PERCENT", # comments): the share of values it must recover; -1 none. */
+static double floor_of(const char *path, const char *config, const char *prog)
+{
+	char line[512], cfg[128], name[256];
+	double v, found = -1;
+	FILE *f = fopen(path, "r");
+
+	if (!f) {
+		fprintf(stderr, "%s: open failed: %s\n", path, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		if (line[0] == '#')
+			continue;
+		if (sscanf(line, "%127s %255s %lf", cfg, name, &v) == 3 &&
+		    !strcmp(cfg, config) && !strcmp(name, prog))
+			found = v;
+	}
+	fclose(f);
+	return found;
+}
+
 int main(int argc, char **argv)
 {
 	char tmpl[] = "/tmp/bt-values-XXXXXX";
@@ -245,6 +272,7 @@ int main(int argc, char **argv)
 	struct count all = { 0 };
 	int table = 0, failed = 0, first = 1;
 	double min = 0;
+	const char *floors = NULL, *config = NULL;
 
 	while (first < argc && argv[first][0] == '-') {
 		if (!strcmp(argv[first], "--table"))
@@ -259,8 +287,11 @@ int main(int argc, char **argv)
 			use_log = 1;
 		else if (!strcmp(argv[first], "--misses"))
 			misses = 1;
-		else {
-			fprintf(stderr, "usage: %s [--table] [--min PCT] [--stack BYTES] [--memory BYTES] [--log] [--misses] PROG[=ARG]...\n",
+		else if (!strcmp(argv[first], "--floors") && first + 2 < argc) {
+			floors = argv[++first];
+			config = argv[++first];
+		} else {
+			fprintf(stderr, "usage: %s [--table] [--min PCT] [--floors FILE CONFIG] [--stack BYTES] [--memory BYTES] [--log] [--misses] PROG[=ARG]...\n",
 				argv[0]);
 			return 2;
 		}
@@ -297,8 +328,23 @@ int main(int argc, char **argv)
 		all.conflicts += c.conflicts;
 		all.ototal += c.ototal;
 		all.oknown += c.oknown;
-		/* two derivations that disagree: one of them was wrong */
-		int bad = c.wrong || c.conflicts || pct(c.known, c.total) < min;
+		/* two derivations that disagree: one of them was wrong; a
+		 * program with nothing compared proves nothing */
+		double fl = -1;
+		int bad = c.wrong || c.conflicts || !c.total ||
+			  pct(c.known, c.total) < min;
+
+		if (floors) {
+			fl = floor_of(floors, config, name);
+			if (fl < 0)
+				printf("# %s: no floor for %s in %s (config %s): "
+				       "add one\n", name, name, floors, config);
+			bad |= fl < 0 || pct(c.known, c.total) < fl;
+			if (fl >= 0 && pct(c.known, c.total) < fl)
+				printf("# %s: %.1f%% recovered, below its floor "
+				       "%.1f%% (%s, config %s)\n", name,
+				       pct(c.known, c.total), fl, floors, config);
+		}
 		failed |= bad;
 		if (table)
 			printf("| %s | %llu | %llu | %llu | %.1f%% | %llu | %llu | %llu | %.1f%% |\n", name,

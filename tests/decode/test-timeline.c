@@ -177,6 +177,14 @@ static struct btrace_decode_result *result(int timed)
 	return r;
 }
 
+/* Call @k of @t (and its block) at time @ns. */
+static void tie(struct btrace_thread *t, size_t k, uint64_t ns)
+{
+	t->calls[k].time_ns = ns;
+	t->calls[k].end_time_ns = ns + 10;
+	t->blocks[t->calls[k].first_block].time_ns = ns;
+}
+
 static void free_result(struct btrace_decode_result *r)
 {
 	for (size_t i = 0; i < r->nthreads; i++) {
@@ -298,6 +306,32 @@ static void check_model(void)
 	ok(btrace_report_build(&snap, r, &rep, &err) == 0 &&
 	   untimed_in_place(rep, &r->threads[1].calls[1]),
 	   "a time with invalid flags is unknown");
+	btrace_report_free(rep);
+	free_result(r);
+
+	/* ties: a1 (the crashed thread 101), b2 (102) and evil (103) all at
+	 * 300 ns, and b1's second call at 500 with main's return in 101: equal
+	 * times go in thread order, the crashed thread last (its events are
+	 * built last), and each thread's own events keep their order */
+	r = result(1);
+	tie(&r->threads[1], 1, 300);
+	tie(&r->threads[2], 0, 300);
+	tie(&r->threads[1], 2, 500);
+	ok(btrace_report_build(&snap, r, &rep, &err) == 0 &&
+	   rep->timeline_timed == 1, "ties: merged by time");
+	{
+		const char *want_ties =
+			"101:start:main 102:start:b1 102:call:b2 "
+			"103:start:evil 101:call:a1 102:return:b1 "
+			"101:return:main 102:syscall:b2 101:call:a2 "
+			"101:gap:- 101:start:a3 101:fault:a3";
+
+		ok(!strcmp(order(rep), want_ties), "ties: equal times in "
+		   "thread order (the crashed thread last), each thread in "
+		   "its own order");
+		if (strcmp(order(rep), want_ties))
+			printf("# got  %s\n# want %s\n", order(rep), want_ties);
+	}
 	btrace_report_free(rep);
 	free_result(r);
 

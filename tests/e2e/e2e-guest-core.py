@@ -82,13 +82,14 @@ def listing(d):
 
 class Run:
     def __init__(self, btrace, argv, snap, cwd, tmpdir, user=None,
-                 hard_core0=False, extra=(), core=None):
+                 hard_core0=False, extra=(), core=None, env=None):
         cmd = [btrace, 'record', '-b', 'qemu', '-q', '-o', snap] + \
             list(extra) + ['--'] + argv
         if user:
             cmd = ['setpriv', '--reuid=' + user, '--regid=' + user_group(user),
                    '--clear-groups', '--'] + cmd
-        env = dict(os.environ, TMPDIR=tmpdir, BTRACE_TEST_SECRET=SECRET)
+        env = dict(env or os.environ, TMPDIR=tmpdir,
+                   BTRACE_TEST_SECRET=SECRET)
 
         def pre():
             if hard_core0:
@@ -207,8 +208,11 @@ def main():
                              pwd.getpwnam('nobody').pw_gid)
             os.chmod(tmp, 0o700)
             snap = os.path.join(out, 'snap.btrace')
-            run = Run(btrace, [prog, 'plain'], snap, cwd, tmp,
-                      user='nobody' if root else None)
+            # nobody may not enter the build tree (a clone in a private
+            # directory): it runs copies made for it
+            with e2elib.ForOthers(btrace, prog) as o:
+                run = Run(o.path(btrace), [o.path(prog), 'plain'], snap, cwd,
+                          tmp, user='nobody' if root else None, env=o.env())
             check_exact('read-only cwd', run, g)
             ok(listing(cwd) == [], 'read-only cwd: still empty (%s)' %
                listing(cwd))

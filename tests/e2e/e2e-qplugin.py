@@ -43,6 +43,10 @@ CASE is one of:
   crash_here <- outer <- (the page) <- main, without a signal
   frame: no rt_sigreturn left a stale one, and neither the preemptions
   nor the handled faults elsewhere are taken for the fault.
+- sysloop: loops of three and four blocks whose turns each make a system
+  call (getpid through a `syscall` instruction in the loop, 15 turns), then
+  a crash: the decoded history holds all 15 system calls of each loop
+  (folding such a loop would leave one).
 - gone-exe, gone-lib, gone-memfd: code whose file is gone at the death (the
   executable deleted itself, a library deleted after dlopen, a library
   loaded from a memfd): the crash decodes (the stack's top frame is the
@@ -386,6 +390,38 @@ def case_spin(t, btrace, progdir, work, mode):
          'before_loop_step decoded (50 calls)' % steps)
 
 
+def case_sysloop(t, btrace, progdir, work):
+    """Loops of three and four blocks that make a system call each turn
+    (qp-sysloop.c, 15 turns each): folding them would leave one call where
+    the kernel ran fifteen."""
+    prog = os.path.join(progdir, 'qp-sysloop')
+    snap = os.path.join(work, 'sysloop.btrace')
+    rec = L.record(btrace, snap, [prog], cwd=work)
+    t.ok(rec.returncode == 128 + 11, 'dies of SIGSEGV (status %d)' %
+         rec.returncode)
+    if not t.ok(os.path.exists(snap), 'snapshot written'):
+        t.diag(rec.stderr[-600:])
+        return
+    meta = snapshot_meta(btrace, snap)
+    # otherwise nothing here could be folded and the counts prove nothing
+    turns_kept = (meta.get('qemu.loop_turns') or '').strip()
+    t.ok(turns_kept in ('marked', 'folded'),
+         'the plugin folds loop turns in this recording (qemu.loop_turns '
+         '%s)' % turns_kept)
+    r = subprocess.run([btrace, 'decode', '--insn', '--last', '100000',
+                        snap], capture_output=True, text=True)
+    t.ok(r.returncode == 0, 'btrace decode --insn: exit %d' % r.returncode)
+    for fn in ('loop3', 'loop4'):
+        calls = len(re.findall(r'<%s\+0x[0-9a-f]+>\s+syscall\b' % fn,
+                               r.stdout))
+        turns = len(re.findall(r'<%s\+0x[0-9a-f]+>\s+dec rdx\b' % fn,
+                               r.stdout))
+        t.ok(calls == 15 and turns == 15,
+             '%s (a %s-block loop): all 15 system calls in the history, one '
+             'per turn (%d calls, %d turns)' %
+             (fn, fn[-1], calls, turns))
+
+
 def case_gone(t, btrace, progdir, work, mode):
     src = os.path.join(progdir, 'qp-gonelib')
     lib = os.path.join(progdir, 'libqp-gonelib-lib.so')
@@ -456,6 +492,8 @@ def main():
             case_inject(t, btrace, progdir, work)
         elif case.startswith('spin-'):
             case_spin(t, btrace, progdir, work, case[5:])
+        elif case == 'sysloop':
+            case_sysloop(t, btrace, progdir, work)
         elif case.startswith('gone-'):
             case_gone(t, btrace, progdir, work, case[5:])
         else:

@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 SIGNO = {'SIGILL': 4, 'SIGTRAP': 5, 'SIGABRT': 6, 'SIGBUS': 7, 'SIGFPE': 8,
@@ -161,6 +162,116 @@ def run_main(main):
         print('not ok - %s' % e)
         print('1..1')
         sys.exit(1)
+
+
+def build_root(path):
+    """The meson build directory that holds @path (the nearest directory
+    above it with meson-private/), or None."""
+    d = os.path.dirname(os.path.realpath(path))
+    while d != '/':
+        if os.path.isdir(os.path.join(d, 'meson-private')):
+            return d
+        d = os.path.dirname(d)
+    return None
+
+
+def _build_libs(path, root):
+    """The shared libraries @path loads from the build tree @root."""
+    r = subprocess.run(['ldd', path], capture_output=True, text=True)
+    libs = []
+    for m in re.finditer(r'=> (/\S+)', r.stdout):
+        lib = os.path.realpath(m.group(1))
+        if lib.startswith(root + '/'):
+            libs.append(m.group(1))
+    return libs
+
+
+class ForOthers:
+    """Copies of this build's programs that another user (nobody) can run.
+
+    The build tree may sit where only its owner can enter (a clone in a
+    0700 home or in a `mktemp -d` directory): another user cannot exec
+    anything there.  The programs named (and the build tree's libraries
+    they load, the QEMU plugin and preload library next to btrace) are
+    copied into a fresh private directory (mkdtemp, then mode 0711: others
+    may enter but not list it), files 0755, each created anew (O_EXCL,
+    O_NOFOLLOW), at the same place relative to the build directory so
+    $ORIGIN run paths still find the libraries.  The directory is removed
+    on close().
+
+        with ForOthers(btrace, prog) as o:
+            run(nobody_argv([o.path(btrace), ...]), env=o.env())
+    """
+
+    def __init__(self, *paths):
+        self.dir = tempfile.mkdtemp(prefix='btrace-others-')
+        self.copies = {}
+        self.plugin = None
+        try:
+            os.chmod(self.dir, 0o711)
+            for p in paths:
+                self._add(p)
+        except BaseException:
+            self.close()
+            raise
+
+    def _copy(self, src, rel):
+        dst = os.path.join(self.dir, rel)
+        parent = os.path.dirname(dst)
+        os.makedirs(parent, mode=0o711, exist_ok=True)
+        fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
+                     os.O_NOFOLLOW | os.O_CLOEXEC, 0o755)
+        with open(src, 'rb') as f, os.fdopen(fd, 'wb') as out:
+            shutil.copyfileobj(f, out)
+        os.chmod(dst, 0o755)    # whatever the umask
+        return dst
+
+    def _add(self, path):
+        path = os.path.abspath(path)
+        root = build_root(path)
+        if root is None or not os.path.realpath(path).startswith(root + '/'):
+            # not built here (a script of the source tree, a system file)
+            rel = os.path.join('other', '%d-%s' % (len(self.copies),
+                                                   os.path.basename(path)))
+            self.copies[path] = self._copy(path, rel)
+            return
+        todo = [path]
+        if os.path.basename(path) == 'btrace':
+            qdir = os.path.join(root, 'src', 'qemu')
+            for n in ('libbtrace-qemu.so', 'libbtrace-qemu-preload.so'):
+                if os.path.exists(os.path.join(qdir, n)):
+                    todo.append(os.path.join(qdir, n))
+        for p in todo:
+            for q in [p] + _build_libs(p, root):
+                real = os.path.realpath(q)
+                rel = os.path.relpath(os.path.join(
+                    os.path.realpath(os.path.dirname(q)),
+                    os.path.basename(q)), root)
+                if q in self.copies or rel.startswith('..'):
+                    continue
+                self.copies[q] = self._copy(real, rel)
+                if os.path.basename(q) == 'libbtrace-qemu.so':
+                    self.plugin = self.copies[q]
+
+    def path(self, original):
+        """The copy of @original (as it was given)."""
+        return self.copies[os.path.abspath(original)]
+
+    def env(self, base=None):
+        """@base (default os.environ) with the copied plugin named."""
+        e = dict(os.environ if base is None else base)
+        if self.plugin:
+            e['BTRACE_QEMU_PLUGIN'] = self.plugin
+        return e
+
+    def close(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def record(btrace, snap, argv, cwd=None, size=None, env=None):

@@ -10,9 +10,11 @@ golden is stable across machines, masking only what varies there.
   tools/record-fixtures.sh).  The fixture's directory becomes @FIXTURE@.
 - Code outside OWN_MODULE (the fixture's own binary, a basename): its
   symbols come from the files of the machine that decodes (libc is not
-  committed; the snapshot embeds its code, not its symbols), so every
-  function, offset, file and line of such code becomes @LIB@.  JSON: per
-  entry, by its "module".  Text: in the stack, calls and blocks, a line
+  committed; the snapshot embeds its code, not its symbols), so the
+  offset, file and line of such code, which depend on the library's
+  build, are masked (@LIB@, 0); JSON keeps the function's name (the code
+  that ran there), per entry, by its "module".  Text: in the stack, calls
+  and blocks, a line
   whose symbol is not a function of OWN_MODULE (the names REPORT_JSON, the
   same report unmasked, gives to the binary's code) is cut at its symbol
   and ends in @LIB@.
@@ -100,7 +102,10 @@ def mask_entry(e, own):
     if mod:
         e['module'] = os.path.basename(mod)
         if os.path.basename(mod) != own:
-            for k in ('function', 'file'):
+            # the function is the code's (the snapshot embeds it; the name
+            # is the symbol the code is at) and is kept; where in the
+            # library's build it lies is not
+            for k in ('file',):
                 if e.get(k) is not None:
                     e[k] = '@LIB@'
             for k in ('line', 'offset'):

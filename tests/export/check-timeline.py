@@ -16,7 +16,9 @@
       snapshot), never crash, hang or trip a sanitizer, and leave no
       output behind when they fail
 
-The Chrome JSON must have: every slice closed, slices nested per thread
+The Chrome JSON must have: slices (the synthetic threads' exactly, a
+fixture's thread a slice for each function its last calls in the report
+name), every slice closed, slices nested per thread
 (an end closes the innermost open slice of its thread, never before it
 began), times non-decreasing per thread, the fault event present (on the
 crashed thread, with the signal), thread names and the crashed thread
@@ -46,8 +48,19 @@ def ok(cond, desc, detail=None):
     return cond
 
 
-def chrome_problems(d, want_axis=None):
-    """What is wrong with a Chrome Trace Event JSON object, [] if nothing."""
+def slices_by_tid(d):
+    """{tid: [the names of its slices, in the order they begin]}."""
+    out = {}
+    for e in d.get('traceEvents') or []:
+        if isinstance(e, dict) and e.get('ph') == 'B':
+            out.setdefault(e.get('tid'), []).append(e.get('name'))
+    return out
+
+
+def chrome_problems(d, want_axis=None, want_slices=None):
+    """What is wrong with a Chrome Trace Event JSON object, [] if nothing.
+    @want_slices: {tid: names} that must be among the thread's slices (a
+    list: exactly these, in this order; a set: at least these)."""
     bad = []
     ev = d.get('traceEvents')
     if not isinstance(ev, list):
@@ -113,6 +126,17 @@ def chrome_problems(d, want_axis=None):
             bad.append('the fault event does not name the signal')
     elif not faults:
         bad.append('no fault event')
+    got = slices_by_tid(d)
+    if not got:
+        bad.append('no slice at all: the timeline shows nothing')
+    for tid, names in (want_slices or {}).items():
+        have = got.get(tid, [])
+        if isinstance(names, list):
+            if have != names:
+                bad.append('tid %s: slices %s, want %s' % (tid, have, names))
+        elif not set(names) <= set(have):
+            bad.append('tid %s: no slice for %s (has %d slices)'
+                       % (tid, sorted(set(names) - set(have)), len(have)))
     return bad
 
 
@@ -212,6 +236,17 @@ def synthetic(prog):
                    in read('txt'), 'untimed: the text says the order is not '
                    'known')
             chrome = json.loads(read('chrome.json'))
+            # the synthetic threads' calls (test-timeline.c): one slice
+            # each, the gap too, in the order they began
+            want_slices = {101: ['main', 'a1', 'a2', 'gap', 'a3'],
+                           102: ['b1', 'b2', 'b3'], 103: ['evil']}
+            got = {tid: ['gap' if n.startswith('gap') else
+                         'evil' if n.startswith('evil') else n
+                         for n in names]
+                   for tid, names in slices_by_tid(chrome).items()}
+            ok(got == want_slices, '%s: Chrome JSON has the slices of every '
+               'thread\'s calls' % mode,
+               'got  %s\nwant %s' % (got, want_slices))
             p = chrome_problems(chrome, 'ns' if mode == 'timed'
                                 else 'instructions')
             ok(not p, '%s: Chrome JSON valid (closed, nested, times '
@@ -231,6 +266,23 @@ def synthetic(prog):
             p = page_problems(page, read('txt'))
             ok(not p, '%s: the page is self-contained, its data intact, the '
                'report beside it' % mode, '\n'.join(p))
+
+
+# A line of `btrace decode --calls --all-threads`: [time us] tid N  number
+LISTED = re.compile(r'^\s*(?:([0-9.]+) us\s+)?tid (\d+)\s+(\d+)\s')
+
+
+def fixture_order(d):
+    """TIMELINE_ORDER of the fixture in @d (its fixture.env), or None."""
+    try:
+        with open(os.path.join(d, 'fixture.env')) as f:
+            for ln in f:
+                m = re.match(r'^TIMELINE_ORDER=(\S+)\s*$', ln)
+                if m:
+                    return m.group(1)
+    except OSError:
+        pass
+    return None
 
 
 def fixtures(btrace, root):
@@ -255,8 +307,21 @@ def fixtures(btrace, root):
             rep = json.loads(subprocess.run(
                 [btrace, 'report', '--json', path], capture_output=True,
                 text=True).stdout)
-            axis = 'ns' if rep['timeline_order'] == 'time' else 'instructions'
-            p = chrome_problems(chrome, axis)
+            # the order the recording allows, from the fixture (a fact of
+            # how it was recorded), not from btrace's report
+            order = fixture_order(os.path.join(root, s))
+            if not ok(order in ('time', 'per_thread'),
+                      '%s: fixture.env says TIMELINE_ORDER (%s)' % (s, order)):
+                continue
+            ok(rep['timeline_order'] == order,
+               '%s: the report\'s timeline_order is the recording\'s (%s, '
+               'want %s)' % (s, rep['timeline_order'], order))
+            axis = 'ns' if order == 'time' else 'instructions'
+            # each thread's last calls the report names are slices of it
+            want = {t['tid']: {c['function'] for c in t['calls']
+                               if c.get('function')}
+                    for t in rep['threads']}
+            p = chrome_problems(chrome, axis, want)
             ok(not p, '%s: Chrome JSON valid (axis %s)' % (s, axis),
                '\n'.join(p))
             r = subprocess.run([btrace, 'export', path, '--timeline', out],
@@ -268,19 +333,32 @@ def fixtures(btrace, root):
                                 '--last', '8', path], capture_output=True,
                                text=True)
             lines = r.stdout.splitlines()
-            tids = [m.group(1) for m in
-                    (re.search(r'tid (\d+) ', ln) for ln in lines) if m]
-            if rep['timeline_order'] == 'time':
-                good = lines[0].startswith('all threads, in time order')
+            ents = [m.groups() for m in
+                    (LISTED.match(ln) for ln in lines) if m]
+            tids = [e[1] for e in ents]
+            # each thread's entries in its own order (their numbers grow)
+            seen = {}
+            good = bool(ents)
+            for _, tid, no in ents:
+                good &= int(no) > seen.get(tid, -1)
+                seen[tid] = int(no)
+            if order == 'time':
+                # the real order: every entry's time, none before the one
+                # listed above it
+                times = [float(e[0]) if e[0] else None for e in ents]
+                known = [t for t in times if t is not None]
+                good &= (lines[0].startswith('all threads, in time order')
+                         and len(known) == len(times) and
+                         known == sorted(known))
             else:
                 # thread after thread, the crashed one last
                 runs = [t for i, t in enumerate(tids)
                         if i == 0 or tids[i - 1] != t]
                 crashed = [str(t['tid']) for t in rep['threads']
                            if t['crashed']]
-                good = (lines[0].startswith('all threads (times not known')
-                        and len(runs) == len(set(runs)) and
-                        (not crashed or runs[-1] == crashed[0]))
+                good &= (lines[0].startswith('all threads (times not known')
+                         and len(runs) == len(set(runs)) and
+                         (not crashed or runs[-1] == crashed[0]))
             ok(r.returncode == 0 and good and
                len(set(tids)) == len(rep['threads']),
                '%s: decode --calls --all-threads (%s)' %

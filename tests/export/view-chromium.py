@@ -17,6 +17,7 @@ lane first and the fault marker in the DOM, the report text beside it.
 A screenshot of each (`--screenshot`) is kept in OUTDIR (view-*.png) as
 the test's artefact.
 """
+import json
 import os
 import re
 import shutil
@@ -72,6 +73,31 @@ def check_page(name, page, outdir, crashed_tid):
                  r'id="crashed-thread">' % crashed_tid, dom),
        '%s: the crashed thread %d is in the DOM, first' % (name, crashed_tid),
        'lanes: %s' % lanes)
+    # The slices are drawn on each lane's canvas, as tall as the thread's
+    # deepest nesting (ROW = 18 px a level): from the page's own data, each
+    # thread's depth; a lane whose canvas has no row drew no slice.
+    with open(page, encoding='utf-8') as f:
+        m = re.search(r'<script type="application/json" id="btrace-data">'
+                      r'(.*?)</script>', f.read(), re.S)
+    depth = {}
+    if m:
+        level = {}
+        for e in json.loads(m.group(1)).get('traceEvents', []):
+            t = str(e.get('tid'))
+            if e.get('ph') == 'B':
+                level[t] = level.get(t, 0) + 1
+                depth[t] = max(depth.get(t, 0), level[t])
+            elif e.get('ph') == 'E':
+                level[t] = level.get(t, 0) - 1
+    canvas = dict(re.findall(r'<div class="lane[^"]*" data-tid="(\d+)"[^>]*>'
+                             r'<div class="label">[^<]*</div><div class="plot">'
+                             r'<canvas height="\d+" style="height: (\d+)px;',
+                             dom))
+    ok(lanes and all(depth.get(t, 0) >= 1 for t in lanes) and
+       all(canvas.get(t) == str(18 * depth[t]) for t in lanes),
+       '%s: every lane draws its slices (canvas rows = the thread\'s '
+       'nesting depth)' % name,
+       'depth from the data %s, canvas heights %s' % (depth, canvas))
     fm = re.search(r'<div class="fault-marker[^"]*" id="fault-marker" '
                    r'data-ts="[0-9.]+"[^>]*><span>([^<]*SIGSEGV[^<]*)</span>',
                    dom)

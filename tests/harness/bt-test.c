@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 #include "bt-test.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void bt_test_diag(const char *fmt, ...)
 {
@@ -44,6 +48,53 @@ _Noreturn void bt_test_skip_all(const char *reason)
 	printf("1..0 # SKIP %s\n", reason);
 	fflush(stdout);
 	exit(0);
+}
+
+int bt_test_copy_file(const char *src, const char *dst, unsigned mode)
+{
+	char buf[65536];
+	int in, out, rc = 0;
+	ssize_t n;
+
+	in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		   0600);
+	if (out < 0) {
+		rc = -errno;
+		close(in);
+		return rc;
+	}
+	while ((n = read(in, buf, sizeof(buf))) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			break;
+		}
+		for (ssize_t o = 0; o < n;) {
+			ssize_t w = write(out, buf + o, (size_t)(n - o));
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				rc = w < 0 ? -errno : -EIO;
+				break;
+			}
+			o += w;
+		}
+		if (rc)
+			break;
+	}
+	if (!rc && fchmod(out, (mode_t)mode) < 0)
+		rc = -errno;
+	if (close(out) < 0 && !rc)
+		rc = -errno;
+	close(in);
+	if (rc)
+		unlink(dst);
+	return rc;
 }
 
 int bt_test_run(const struct bt_test_case *cases, int n)

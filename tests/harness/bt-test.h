@@ -111,6 +111,16 @@ int bt_test_run(const struct bt_test_case *cases, int n);
  */
 _Noreturn void bt_test_skip_all(const char *reason);
 
+/*
+ * Copy the file @src to the new file @dst with mode @mode (whatever the
+ * umask): for a program another user must run, which cannot be run where
+ * it was built when the build tree is in a private directory (a clone in
+ * a 0700 home or a mktemp -d directory).  @dst is created anew (O_EXCL,
+ * O_NOFOLLOW): put it in a directory made for the test (mkdtemp, then
+ * mode 0711 so others may enter it).  Returns 0, or -errno.
+ */
+int bt_test_copy_file(const char *src, const char *dst, unsigned mode);
+
 #define BT_TEST_CASE(fn) { #fn, fn }
 #define BT_TESTS(...)                                                         \
 	int main(void)                                                        \

@@ -244,7 +244,7 @@ def attack(btrace, top, mode):
 
     att = subprocess.Popen(['setpriv', '--reuid=nobody', '--regid=%d' % NOGID,
                             '--clear-groups', '--', NOPY,
-                            os.path.abspath(__file__), '--attacker', shared,
+                            ATTACKER, '--attacker', shared,
                             tmpdir, victim, logdir, mode])
     time.sleep(1)   # the attacker's first scan
     snap = os.path.join(shared, 'snap.btrace')
@@ -354,7 +354,7 @@ def leftovers(btrace, top):
 
 
 def main():
-    global PROG, NOUID, NOGID, NOPY
+    global PROG, NOUID, NOGID, NOPY, ATTACKER
     if len(sys.argv) > 1 and sys.argv[1] == '--attacker':
         attacker(*sys.argv[2:7])
         return 0
@@ -381,6 +381,11 @@ def main():
         return 0
     with tempfile.TemporaryDirectory() as top:
         os.chmod(top, 0o755)
+        # nobody may not enter the source tree (a clone in a private
+        # directory): the attacker runs a copy of this script made for it
+        ATTACKER = os.path.join(top, 'attacker.py')
+        shutil.copyfile(os.path.abspath(__file__), ATTACKER)
+        os.chmod(ATTACKER, 0o644)
         attack(btrace, top, 'links')
         attack(btrace, top, 'read')
         leftovers(btrace, top)
@@ -390,7 +395,7 @@ def main():
     return T.done()
 
 
-PROG = NOUID = NOGID = NOPY = None
+PROG = NOUID = NOGID = NOPY = ATTACKER = None
 
 if __name__ == '__main__':
     sys.exit(main())
