@@ -614,7 +614,13 @@ int bt_snapbuild_meta(struct bt_snapbuild *b, const char *key,
 
 int bt_snapbuild_finish(struct bt_snapbuild *b)
 {
-	int r = btrace_writer_commit(b->w, b->err);   /* frees it */
+	int r;
+
+	snprintf(b->asked, sizeof(b->asked), "%s", b->path);
+	/* either frees the writer */
+	r = b->keep ? bt_writer_commit_keep(b->w, &b->since, b->path,
+					    sizeof(b->path), b->err) :
+		      btrace_writer_commit(b->w, b->err);
 
 	b->w = NULL;
 	return r;

@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include <btrace/snapshot.h>
 
@@ -63,6 +64,13 @@ struct bt_snapbuild {
 	struct btrace_writer *w;
 	struct btrace_error *err;
 	char path[PATH_MAX];        /* where the file appears */
+	/* With keep set before finish: a file at path changed at or after
+	 * since (another crash of the recording, another recording) is kept
+	 * and this one takes a new name (bt_writer_commit_keep()); path is
+	 * then that name, and asked the one given. */
+	int keep;
+	struct timespec since;
+	char asked[PATH_MAX];
 	pid_t pid;
 	/* the summary's facts, counted as the backend feeds */
 	uint64_t bytes;             /* trace bytes of every buffer */
@@ -72,6 +80,17 @@ struct bt_snapbuild {
 	uint64_t stack_lo, stack_hi;
 	uint64_t data_bytes;        /* bytes of the process-wide ranges */
 };
+
+/*
+ * btrace_writer_commit(), except for what is at the file's name: one
+ * changed before @since is replaced, one changed at or after it is kept and
+ * the snapshot takes the first free name of NAME.1.EXT, NAME.2.EXT, ...
+ * (never over a file that appears meanwhile: RENAME_NOREPLACE).  The name
+ * the file got is in @final.
+ */
+int bt_writer_commit_keep(struct btrace_writer *w,
+			  const struct timespec *since, char *final,
+			  size_t len, struct btrace_error *err);
 
 int bt_snapbuild_begin(struct bt_snapbuild *b, const char *path,
 		       const char *comm, pid_t pid,

@@ -141,6 +141,28 @@ const char *bt_fmt_size(char *buf, size_t len, uint64_t bytes)
 	return buf;
 }
 
+int bt_write_full(int fd, const void *buf, size_t len, int64_t off)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t w = off < 0 ? write(fd, p, len) :
+				      pwrite(fd, p, len, (off_t)off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		if (w == 0)
+			return -EIO;   /* no progress and no reason given */
+		p += w;
+		len -= (size_t)w;
+		if (off >= 0)
+			off += w;
+	}
+	return 0;
+}
+
 int bt_tmp_create(const char *path, char *tmp, size_t len, unsigned mode)
 {
 	int n = snprintf(tmp, len, "%s.XXXXXX", path), fd;

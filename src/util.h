@@ -77,6 +77,14 @@ int bt_read_file(const char *path, char **out, size_t *len, size_t max);
 const char *bt_fmt_size(char *buf, size_t len, uint64_t bytes);
 
 /*
+ * Write all @len bytes of @buf to @fd, at @off (pwrite) or, when @off is
+ * negative, at the file position; a short write is followed by the rest, so
+ * a full disk fails with the next write's ENOSPC, never with whatever errno
+ * held before.  Returns 0 or -errno.
+ */
+int bt_write_full(int fd, const void *buf, size_t len, int64_t off);
+
+/*
  * A new file for @path, under an unpredictable name in the same directory
  * (@path.XXXXXX, created O_EXCL with @mode; never through a link).  Returns
  * the descriptor and the name in @tmp, or -errno.

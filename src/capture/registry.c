@@ -887,15 +887,19 @@ int bt_registry_save(int fd, const char *path, struct btrace_error *err)
 		}
 		if (n == 0)
 			break;
-		if (write(out, buf, (size_t)n) != n) {
-			r = errno ? -errno : -EIO;
+		r = bt_write_full(out, buf, (size_t)n, -1);
+		if (r)
 			break;
-		}
 		off += n;
 	}
 	free(buf);
 	r = bt_tmp_commit(out, tmp, path, r);
-	if (r)
-		return bt_error(err, r, "%s: write failed: %s", path, strerror(-r));
+	if (r) {
+		bt_error(err, r, "%s: write failed: %s", path, strerror(-r));
+		if (r == -ENOSPC || r == -EDQUOT)
+			bt_hint(err, "free space on the file system of %s, or "
+				"write the snapshot elsewhere with -o", path);
+		return r;
+	}
 	return 0;
 }

@@ -218,27 +218,14 @@ static int write_pieces(struct bt_cache *c, const char *path,
 			size_t blk = n - off < 4096 ? (size_t)(n - off) : 4096;
 
 			if (!all_zero(data + off, blk)) {
-				size_t done = 0;
-
-				while (done < blk) {
-					ssize_t w = pwrite(fd, data + off + done,
-							   blk - done,
-							   (off_t)(pc[i].off + off + done));
-					if (w < 0) {
-						if (errno == EINTR)
-							continue;
-						rc = -errno;
-						break;
-					}
-					done += (size_t)w;
-				}
+				rc = bt_write_full(fd, data + off, blk,
+						   (int64_t)(pc[i].off + off));
 			} else if (overlaps(pc, i, pc[i].off + off, blk)) {
 				/* zeros over what an earlier piece wrote */
 				static const uint8_t z[4096];
 
-				if (pwrite(fd, z, blk, (off_t)(pc[i].off + off)) !=
-				    (ssize_t)blk)
-					rc = errno ? -errno : -EIO;
+				rc = bt_write_full(fd, z, blk,
+						   (int64_t)(pc[i].off + off));
 			}
 			off += blk;
 		}

@@ -23,6 +23,7 @@
 #include <btrace/snapshot.h>
 
 #include "format.h"
+#include "snapbuild.h"
 #include "util.h"
 
 #define ZSTD_LEVEL 3
@@ -345,15 +346,11 @@ static int open_anon(const char *path)
 #endif
 }
 
-/* Give unnamed file @fd the name @path: linked when the name is free;
- * else linked under a random temporary name next to it and renamed over
- * it (a snapshot replaces an older file of that name, as rename() does).
- * Returns 0 or -errno. */
-static int link_anon(int fd, const char *path)
+/* Give unnamed file @fd the name @path, never over a file there
+ * (-EEXIST).  Returns 0 or -errno. */
+static int link_noreplace(int fd, const char *path)
 {
-	char proc[64], *tmp;
-	size_t n = strlen(path) + 32;
-	int ret = 0;
+	char proc[64];
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0)
@@ -361,8 +358,20 @@ static int link_anon(int fd, const char *path)
 	if (errno == ENOENT && linkat(fd, "", AT_FDCWD, path,
 				      AT_EMPTY_PATH) == 0)
 		return 0;   /* no /proc (AT_EMPTY_PATH needs privilege) */
-	if (errno != EEXIST)
-		return -errno;
+	return -errno;
+}
+
+/* Give unnamed file @fd the name @path over a file there (as rename()
+ * does): linked under a random temporary name next to it, then renamed.
+ * Returns 0 or -errno. */
+static int link_over(int fd, const char *path)
+{
+	char *tmp;
+	size_t n = strlen(path) + 32;
+	int ret = link_noreplace(fd, path);
+
+	if (ret != -EEXIST)
+		return ret;
 	tmp = malloc(n);
 	if (!tmp)
 		return -ENOMEM;
@@ -373,22 +382,22 @@ static int link_anon(int fd, const char *path)
 		 * the empty file it creates is removed again */
 		snprintf(tmp, n, "%s.tmp.XXXXXX", path);
 		tfd = mkostemp(tmp, O_CLOEXEC);
-		if (tfd < 0)
+		if (tfd < 0) {
+			ret = -errno;
 			break;
+		}
 		close(tfd);
 		unlink(tmp);
-		if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp,
-			   AT_SYMLINK_FOLLOW) == 0) {
+		ret = link_noreplace(fd, tmp);
+		if (ret == 0) {
 			ret = rename(tmp, path) < 0 ? -errno : 0;
 			if (ret)
 				unlink(tmp);
-			free(tmp);
-			return ret;
+			break;
 		}
-		if (errno != EEXIST)
+		if (ret != -EEXIST)
 			break;
 	}
-	ret = -errno;
 	free(tmp);
 	return ret;
 }
@@ -780,7 +789,100 @@ static int fsync_dir(const char *path)
 	return ret;
 }
 
-int btrace_writer_commit(struct btrace_writer *w, struct btrace_error *err)
+/* Whether the file at @path was changed at or after @since (written by
+ * another crash of this recording, or by another recording). */
+static int changed_since(const char *path, const struct timespec *since)
+{
+	struct stat st;
+
+	if (lstat(path, &st))
+		return 0;
+	return st.st_ctim.tv_sec > since->tv_sec ||
+	       (st.st_ctim.tv_sec == since->tv_sec &&
+		st.st_ctim.tv_nsec >= since->tv_nsec);
+}
+
+/* rename(@from, @to) that never replaces @to (EEXIST): renameat2's
+ * RENAME_NOREPLACE, or link and unlink where the file system has none. */
+static int rename_noreplace(const char *from, const char *to)
+{
+	if (!renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE))
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -errno;
+	if (link(from, to))
+		return -errno;
+	unlink(from);
+	return 0;
+}
+
+/* The finished file to the name @to: over a file there (@over) or never
+ * (-EEXIST); the unnamed file is linked, the temporary one renamed.
+ * Returns 0 or -errno. */
+static int place_at(struct btrace_writer *w, const char *to, int over)
+{
+	if (w->anon)
+		return over ? link_over(w->fd, to) : link_noreplace(w->fd, to);
+	if (!over)
+		return rename_noreplace(w->tmp, to);
+	return rename(w->tmp, to) ? -errno : 0;
+}
+
+/*
+ * The finished file to its name.  Without @since, over whatever is there.
+ * With @since, a file there changed before @since (a former run's) is
+ * replaced, and one changed since is kept: the snapshot then takes the
+ * first free name of NAME.1.EXT, NAME.2.EXT, ... (w->path changes to it).
+ */
+static int put_in_place(struct btrace_writer *w, const struct timespec *since,
+			struct btrace_error *err)
+{
+	const char *base, *dot;
+	char *alt = NULL;
+	size_t n = strlen(w->path) + 24, pre;
+	int ret;
+
+	if (!since) {
+		ret = place_at(w, w->path, 1);
+		goto out;
+	}
+	if (!changed_since(w->path, since)) {
+		struct stat st;
+
+		/* none there: not over one that appears meanwhile either */
+		ret = place_at(w, w->path, lstat(w->path, &st) == 0);
+		if (ret != -EEXIST)
+			goto out;
+	}
+	alt = malloc(n);
+	if (!alt)
+		return bt_error(err, -ENOMEM, "%s: rename failed: out of "
+				"memory", w->tmp);
+	base = strrchr(w->path, '/');
+	base = base ? base + 1 : w->path;
+	dot = strrchr(base, '.');
+	pre = dot && dot != base ? (size_t)(dot - w->path) : strlen(w->path);
+	ret = -EEXIST;
+	for (unsigned i = 1; i < 1000 && ret == -EEXIST; i++) {
+		snprintf(alt, n, "%.*s.%u%s", (int)pre, w->path, i,
+			 w->path + pre);
+		ret = place_at(w, alt, 0);
+	}
+	if (!ret) {
+		free(w->path);
+		w->path = alt;
+		alt = NULL;
+	}
+out:
+	free(alt);
+	if (ret)
+		bt_error(err, ret, "%s: %s failed: %s", w->path,
+			 w->anon ? "link" : "rename", strerror(-ret));
+	return ret;
+}
+
+static int commit(struct btrace_writer *w, const struct timespec *since,
+		  char *final, size_t len, struct btrace_error *err)
 {
 	int ret;
 
@@ -800,33 +902,44 @@ int btrace_writer_commit(struct btrace_writer *w, struct btrace_error *err)
 		ret = sec_end(w, err);
 	if (!ret && fsync(w->fd) < 0)
 		ret = wr_fail(w, err, -errno, "fsync");
+	/* the unnamed file is linked while open, the temporary one renamed
+	 * once closed */
+	if (!ret && !w->anon) {
+		int e = close(w->fd) < 0 ? -errno : 0;
+
+		w->fd = -1;
+		if (e)
+			ret = wr_fail(w, err, e, "close");
+	}
+	if (!ret)
+		ret = put_in_place(w, since, err);
+	if (!ret) {
+		w->tmp[0] = '\0';  /* nothing left to remove */
+		fsync_dir(w->path);
+		if (final)
+			snprintf(final, len, "%s", w->path);
+	}
 	if (!ret && w->anon) {
-		ret = link_anon(w->fd, w->path);
+		ret = close(w->fd) < 0 ? -errno : 0;
+		w->fd = -1;
 		if (ret)
-			bt_error(err, ret, "%s: link failed: %s", w->path,
+			bt_error(err, ret, "%s: close failed: %s", w->path,
 				 strerror(-ret));
-		else
-			fsync_dir(w->path);
-	}
-	if (!ret && close(w->fd) < 0) {
-		w->fd = -1;
-		ret = wr_fail(w, err, -errno, "close");
-	}
-	if (!ret && w->anon) {
-		w->fd = -1;
-	} else if (!ret) {
-		w->fd = -1;
-		if (rename(w->tmp, w->path) < 0) {
-			ret = -errno;
-			bt_error(err, ret, "%s: rename to %s failed: %s",
-				 w->tmp, w->path, strerror(-ret));
-		} else {
-			w->tmp[0] = '\0';  /* nothing left to remove */
-			fsync_dir(w->path);
-		}
 	}
 	btrace_writer_free(w);
 	return ret;
+}
+
+int btrace_writer_commit(struct btrace_writer *w, struct btrace_error *err)
+{
+	return commit(w, NULL, NULL, 0, err);
+}
+
+int bt_writer_commit_keep(struct btrace_writer *w,
+			  const struct timespec *since, char *final,
+			  size_t len, struct btrace_error *err)
+{
+	return commit(w, since, final, len, err);
 }
 
 void btrace_writer_free(struct btrace_writer *w)

@@ -37,6 +37,7 @@
 #include "qemu/qemu-config.h"
 #include "plugin-exec.h"
 #include "procmaps.h"
+#include "qemu-job.h"
 #include "qemu-launch.h"
 #include "qemu-limits.h"
 #include "qemu-owner.h"
@@ -276,6 +277,9 @@ static const int bt_fwd_sigs[] = {
 #define BT_FWD_MAX 64
 
 static volatile sig_atomic_t bt_child_pid;
+/* The emulator leads its own process group (qemu-job.h): a signal to
+ * btrace's group (the job's) goes on to the program's group. */
+static volatile sig_atomic_t bt_child_lead;
 /* Signals that came before the emulator's pid was known (bit per signal). */
 static volatile sig_atomic_t bt_fwd_pending[BT_FWD_MAX + 1];
 
@@ -370,8 +374,16 @@ static void bt_forward(int sig, siginfo_t *si, void *uc)
 
 	(void)uc;
 	/* A group's signal (the kernel's too) is taken from the witness
-	 * first, whatever else is decided. */
-	if (bt_fwd_group(sig) || si->si_code > 0 ||
+	 * first, whatever else is decided.  When the program leads a group
+	 * of its own, natively the job's group would be its group: the
+	 * signal goes there. */
+	if (bt_fwd_group(sig)) {
+		if (bt_child_lead && bt_child_pid > 0)
+			bt_fwd_send(-bt_child_pid, sig);
+		errno = e;
+		return;
+	}
+	if (si->si_code > 0 ||
 	    (si->si_code == SI_USER && si->si_pid == getpid())) {
 		errno = e;
 		return;
@@ -386,6 +398,8 @@ static void bt_forward(int sig, siginfo_t *si, void *uc)
 struct bt_fwd {
 	struct sigaction old[BT_FWD_MAX + 1];
 	unsigned char set[BT_FWD_MAX + 1];
+	struct sigaction chld;   /* the caller's SIGCHLD, when chld_set */
+	int chld_set;
 };
 
 static int bt_fwd_wanted(int sig)
@@ -417,6 +431,25 @@ static void bt_fwd_install(struct bt_fwd *f)
 		if (!sigaction(sig, &sa, NULL))
 			f->set[sig] = 1;
 	}
+	/* An ignored SIGCHLD (or SA_NOCLDWAIT) inherited from whoever
+	 * started btrace (a daemon, `trap '' CHLD`) makes the kernel reap
+	 * our children: the emulator's wait status would be lost.  Ours is
+	 * the default while the program runs; the emulator gets the
+	 * caller's back before its execve() (bt_fwd_restore()), so the
+	 * program starts with SIGCHLD ignored as it would natively (QEMU
+	 * hands an ignored host disposition to the guest, signal_init() in
+	 * linux-user/signal.c). */
+	if (!sigaction(SIGCHLD, NULL, &f->chld) &&
+	    (f->chld.sa_handler == SIG_IGN ||
+	     (f->chld.sa_flags & SA_NOCLDWAIT))) {
+		struct sigaction dfl;
+
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		sigemptyset(&dfl.sa_mask);
+		if (!sigaction(SIGCHLD, &dfl, NULL))
+			f->chld_set = 1;
+	}
 }
 
 /* The caller's dispositions back (in btrace, and in the emulator before
@@ -426,6 +459,36 @@ static void bt_fwd_restore(struct bt_fwd *f)
 	for (int sig = 1; sig <= BT_FWD_MAX && sig < NSIG; sig++)
 		if (f->set[sig])
 			sigaction(sig, &f->old[sig], NULL);
+	if (f->chld_set)
+		sigaction(SIGCHLD, &f->chld, NULL);
+}
+
+/* Say which signals came to btrace after the program ended (held while
+ * its snapshot was written: the program they were for is gone, as it
+ * would be natively). */
+static void bt_fwd_said(void)
+{
+	char names[256] = "";
+	size_t len = 0;
+
+	for (int sig = 1; sig <= BT_FWD_MAX && sig < NSIG; sig++) {
+		char name[32];
+
+		if (!bt_fwd_pending[sig])
+			continue;
+		bt_fwd_pending[sig] = 0;
+		if (!btrace_signal_str(sig, name, sizeof(name)))
+			snprintf(name, sizeof(name), "signal %d", sig);
+		len += (size_t)snprintf(names + len, sizeof(names) - len,
+					"%s%s", len ? ", " : "", name);
+		if (len >= sizeof(names))
+			len = sizeof(names) - 1;
+	}
+	if (len)
+		bt_msg("btrace record: %s came after the program ended, while "
+		       "its snapshot was written: the snapshot was finished "
+		       "first, and the program's status passes through",
+		       names);
 }
 
 /* The emulator runs: forward what came before, from now on directly. */
@@ -912,9 +975,10 @@ static int bt_copy_sparse(int fd, const char *path)
 				      (size_t)(h - pos) : sizeof(buf);
 			ssize_t n = pread(fd, buf, want, pos);
 
-			if (n <= 0 || pwrite(out, buf, (size_t)n, pos) != n)
+			if (n <= 0)
 				rc = n < 0 ? -errno : -EIO;
-			else
+			else if (!(rc = bt_write_full(out, buf, (size_t)n,
+						      (int64_t)pos)))
 				pos += n;
 		}
 	}
@@ -1023,9 +1087,13 @@ struct bt_job {
 	uint32_t kind;
 	uint64_t on;
 	struct timespec died;           /* when the death was seen */
+	struct timespec started;        /* CLOCK_REALTIME_COARSE at the start:
+					 * a snapshot file changed since is
+					 * another crash's, kept */
 	struct bt_snapbuild *sb;        /* the snapshot being built */
 	struct btrace_error *err;
 	struct bt_qowner *owner;        /* registry owner (qemu-owner.h) */
+	struct bt_jobctl *jc;           /* process group, terminal */
 	const char *ondemand_out;       /* an on-demand snapshot's path:
 					 * the process runs (stopped) */
 };
@@ -1082,8 +1150,9 @@ static int bt_keep_core(const char *core, const char *kp)
 				char buf[65536];
 
 				n = read(in, buf, sizeof(buf));
-				if (n > 0 && write(out, buf, (size_t)n) != n)
-					n = -1;
+				if (n > 0 && (rc = bt_write_full(out, buf,
+								 (size_t)n, -1)))
+					break;
 			}
 			if (n < 0 && errno != EINTR)
 				rc = -errno;
@@ -2521,6 +2590,10 @@ static int bt_write_snapshot(struct bt_job *j, const char *ring_path,
 		rc = bt_death_end_meta(j, d);
 	if (!rc)
 		rc = bt_death_limits(j, d);
+	/* a crash: never over another crash of this recording, or of
+	 * another one, written to the same name meanwhile */
+	sb.keep = !d->ondemand;
+	sb.since = j->started;
 	if (!rc)
 		rc = bt_snapbuild_finish(&sb);
 	else
@@ -2528,6 +2601,12 @@ static int bt_write_snapshot(struct bt_job *j, const char *ring_path,
 	j->sb = NULL;
 	if (rc || d->ondemand)
 		goto done;
+	snprintf(d->out, sizeof(d->out), "%s", sb.path);
+	if (strcmp(sb.asked, sb.path))
+		bt_msg("btrace record: %s was written during this recording "
+		       "(another crash into the same file): it is kept, and "
+		       "this crash of process %d is %s", sb.asked, j->pid,
+		       sb.path);
 	res->snapshots++;
 	snprintf(res->snapshot_path, sizeof(res->snapshot_path), "%s", d->out);
 	if (!(o->flags & BTRACE_RECORD_QUIET)) {
@@ -2976,6 +3055,7 @@ static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
 	struct bt_tree t = { .j = j, .res = res, .ino = -1 };
 	struct pollfd *pf = NULL;
 	int rootfd = bt_pidfd_open(j->pid);
+	pid_t w;
 
 	if (rootfd < 0) {
 		/* No pidfd (Linux < 5.3): the launched process only.  Rings
@@ -2983,19 +3063,31 @@ static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
 		 * and a re-executed launched process's replaces its own. */
 		for (;;) {
 			struct pollfd q = { .fd = j->rs->sock, .events = POLLIN };
-			pid_t w = waitpid(j->pid, &j->status, WNOHANG);
+			int e;
 
+			w = waitpid(j->pid, &j->status, WNOHANG);
+			e = errno;
 			bt_tree_scan(&t);
-			if (w == j->pid)
+			if (w == j->pid) {
 				j->status = bt_qemu_guest_status(j->status);
-			if (w == j->pid || (w < 0 && errno != EINTR))
 				break;
+			}
+			if (w < 0 && e != EINTR) {
+				/* reaped elsewhere: its status is gone */
+				j->status = -1;
+				bt_error(j->err, -e, "process %d: wait failed: "
+					 "%s (its exit status is unknown)",
+					 (int)j->pid, strerror(e));
+				break;
+			}
+			if (j->jc)
+				bt_jobctl_check(j->jc, j->pid);
 			poll(&q, 1, 50);
 		}
 		bt_tree_scan(&t);
 		clock_gettime(CLOCK_MONOTONIC, &j->died);
 		bt_tree_free(&t);
-		return 0;
+		return j->status == -1 ? -ECHILD : 0;
 	}
 	t.ino = j->rs->sock;
 	for (;;) {
@@ -3020,6 +3112,8 @@ static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
 		r = poll(pf, ko + no, -1);
 		if (r < 0 && errno != EINTR)
 			break;
+		if (j->jc)
+			bt_jobctl_check(j->jc, j->pid);
 		if (r <= 0)
 			continue;
 		/* New children first: each waits for us before it runs
@@ -3035,10 +3129,24 @@ static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
 			break;
 	}
 	free(pf);
-	while (waitpid(j->pid, &j->status, 0) < 0 && errno == EINTR)
+	while ((w = waitpid(j->pid, &j->status, 0)) < 0 && errno == EINTR)
 		;
+	if (w != j->pid) {
+		/* Not ours to wait for (the kernel reaped it, or a thread of
+		 * a program using the library did): the pidfd's exit status
+		 * (Linux 6.15), never a made-up 0. */
+		struct bt_proc p = { .pid = j->pid, .pidfd = rootfd };
+		int e = errno;
+
+		j->status = bt_child_status(&p);
+		if (j->status == -1)
+			bt_error(j->err, -e, "process %d: wait failed: %s "
+				 "(its exit status is unknown)", (int)j->pid,
+				 strerror(e));
+	}
 	/* a real-time signal's death as the guest's signal */
-	j->status = bt_qemu_guest_status(j->status);
+	if (j->status != -1)
+		j->status = bt_qemu_guest_status(j->status);
 	clock_gettime(CLOCK_MONOTONIC, &j->died);
 	close(rootfd);
 	/* Children that died with the root; the living ones are left.  The
@@ -3052,7 +3160,7 @@ static int bt_watch_tree(struct bt_job *j, struct btrace_record_result *res)
 			bt_child_died(&t, &t.p[i]);
 	}
 	bt_tree_free(&t);
-	return 0;
+	return j->status == -1 ? -ECHILD : 0;
 }
 
 /*
@@ -3247,7 +3355,8 @@ static int bt_cmdline_build(struct bt_cmdline *c, char *qemu,
  * signal forwarding and subreaper restored) when no pipe or no fork.
  */
 static int bt_spawn_emulator(const char *qemu, const struct bt_cmdline *c,
-			     int ringfd, struct bt_fwd *fwd, int *subreaper,
+			     int ringfd, struct bt_fwd *fwd,
+			     struct bt_jobctl *jc, int *subreaper,
 			     const struct rlimit *nofile, pid_t *pidp,
 			     int *cerr, int *status, struct btrace_error *err)
 {
@@ -3267,9 +3376,11 @@ static int bt_spawn_emulator(const char *qemu, const struct bt_cmdline *c,
 		return bt_error(err, rc, "pipe failed: %s", strerror(-rc));
 	}
 	bt_fwd_install(fwd);
+	bt_jobctl_init(jc);
 	pid = fork();
 	if (pid < 0) {
 		rc = -errno;
+		bt_jobctl_end(jc);
 		bt_fwd_restore(fwd);
 		if (*subreaper >= 0)
 			prctl(PR_SET_CHILD_SUBREAPER, (unsigned long)*subreaper,
@@ -3284,6 +3395,7 @@ static int bt_spawn_emulator(const char *qemu, const struct bt_cmdline *c,
 		/* The ring memfd is the emulator's to inherit (the plugin
 		 * closes it before the guest starts). */
 		fcntl(ringfd, F_SETFD, 0);
+		bt_jobctl_child(jc);
 		bt_fwd_restore(fwd);
 		/* The program's own descriptor limit, not the one btrace
 		 * raised for itself (bt_nofile_raise()). */
@@ -3296,6 +3408,8 @@ static int bt_spawn_emulator(const char *qemu, const struct bt_cmdline *c,
 			_exit(127);
 		_exit(127);
 	}
+	bt_jobctl_parent(jc, pid);
+	bt_child_lead = jc->lead;
 	close(pipefd[1]);
 	if (read(pipefd[0], cerr, sizeof(*cerr)) != sizeof(*cerr))
 		*cerr = 0;
@@ -3318,7 +3432,8 @@ static int bt_qemu_finish(struct bt_job *j, struct bt_rings *rs,
 			  struct btrace_error *err)
 {
 	res->exit_status = j->status;
-	res->shell_status = WIFEXITED(j->status) ? WEXITSTATUS(j->status) :
+	res->shell_status = j->status == -1 ? 1 :
+			    WIFEXITED(j->status) ? WEXITSTATUS(j->status) :
 			    WIFSIGNALED(j->status) ? 128 + WTERMSIG(j->status) : 1;
 	if (bt_fwd_lost)
 		bt_msg("btrace: warning: real-time signal %d sent to btrace "
@@ -3365,6 +3480,7 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	struct bt_cmdline cl;
 	struct bt_rings rs;
 	struct bt_fwd fwd;
+	struct bt_jobctl jc;
 	struct bt_job j;
 	long oom0;
 	uint64_t on, entries, acc;
@@ -3389,6 +3505,7 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 		return bt_error(err, -errno, "getcwd failed: %s", strerror(errno));
 
 	memset(&j, 0, sizeof(j));
+	clock_gettime(CLOCK_REALTIME_COARSE, &j.started);
 	j.opts = opts;
 	j.err = err;
 	j.prog = prog;
@@ -3435,8 +3552,8 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 		bt_drop_rings(&rs);
 		return bt_error(err, -ENOMEM, "qemu backend: out of memory");
 	}
-	rc = bt_spawn_emulator(qemu, &cl, ringfd, &fwd, &subreaper, nofile,
-			       &pid, &cerr, &j.status, err);
+	rc = bt_spawn_emulator(qemu, &cl, ringfd, &fwd, &jc, &subreaper,
+			       nofile, &pid, &cerr, &j.status, err);
 	bt_cmdline_free(&cl);
 	if (rc) {
 		close(ringfd);
@@ -3444,6 +3561,8 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 		return rc;
 	}
 	if (cerr) {
+		bt_child_lead = 0;
+		bt_jobctl_end(&jc);
 		bt_fwd_restore(&fwd);
 		close(ringfd);
 		bt_drop_rings(&rs);
@@ -3466,13 +3585,23 @@ static int bt_qemu_run(const struct btrace_record_opts *opts,
 	j.owner = bt_qowner_new(bt_snapshot_ondemand, &j,
 				!!(opts->flags & BTRACE_RECORD_QUIET));
 	bt_qowner_claim(j.owner, pid, j.prog);
+	j.jc = &jc;
 	rc = bt_watch_tree(&j, res);
+	/* the terminal back before anything is said */
+	bt_child_lead = 0;
+	bt_jobctl_end(&jc);
+	j.jc = NULL;
+	/* The program is gone: a signal to btrace from now on (SIGTERM,
+	 * ^C, a hangup) is held until the snapshot is written, not let kill
+	 * btrace in the middle of the write (bt_fwd_said()). */
 	bt_child_pid = 0;
-	bt_fwd_restore(&fwd);
 	if (subreaper >= 0)
 		prctl(PR_SET_CHILD_SUBREAPER, (unsigned long)subreaper, 0, 0, 0);
 	j.pid = pid;
-	return bt_qemu_finish(&j, &rs, ring_path, plugin, oom0, rc, res, err);
+	rc = bt_qemu_finish(&j, &rs, ring_path, plugin, oom0, rc, res, err);
+	bt_fwd_restore(&fwd);
+	bt_fwd_said();
+	return rc;
 }
 
 /*

@@ -73,4 +73,48 @@ if [ $rc -eq 139 ] && ! [ -e "$full/crash.btrace" ] && ! sanitizer_said "$work/l
 else
 	not_ok "record to an 8 KiB disk: exit $rc, files: $(ls -A "$full")"
 fi
+
+# An on-demand snapshot (`btrace snapshot`) of a running recording into a
+# 20 KiB disk: the copy's first write is short, the next fails ENOSPC.  The
+# message must say so (not a stale errno such as "File exists").
+umount "$full"
+mount -t tmpfs -o size=20k tmpfs "$full"
+go=$work/go
+"$btrace" record -b qemu -q -o "$work/od-crash.btrace" -- "$stress" wait "$go" \
+	>"$work/rec.log" 2>&1 </dev/null &
+bt=$!
+emu=
+for i in $(seq 200); do
+	for k in $(cat /proc/$bt/task/*/children 2>/dev/null); do
+		a0=$(tr '\0' '\n' <"/proc/$k/cmdline" 2>/dev/null | head -1)
+		case ${a0##*/} in *qemu*) emu=$k ;; esac
+	done
+	[ -n "$emu" ] && break
+	sleep 0.05
+done
+if [ -z "$emu" ]; then
+	not_ok "snapshot to a full disk: the recording's emulator never started"
+else
+	run_cmd "$work/log" "$btrace" snapshot -o "$full/od.btrace" "$emu"
+	if [ $rc -eq 1 ] && grep -qi 'no space left' "$work/log" &&
+	   grep -qF od.btrace "$work/log" && ! sanitizer_said "$work/log"; then
+		ok "snapshot to a full disk: exit 1, $(head -1 "$work/log")"
+	else
+		not_ok "snapshot to a full disk: exit $rc: $(head -3 "$work/log")"
+	fi
+	left=$(ls -A "$full")
+	if [ -z "$left" ]; then
+		ok "snapshot to a full disk: nothing left on the disk"
+	else
+		not_ok "snapshot to a full disk: left behind: $left"
+	fi
+fi
+touch "$go"
+wait $bt
+rc=$?
+if [ $rc -eq 0 ]; then
+	ok "snapshot to a full disk: the program went on and exited 0"
+else
+	not_ok "snapshot to a full disk: the recording exited $rc: $(tail -3 "$work/rec.log")"
+fi
 finish

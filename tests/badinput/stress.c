@@ -12,9 +12,25 @@
  *   bt-stress sigflood N [crash]    send itself N SIGUSR1 and fill the
  *                                   real-time signal queue while blocked,
  *                                   then take them all; exit 0 if counts add up
+ *   bt-stress heap MB [crash]       fill MB MiB of heap with pseudo-random
+ *                                   bytes (a large, slow snapshot), exit 0
+ *   bt-stress wait GO [crash]       wait for GO to exist (30 s at most),
+ *                                   exit 0
+ *   bt-stress pgrp                  print the process's view of its process
+ *                                   group, session and terminal:
+ *                                   "leader=L fg=F setsid=R" (L: 1 when it
+ *                                   leads its group; F: 1 when its group
+ *                                   is the terminal's foreground group, -1
+ *                                   without a terminal on stdin; R: setsid()'s
+ *                                   result, "ok" or the errno name), exit 0
+ *   bt-stress sigchld               print "sigchld=ign" or "sigchld=dfl"
+ *                                   (the disposition it was started with)
+ *                                   and "reaped=1" when a child it forks is
+ *                                   reaped by the kernel (no zombie), exit 0
  * With "crash" the program dies of SIGSEGV at the end instead of exiting.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,11 +38,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t usr1, rt;
 static volatile int *nowhere;
+static uint64_t *volatile heap_kept;   /* the heap stays live */
 
 static int finish(int crash, int status)
 {
@@ -153,6 +171,60 @@ int main(int argc, char **argv)
 		}
 		return finish(crash, 0);
 	}
-	fprintf(stderr, "usage: bt-stress close-stdio|ignore-term|fork|threads|sigflood ...\n");
+	if (!strcmp(mode, "heap") && n > 0) {
+		size_t len = (size_t)n << 20;
+		uint64_t *p = malloc(len), x = 88172645463325252ull;
+
+		if (!p)
+			return 1;
+		for (size_t i = 0; i < len / 8; i++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			p[i] = x;
+		}
+		heap_kept = p;
+		return finish(crash, 0);
+	}
+	if (!strcmp(mode, "wait") && argc > 2) {
+		struct stat st;
+
+		for (int i = 0; i < 3000 && stat(argv[2], &st); i++)
+			sleep_ms(10);
+		return finish(crash, 0);
+	}
+	if (!strcmp(mode, "pgrp")) {
+		int fg = isatty(0) ? tcgetpgrp(0) == getpgrp() : -1;
+		int leader = getpgrp() == getpid();
+		const char *r;
+
+		errno = 0;
+		r = setsid() >= 0 ? "ok" : errno == EPERM ? "EPERM" :
+		    strerror(errno);
+
+		printf("leader=%d fg=%d setsid=%s\n", leader, fg, r);
+		return 0;
+	}
+	if (!strcmp(mode, "sigchld")) {
+		struct sigaction sa;
+		pid_t p;
+		int st;
+
+		sigaction(SIGCHLD, NULL, &sa);
+		printf("sigchld=%s\n", sa.sa_handler == SIG_IGN ? "ign" : "dfl");
+		fflush(stdout);
+		p = fork();
+		if (p < 0)
+			return 1;
+		if (!p)
+			_exit(5);
+		/* an ignored SIGCHLD: the kernel reaps it, wait fails ECHILD */
+		if (waitpid(p, &st, 0) < 0 && errno == ECHILD)
+			printf("reaped=1\n");
+		else
+			printf("reaped=0 status=%d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+		return 0;
+	}
+	fprintf(stderr, "usage: bt-stress close-stdio|ignore-term|fork|threads|sigflood|heap|wait|pgrp|sigchld ...\n");
 	return 2;
 }

@@ -2,9 +2,12 @@
 /* Internal helpers of libbtrace. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "elf-buildid.h"
@@ -128,5 +131,42 @@ static void test_time_tsc_parse(struct bt_test *t)
 	BT_EQ_U64(t, UINT64_MAX, zero);
 }
 
+/*
+ * bt_write_full() after a short write: the real reason of the next write,
+ * never a stale errno (a full disk said "File exists").  A file size limit
+ * makes the kernel cut a write at the limit, then refuse the next with
+ * EFBIG (generic_write_check_limits(), mm/filemap.c; SIGXFSZ ignored), as a
+ * full disk cuts one and refuses the next with ENOSPC.
+ */
+static void test_write_full_short(struct bt_test *t)
+{
+	char path[] = "/tmp/bt-test-short.XXXXXX";
+	static char buf[8192];
+	struct rlimit old, lim;
+	struct stat st;
+	void (*xfsz)(int);
+	int fd;
+
+	BT_REQUIRE(t, getrlimit(RLIMIT_FSIZE, &old) == 0);
+	fd = mkstemp(path);
+	BT_REQUIRE(t, fd >= 0);
+	memset(buf, 'x', sizeof(buf));
+	xfsz = signal(SIGXFSZ, SIG_IGN);
+	lim = old;
+	lim.rlim_cur = 5000;
+	BT_REQUIRE(t, setrlimit(RLIMIT_FSIZE, &lim) == 0);
+	errno = EEXIST;
+	BT_EQ_INT(t, -EFBIG, bt_write_full(fd, buf, sizeof(buf), -1));
+	errno = EEXIST;
+	BT_EQ_INT(t, -EFBIG, bt_write_full(fd, buf, sizeof(buf), 100));
+	BT_EQ_INT(t, 0, bt_write_full(fd, buf, 10, 0));   /* within it */
+	setrlimit(RLIMIT_FSIZE, &old);
+	signal(SIGXFSZ, xfsz);
+	/* the short part was written and kept */
+	BT_CHECK(t, fstat(fd, &st) == 0 && st.st_size == 5000);
+	close(fd);
+	unlink(path);
+}
+
 BT_TESTS(test_grow_to_any_index, test_error_record, test_strerror,
-	 test_build_id, test_time_tsc_parse)
+	 test_build_id, test_time_tsc_parse, test_write_full_short)
