@@ -23,7 +23,6 @@ qemu` and, where the program's own view matters, natively too:
 All cases by default.  Skipped when this machine's qemu-x86_64 is missing or
 has no plugin support.
 """
-import glob
 import os
 import pty
 import select
@@ -110,18 +109,20 @@ def case_sigwrite(bt, stress, work):
                                  stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True,
                                  preexec_fn=default_signals)
+            # the snapshot being written: a file btrace has open in @d
+            # (with no name until it is complete, or NAME.tmp.XXXXXX)
             tmp = None
             end = time.monotonic() + 120
             while time.monotonic() < end and p.poll() is None and not tmp:
-                t = glob.glob(snap + '.tmp.*')
-                tmp = t[0] if t else None
+                tmp = e2elib.writing_into(p.pid, d)
             if tmp and p.poll() is None:
                 os.kill(p.pid, signal.SIGSTOP)
                 e2elib.wait_for(lambda: proc_state(p.pid) in ('T', 'Z',
                                                               None), 10)
-                # stopped in the middle of the write: the temporary file
-                # is there and the snapshot is not
-                if (proc_state(p.pid) == 'T' and os.path.exists(tmp) and
+                # stopped in the middle of the write: the file is open
+                # and the snapshot is not there
+                if (proc_state(p.pid) == 'T' and
+                        e2elib.writing_into(p.pid, d) and
                         not os.path.exists(snap)):
                     hit = True
                     os.kill(p.pid, sig)
@@ -135,7 +136,7 @@ def case_sigwrite(bt, stress, work):
                'status is 139 (%s)' % (name, rc, err.strip()[-200:]))
             ok(os.path.exists(snap), '%s during the write: the snapshot is '
                'finished' % name)
-            left = glob.glob(snap + '.tmp.*')
+            left = [f for f in os.listdir(d) if f != 'w.btrace']
             ok(not left, '%s during the write: no temporary file left (%s)'
                % (name, ' '.join(left)))
             if os.path.exists(snap):

@@ -443,3 +443,20 @@ def stack_compare(bt, gdb, own):
         notes.append('too few frames compared')
     return ok, ' '.join(pairs) + (' [' + '; '.join(notes) + ']'
                                   if notes else '')
+
+
+def writing_into(pid, d):
+    """The paths process @pid has open in directory @d (a file being
+    written with no name yet reads "D/#INODE (deleted)")."""
+    out = []
+    try:
+        for fd in os.listdir('/proc/%d/fd' % pid):
+            try:
+                t = os.readlink('/proc/%d/fd/%s' % (pid, fd))
+            except OSError:
+                continue
+            if t.startswith(d + '/'):
+                out.append(t)
+    except OSError:
+        pass
+    return out

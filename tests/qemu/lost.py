@@ -157,22 +157,6 @@ def case_storm(btrace, progs, work):
                  '%d children forked while snapshots are served' % n)
 
 
-def writing_into(pid, d):
-    """The paths btrace (@pid) has open in directory @d."""
-    out = []
-    try:
-        for fd in os.listdir('/proc/%d/fd' % pid):
-            try:
-                t = os.readlink('/proc/%d/fd/%s' % (pid, fd))
-            except OSError:
-                continue
-            if t.startswith(d + '/'):
-                out.append(t)
-    except OSError:
-        pass
-    return out
-
-
 def case_killwrite(btrace, progs, work):
     """kill -9 of btrace in the middle of a crash snapshot's write (seen
     as a descriptor of btrace's into the output directory), a few times:
@@ -189,7 +173,7 @@ def case_killwrite(btrace, progs, work):
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, cwd=work)
         seen = e2elib.wait_for(
-            lambda: writing_into(rec.pid, out) or rec.poll() is not None,
+            lambda: e2elib.writing_into(rec.pid, out) or rec.poll() is not None,
             HANG)
         if seen is not True and rec.poll() is None:
             os.kill(rec.pid, signal.SIGKILL)
