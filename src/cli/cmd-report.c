@@ -613,6 +613,29 @@ static void print_signal(FILE *f, const struct btrace_report *rep)
 	fputc('\n', f);
 }
 
+/*
+ * The death line, from rep->death as the JSON's "death" (one source): a
+ * handler ran only when the trace shows it went on after the fault.
+ */
+static void print_death(FILE *f, const struct btrace_report *rep)
+{
+	const struct btrace_report_death *d = &rep->death;
+	const char *fin = rep->final_signal;
+	const char *what = fin ? fin : d->signal.name ? d->signal.name : "?";
+
+	if (!d->known || (!d->after_fault && !fin))
+		return;   /* died of the signal above, at the fault */
+	if (!d->after_fault)
+		fprintf(f, "death     %s, at the fault (no handler ran after it "
+			"in the trace)\n", cli_esc(what));
+	else if (fin)
+		fprintf(f, "death     %s, after the fault above (a signal handler "
+			"ran)\n", cli_esc(fin));
+	else
+		fprintf(f, "death     %s, after a signal handler ran: the fault "
+			"is the one that started it\n", cli_esc(what));
+}
+
 /* The lines after the signal: cause, exec, death, limits, image notes. */
 static void print_facts(FILE *f, const struct btrace_report *rep)
 {
@@ -624,13 +647,7 @@ static void print_facts(FILE *f, const struct btrace_report *rep)
 		fprintf(f, "exec      %s ran natively, untraced (set-ID, "
 			"capabilities, or not x86-64): the trace ends at its "
 			"execve()\n", cli_esc(rep->native_exec));
-	if (rep->final_signal)
-		fprintf(f, "death     %s, after the fault above (a signal handler "
-			"ran)\n", cli_esc(rep->final_signal));
-	else if (rep->crashed && rep->crashed->went_on && rep->has_signal)
-		fprintf(f, "death     %s, after a signal handler ran: the fault "
-			"is the one that started it\n",
-			rep->signal.name ? rep->signal.name : "?");
+	print_death(f, rep);
 	for (size_t i = 0; i < rep->nlimits; i++)
 		fprintf(f, "limits    %s: %s\n", cli_esc(rep->limits[i].name),
 			cli_esc(rep->limits[i].text));
