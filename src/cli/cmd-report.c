@@ -130,6 +130,29 @@ static void print_gap(FILE *f, const struct btrace_thread *t, uint32_t g,
  * Set by report_text(). */
 static const char *at_end = "the fault";
 
+static const char *size_str(char *buf, size_t len, uint64_t n);
+
+/*
+ * Below the outermost frame when it was entered before the decoded
+ * history: a tail-only decode did not read the older trace, which may
+ * hold the callers (say how much, and how to read it); otherwise the
+ * history itself starts there.
+ */
+static void print_partial(FILE *f, const struct btrace_thread *t)
+{
+	char a[32];
+	uint64_t left = t->buffer_bytes - t->unusable_bytes;
+
+	left = left > t->decoded_bytes ? left - t->decoded_bytes : 0;
+	if (t->truncated && left)
+		fprintf(f, "      (entered before the decoded tail: the older %s "
+			"of trace\n       were not decoded; btrace report "
+			"--full decodes them)\n", size_str(a, sizeof(a), left));
+	else
+		fprintf(f, "      (entered before the history starts: callers "
+			"unknown)\n");
+}
+
 static void print_stack(FILE *f, const struct btrace_thread *t)
 {
 	char a[128], b[128], c[64];
@@ -154,7 +177,7 @@ static void print_stack(FILE *f, const struct btrace_thread *t)
 			fprintf(f, " [signal handler]");
 		fputc('\n', f);
 		if (fr->flags & BTRACE_CALL_PARTIAL)
-			fprintf(f, "      (entered before the history starts: callers unknown)\n");
+			print_partial(f, t);
 	}
 }
 
