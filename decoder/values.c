@@ -3951,6 +3951,67 @@ static void divisor_in_memory(struct bt_values *v, struct vstate *s,
 		chain_of(v, s, reg, u);
 }
 
+/*
+ * No instruction at the fault: the path's last instruction is the
+ * indirect call or jump that went there (through a NULL or stale
+ * function pointer), and the origin is about its target operand, whose
+ * value is the fault's address.  A register is followed as it was read
+ * (the call changes only rsp); a memory operand is the load at the call,
+ * followed to the store that wrote it.
+ */
+static void target_origin(struct bt_values *v, struct vstate *s,
+			  uint64_t fault_ip)
+{
+	struct btrace_origin *o = &v->pub.origin;
+	const struct vinsn *in = s->n ? &s->in[s->n - 1] : NULL;
+	const struct vop *op = in ? &in->op[0] : NULL;
+	struct btrace_origin_link *l;
+	struct btrace_insn di;
+	const char *sp;
+	unsigned reg;
+	size_t u;
+	uint64_t a;
+
+	if (!in || in->fold || in->nop != 1 ||
+	    (in->id != X86_INS_CALL && in->id != X86_INS_JMP))
+		return;
+	if (op->type == X86_OP_REG) {
+		if (op->reg == NOREG || op->reg == BTRACE_VREG_RSP)
+			return;
+		o->found = 1;
+		o->reg = op->reg;
+		o->operand = vreg_names[op->reg];
+		o->role = "target";
+		o->has_value = 1;
+		o->value = fault_ip;
+		o->chain = v->chain;
+		chain_of(v, s, op->reg, s->n - 1);
+		return;
+	}
+	/* a memory operand: its address from registers the call left alone */
+	if (op->type != X86_OP_MEM || op->width != 8 ||
+	    op->base == BTRACE_VREG_RSP || op->index == BTRACE_VREG_RSP ||
+	    !fault_addr(s, op, &a))
+		return;
+	snprintf(v->operand, sizeof(v->operand), "the call's target");
+	if (bt_insn_disasm(s->c, in->ip, &di) == 0 &&
+	    (sp = strchr(di.text, ' ')))
+		snprintf(v->operand, sizeof(v->operand), "%s", sp + 1);
+	o->found = 1;
+	o->reg = -1;
+	o->operand = v->operand;
+	o->role = "target";
+	o->has_value = 1;
+	o->value = fault_ip;
+	o->chain = v->chain;
+	if (!(l = add_link(v, s->c, in->ip, BTRACE_ORIGIN_LOAD)))
+		return;
+	l->has_value = 1;
+	l->value = fault_ip;
+	if (from_memory(v, s, l, s->n - 1, a, 8, &reg, &u))
+		chain_of(v, s, reg, u);
+}
+
 /* The operand of the faulting instruction the origin is about: a
  * division's divisor; else the base register of its memory operand, or
  * the index when that put it out of a valid base; else the first
@@ -3965,8 +4026,13 @@ static void find_origin(struct bt_values *v, struct vstate *s,
 	if (!s->have_fault)
 		return;
 	decode_one(s->c, ci, fault_ip, &f);
-	if (!f.id)
+	if (!f.id) {
+		size_t avail;
+
+		if (!bt_image_bytes(s->c, fault_ip, &avail))
+			target_origin(v, s, fault_ip);
 		return;
+	}
 	if ((f.id == X86_INS_DIV || f.id == X86_INS_IDIV) && f.nop == 1) {
 		if (f.op[0].type == X86_OP_MEM) {
 			divisor_in_memory(v, s, fault_ip, &f.op[0]);

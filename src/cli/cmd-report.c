@@ -439,6 +439,30 @@ static void print_history(FILE *f, const struct btrace_thread *t)
 		fprintf(f, "          - ... %zu more\n", t->ngaps - 8);
 }
 
+/*
+ * A fault at an address without code (a call through a NULL or stale
+ * function pointer): the call that went there is the caller's frame of the
+ * stack, at its call instruction (as gdb's frame #1).
+ */
+static void print_called_from(FILE *f, const struct btrace_thread *t)
+{
+	const struct btrace_fault *ft = &t->fault;
+	const struct btrace_frame *c;
+	char a[128], b[128];
+
+	if (!ft->exact || ft->insn[0] || ft->sym.module || t->nstack < 2 ||
+	    t->stack[0].ip != ft->ip)
+		return;
+	c = &t->stack[1];
+	fprintf(f, "          %s here from %s", t->stack[0].flags &
+		BTRACE_CALL_TAILCALL ? "jumped" : "called",
+		cli_esc(where(a, sizeof(a), c->ip, &c->sym)));
+	srcline(b, sizeof(b), &c->sym);
+	if (b[0])
+		fprintf(f, " at %s", cli_esc(b));
+	fprintf(f, " (0x%llx)\n", (unsigned long long)c->ip);
+}
+
 /* The fault lines of a thread's section (nothing when it has none). */
 static void print_fault(FILE *f, const struct btrace_report_thread *rt)
 {
@@ -471,6 +495,7 @@ static void print_fault(FILE *f, const struct btrace_report_thread *rt)
 			fprintf(f, " at %s", cli_esc(b));
 		fprintf(f, "\n          0x%llx  %s\n", (unsigned long long)ft->ip,
 			ft->insn[0] ? cli_esc(ft->insn) : "(no code for this address)");
+		print_called_from(f, t);
 		if (ft->sym.module)
 			fprintf(f, "          in %s\n", cli_esc(ft->sym.module));
 		if (sent)
@@ -497,8 +522,12 @@ static void print_origin(FILE *f, const struct btrace_report *rep)
 		fprintf(f, "0x%llx", (unsigned long long)o->value);
 	else
 		fprintf(f, "(value not known)");
-	fprintf(f, " (the faulting instruction's %s%s)\n", o->role,
-		o->reg >= 0 ? " register" : "");
+	if (o->role && !strcmp(o->role, "target"))
+		fprintf(f, " (the target%s of the call or jump that went "
+			"there)\n", o->reg >= 0 ? " register" : "");
+	else
+		fprintf(f, " (the faulting instruction's %s%s)\n", o->role,
+			o->reg >= 0 ? " register" : "");
 	for (size_t i = 0; i < o->nchain; i++) {
 		const struct btrace_origin_link *l = &o->chain[i];
 		srcline(b, sizeof(b), &l->sym);
