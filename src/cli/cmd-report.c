@@ -440,6 +440,36 @@ static void print_history(FILE *f, const struct btrace_thread *t)
 }
 
 /*
+ * The functions inlined at the fault, innermost first, from the stack's
+ * inline frames at the faulting instruction (DWARF, as gdb's frames): NULL
+ * when the fault is in no inlined code.  @k: the frame after them.
+ */
+static const struct btrace_frame *fault_inline(const struct btrace_thread *t,
+					       size_t *k)
+{
+	const struct btrace_fault *ft = &t->fault;
+	size_t n = 0;
+
+	while (n < t->nstack && (t->stack[n].flags & BTRACE_CALL_INLINE) &&
+	       t->stack[n].ip == ft->ip && t->stack[n].sym.function)
+		n++;
+	*k = n;
+	return n && ft->exact ? &t->stack[0] : NULL;
+}
+
+/* "label_cost in price in " before the fault's out-of-line function */
+static void print_inlined(FILE *f, const struct btrace_thread *t)
+{
+	size_t n;
+
+	if (!fault_inline(t, &n))
+		return;
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s (inlined) in ", cli_esc(btrace_symbol_name(
+			&t->stack[i].sym, t->stack[i].flags)));
+}
+
+/*
  * A fault at an address without code (a call through a NULL or stale
  * function pointer): the call that went there is the caller's frame of the
  * stack, at its call instruction (as gdb's frame #1).
@@ -489,7 +519,9 @@ static void print_fault(FILE *f, const struct btrace_report_thread *rt)
 	} else if (t->fault.found) {
 		const struct btrace_fault *ft = &t->fault;
 		int sent = ft->kind == BTRACE_FAULT_KIND_SENT;
-		fprintf(f, "fault     %s", cli_esc(where(a, sizeof(a), ft->ip, &ft->sym)));
+		fprintf(f, "fault     ");
+		print_inlined(f, t);
+		fprintf(f, "%s", cli_esc(where(a, sizeof(a), ft->ip, &ft->sym)));
 		srcline(b, sizeof(b), &ft->sym);
 		if (b[0])
 			fprintf(f, " at %s", cli_esc(b));
@@ -1037,6 +1069,10 @@ static void j_fault(struct json *j, const struct btrace_report_thread *rt)
 		json_hex(j, "ip", ft->ip);
 	json_str(j, "module", ft->sym.module);
 	json_str(j, "function", fn);
+	size_t nin;
+	const struct btrace_frame *in = fault_inline(ct, &nin);
+	json_str(j, "inline_function", in ?
+		 btrace_symbol_name(&in->sym, in->flags) : NULL);
 	if (fn && !blk)
 		json_uint(j, "offset", ft->sym.offset);
 	else
