@@ -3916,28 +3916,37 @@ static int index_is_bad(const struct vstate *s, const struct vop *op)
 	       fault_addr(s, op, &a) && !mapped(s, a);
 }
 
+
+/* The origin is about the memory operand of the instruction at @ip: its
+ * text as disassembled (@dflt when not), in @role. */
+static void memory_origin(struct bt_values *v, struct vstate *s, uint64_t ip,
+			  const char *dflt, const char *role)
+{
+	struct btrace_origin *o = &v->pub.origin;
+	struct btrace_insn in;
+	const char *sp;
+
+	snprintf(v->operand, sizeof(v->operand), "%s", dflt);
+	if (bt_insn_disasm(s->c, ip, &in) == 0 && (sp = strchr(in.text, ' ')))
+		snprintf(v->operand, sizeof(v->operand), "%s", sp + 1);
+	o->found = 1;
+	o->reg = -1;
+	o->operand = v->operand;
+	o->role = role;
+	o->chain = v->chain;
+}
 /* A division's divisor in memory: the chain starts at the faulting
  * instruction's read of it. */
 static void divisor_in_memory(struct bt_values *v, struct vstate *s,
 			      uint64_t fault_ip, const struct vop *op)
 {
 	struct btrace_origin *o = &v->pub.origin;
-	struct btrace_insn in;
 	struct btrace_origin_link *l;
-	const char *sp;
 	unsigned reg = NR;
 	size_t u = s->n;
 	uint64_t a;
 
-	snprintf(v->operand, sizeof(v->operand), "the divisor");
-	if (bt_insn_disasm(s->c, fault_ip, &in) == 0 &&
-	    (sp = strchr(in.text, ' ')))
-		snprintf(v->operand, sizeof(v->operand), "%s", sp + 1);
-	o->found = 1;
-	o->reg = -1;
-	o->operand = v->operand;
-	o->role = "divisor";
-	o->chain = v->chain;
+	memory_origin(v, s, fault_ip, "the divisor", "divisor");
 	if (!fault_addr(s, op, &a) || !(l = add_link(v, s->c, fault_ip,
 						     BTRACE_ORIGIN_LOAD)))
 		return;
@@ -3966,8 +3975,6 @@ static void target_origin(struct bt_values *v, struct vstate *s,
 	const struct vinsn *in = s->n ? &s->in[s->n - 1] : NULL;
 	const struct vop *op = in ? &in->op[0] : NULL;
 	struct btrace_origin_link *l;
-	struct btrace_insn di;
-	const char *sp;
 	unsigned reg;
 	size_t u;
 	uint64_t a;
@@ -3993,14 +4000,7 @@ static void target_origin(struct bt_values *v, struct vstate *s,
 	    op->base == BTRACE_VREG_RSP || op->index == BTRACE_VREG_RSP ||
 	    !fault_addr(s, op, &a))
 		return;
-	snprintf(v->operand, sizeof(v->operand), "the call's target");
-	if (bt_insn_disasm(s->c, in->ip, &di) == 0 &&
-	    (sp = strchr(di.text, ' ')))
-		snprintf(v->operand, sizeof(v->operand), "%s", sp + 1);
-	o->found = 1;
-	o->reg = -1;
-	o->operand = v->operand;
-	o->role = "target";
+	memory_origin(v, s, in->ip, "the call's target", "target");
 	o->has_value = 1;
 	o->value = fault_ip;
 	o->chain = v->chain;
