@@ -895,7 +895,8 @@ static int find_fault(struct bt_ctx *c, struct bt_thread_build *bb,
 		f->death_ip = end_ip(c, bb, &f->death_how);
 		return 2;
 	}
-	if (have_regs && regs_ip) {
+	/* rip 0 in the registers is known too: a call or jump to 0 */
+	if (have_regs && (regs_ip || (!sig->fault_ip && sig->has_regs))) {
 		f->ip = regs_ip;
 		f->exact = 1;
 		f->how = "registers at the signal";

@@ -4025,28 +4025,37 @@ static int index_is_bad(const struct vstate *s, const struct vop *op)
 	       fault_addr(s, op, &a) && !mapped(s, a);
 }
 
+
+/* The origin is about the memory operand of the instruction at @ip: its
+ * text as disassembled (@dflt when not), in @role. */
+static void memory_origin(struct bt_values *v, struct vstate *s, uint64_t ip,
+			  const char *dflt, const char *role)
+{
+	struct btrace_origin *o = &v->pub.origin;
+	struct btrace_insn in;
+	const char *sp;
+
+	snprintf(v->operand, sizeof(v->operand), "%s", dflt);
+	if (bt_insn_disasm(s->c, ip, &in) == 0 && (sp = strchr(in.text, ' ')))
+		snprintf(v->operand, sizeof(v->operand), "%s", sp + 1);
+	o->found = 1;
+	o->reg = -1;
+	o->operand = v->operand;
+	o->role = role;
+	o->chain = v->chain;
+}
 /* A division's divisor in memory: the chain starts at the faulting
  * instruction's read of it. */
 static void divisor_in_memory(struct bt_values *v, struct vstate *s,
 			      uint64_t fault_ip, const struct vop *op)
 {
 	struct btrace_origin *o = &v->pub.origin;
-	struct btrace_insn in;
 	struct btrace_origin_link *l;
-	const char *sp;
 	unsigned reg = NR;
 	size_t u = s->n;
 	uint64_t a;
 
-	snprintf(v->operand, sizeof(v->operand), "the divisor");
-	if (bt_insn_disasm(s->c, fault_ip, &in) == 0 &&
-	    (sp = strchr(in.text, ' ')))
-		snprintf(v->operand, sizeof(v->operand), "%s", sp + 1);
-	o->found = 1;
-	o->reg = -1;
-	o->operand = v->operand;
-	o->role = "divisor";
-	o->chain = v->chain;
+	memory_origin(v, s, fault_ip, "the divisor", "divisor");
 	if (!fault_addr(s, op, &a) || !(l = add_link(v, s->c, fault_ip,
 						     BTRACE_ORIGIN_LOAD)))
 		return;
@@ -4057,6 +4066,58 @@ static void divisor_in_memory(struct bt_values *v, struct vstate *s,
 		o->value = l->value;
 	}
 	if (from_memory(v, s, l, s->n, a, op->width, &reg, &u))
+		chain_of(v, s, reg, u);
+}
+
+/*
+ * No instruction at the fault: the path's last instruction is the
+ * indirect call or jump that went there (through a NULL or stale
+ * function pointer), and the origin is about its target operand, whose
+ * value is the fault's address.  A register is followed as it was read
+ * (the call changes only rsp); a memory operand is the load at the call,
+ * followed to the store that wrote it.
+ */
+static void target_origin(struct bt_values *v, struct vstate *s,
+			  uint64_t fault_ip)
+{
+	struct btrace_origin *o = &v->pub.origin;
+	const struct vinsn *in = s->n ? &s->in[s->n - 1] : NULL;
+	const struct vop *op = in ? &in->op[0] : NULL;
+	struct btrace_origin_link *l;
+	unsigned reg;
+	size_t u;
+	uint64_t a;
+
+	if (!in || in->fold || in->nop != 1 ||
+	    (in->id != X86_INS_CALL && in->id != X86_INS_JMP))
+		return;
+	if (op->type == X86_OP_REG) {
+		if (op->reg == NOREG || op->reg == BTRACE_VREG_RSP)
+			return;
+		o->found = 1;
+		o->reg = op->reg;
+		o->operand = vreg_names[op->reg];
+		o->role = "target";
+		o->has_value = 1;
+		o->value = fault_ip;
+		o->chain = v->chain;
+		chain_of(v, s, op->reg, s->n - 1);
+		return;
+	}
+	/* a memory operand: its address from registers the call left alone */
+	if (op->type != X86_OP_MEM || op->width != 8 ||
+	    op->base == BTRACE_VREG_RSP || op->index == BTRACE_VREG_RSP ||
+	    !fault_addr(s, op, &a))
+		return;
+	memory_origin(v, s, in->ip, "the call's target", "target");
+	o->has_value = 1;
+	o->value = fault_ip;
+	o->chain = v->chain;
+	if (!(l = add_link(v, s->c, in->ip, BTRACE_ORIGIN_LOAD)))
+		return;
+	l->has_value = 1;
+	l->value = fault_ip;
+	if (from_memory(v, s, l, s->n - 1, a, 8, &reg, &u))
 		chain_of(v, s, reg, u);
 }
 
@@ -4074,8 +4135,13 @@ static void find_origin(struct bt_values *v, struct vstate *s,
 	if (!s->have_fault)
 		return;
 	decode_one(s->c, ci, fault_ip, &f);
-	if (!f.id)
+	if (!f.id) {
+		size_t avail;
+
+		if (!bt_image_bytes(s->c, fault_ip, &avail))
+			target_origin(v, s, fault_ip);
 		return;
+	}
 	if ((f.id == X86_INS_DIV || f.id == X86_INS_IDIV) && f.nop == 1) {
 		if (f.op[0].type == X86_OP_MEM) {
 			divisor_in_memory(v, s, fault_ip, &f.op[0]);

@@ -130,6 +130,29 @@ static void print_gap(FILE *f, const struct btrace_thread *t, uint32_t g,
  * Set by report_text(). */
 static const char *at_end = "the fault";
 
+static const char *size_str(char *buf, size_t len, uint64_t n);
+
+/*
+ * Below the outermost frame when it was entered before the decoded
+ * history: a tail-only decode did not read the older trace, which may
+ * hold the callers (say how much, and how to read it); otherwise the
+ * history itself starts there.
+ */
+static void print_partial(FILE *f, const struct btrace_thread *t)
+{
+	char a[32];
+	uint64_t left = t->buffer_bytes - t->unusable_bytes;
+
+	left = left > t->decoded_bytes ? left - t->decoded_bytes : 0;
+	if (t->truncated && left)
+		fprintf(f, "      (entered before the decoded tail: the older %s "
+			"of trace\n       were not decoded; btrace report "
+			"--full decodes them)\n", size_str(a, sizeof(a), left));
+	else
+		fprintf(f, "      (entered before the history starts: callers "
+			"unknown)\n");
+}
+
 static void print_stack(FILE *f, const struct btrace_thread *t)
 {
 	char a[128], b[128], c[64];
@@ -154,7 +177,7 @@ static void print_stack(FILE *f, const struct btrace_thread *t)
 			fprintf(f, " [signal handler]");
 		fputc('\n', f);
 		if (fr->flags & BTRACE_CALL_PARTIAL)
-			fprintf(f, "      (entered before the history starts: callers unknown)\n");
+			print_partial(f, t);
 	}
 }
 
@@ -416,6 +439,60 @@ static void print_history(FILE *f, const struct btrace_thread *t)
 		fprintf(f, "          - ... %zu more\n", t->ngaps - 8);
 }
 
+/*
+ * The functions inlined at the fault, innermost first, from the stack's
+ * inline frames at the faulting instruction (DWARF, as gdb's frames): NULL
+ * when the fault is in no inlined code.  @k: the frame after them.
+ */
+static const struct btrace_frame *fault_inline(const struct btrace_thread *t,
+					       size_t *k)
+{
+	const struct btrace_fault *ft = &t->fault;
+	size_t n = 0;
+
+	while (n < t->nstack && (t->stack[n].flags & BTRACE_CALL_INLINE) &&
+	       t->stack[n].ip == ft->ip && t->stack[n].sym.function)
+		n++;
+	*k = n;
+	return n && ft->exact ? &t->stack[0] : NULL;
+}
+
+/* "label_cost in price in " before the fault's out-of-line function */
+static void print_inlined(FILE *f, const struct btrace_thread *t)
+{
+	size_t n;
+
+	if (!fault_inline(t, &n))
+		return;
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s (inlined) in ", cli_esc(btrace_symbol_name(
+			&t->stack[i].sym, t->stack[i].flags)));
+}
+
+/*
+ * A fault at an address without code (a call through a NULL or stale
+ * function pointer): the call that went there is the caller's frame of the
+ * stack, at its call instruction (as gdb's frame #1).
+ */
+static void print_called_from(FILE *f, const struct btrace_thread *t)
+{
+	const struct btrace_fault *ft = &t->fault;
+	const struct btrace_frame *c;
+	char a[128], b[128];
+
+	if (!ft->exact || ft->insn[0] || ft->sym.module || t->nstack < 2 ||
+	    t->stack[0].ip != ft->ip)
+		return;
+	c = &t->stack[1];
+	fprintf(f, "          %s here from %s", t->stack[0].flags &
+		BTRACE_CALL_TAILCALL ? "jumped" : "called",
+		cli_esc(where(a, sizeof(a), c->ip, &c->sym)));
+	srcline(b, sizeof(b), &c->sym);
+	if (b[0])
+		fprintf(f, " at %s", cli_esc(b));
+	fprintf(f, " (0x%llx)\n", (unsigned long long)c->ip);
+}
+
 /* The fault lines of a thread's section (nothing when it has none). */
 static void print_fault(FILE *f, const struct btrace_report_thread *rt)
 {
@@ -442,12 +519,15 @@ static void print_fault(FILE *f, const struct btrace_report_thread *rt)
 	} else if (t->fault.found) {
 		const struct btrace_fault *ft = &t->fault;
 		int sent = ft->kind == BTRACE_FAULT_KIND_SENT;
-		fprintf(f, "fault     %s", cli_esc(where(a, sizeof(a), ft->ip, &ft->sym)));
+		fprintf(f, "fault     ");
+		print_inlined(f, t);
+		fprintf(f, "%s", cli_esc(where(a, sizeof(a), ft->ip, &ft->sym)));
 		srcline(b, sizeof(b), &ft->sym);
 		if (b[0])
 			fprintf(f, " at %s", cli_esc(b));
 		fprintf(f, "\n          0x%llx  %s\n", (unsigned long long)ft->ip,
 			ft->insn[0] ? cli_esc(ft->insn) : "(no code for this address)");
+		print_called_from(f, t);
 		if (ft->sym.module)
 			fprintf(f, "          in %s\n", cli_esc(ft->sym.module));
 		if (sent)
@@ -474,8 +554,12 @@ static void print_origin(FILE *f, const struct btrace_report *rep)
 		fprintf(f, "0x%llx", (unsigned long long)o->value);
 	else
 		fprintf(f, "(value not known)");
-	fprintf(f, " (the faulting instruction's %s%s)\n", o->role,
-		o->reg >= 0 ? " register" : "");
+	if (o->role && !strcmp(o->role, "target"))
+		fprintf(f, " (the target%s of the call or jump that went "
+			"there)\n", o->reg >= 0 ? " register" : "");
+	else
+		fprintf(f, " (the faulting instruction's %s%s)\n", o->role,
+			o->reg >= 0 ? " register" : "");
 	for (size_t i = 0; i < o->nchain; i++) {
 		const struct btrace_origin_link *l = &o->chain[i];
 		srcline(b, sizeof(b), &l->sym);
@@ -613,6 +697,29 @@ static void print_signal(FILE *f, const struct btrace_report *rep)
 	fputc('\n', f);
 }
 
+/*
+ * The death line, from rep->death as the JSON's "death" (one source): a
+ * handler ran only when the trace shows it went on after the fault.
+ */
+static void print_death(FILE *f, const struct btrace_report *rep)
+{
+	const struct btrace_report_death *d = &rep->death;
+	const char *fin = rep->final_signal;
+	const char *what = fin ? fin : d->signal.name ? d->signal.name : "?";
+
+	if (!d->known || (!d->after_fault && !fin))
+		return;   /* died of the signal above, at the fault */
+	if (!d->after_fault)
+		fprintf(f, "death     %s, at the fault (no handler ran after it "
+			"in the trace)\n", cli_esc(what));
+	else if (fin)
+		fprintf(f, "death     %s, after the fault above (a signal handler "
+			"ran)\n", cli_esc(fin));
+	else
+		fprintf(f, "death     %s, after a signal handler ran: the fault "
+			"is the one that started it\n", cli_esc(what));
+}
+
 /* The lines after the signal: cause, exec, death, limits, image notes. */
 static void print_facts(FILE *f, const struct btrace_report *rep)
 {
@@ -624,13 +731,7 @@ static void print_facts(FILE *f, const struct btrace_report *rep)
 		fprintf(f, "exec      %s ran natively, untraced (set-ID, "
 			"capabilities, or not x86-64): the trace ends at its "
 			"execve()\n", cli_esc(rep->native_exec));
-	if (rep->final_signal)
-		fprintf(f, "death     %s, after the fault above (a signal handler "
-			"ran)\n", cli_esc(rep->final_signal));
-	else if (rep->crashed && rep->crashed->went_on && rep->has_signal)
-		fprintf(f, "death     %s, after a signal handler ran: the fault "
-			"is the one that started it\n",
-			rep->signal.name ? rep->signal.name : "?");
+	print_death(f, rep);
 	for (size_t i = 0; i < rep->nlimits; i++)
 		fprintf(f, "limits    %s: %s\n", cli_esc(rep->limits[i].name),
 			cli_esc(rep->limits[i].text));
@@ -968,6 +1069,10 @@ static void j_fault(struct json *j, const struct btrace_report_thread *rt)
 		json_hex(j, "ip", ft->ip);
 	json_str(j, "module", ft->sym.module);
 	json_str(j, "function", fn);
+	size_t nin;
+	const struct btrace_frame *in = fault_inline(ct, &nin);
+	json_str(j, "inline_function", in ?
+		 btrace_symbol_name(&in->sym, in->flags) : NULL);
 	if (fn && !blk)
 		json_uint(j, "offset", ft->sym.offset);
 	else

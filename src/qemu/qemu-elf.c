@@ -7,6 +7,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -58,16 +59,33 @@ static void bt_notes(const uint8_t *buf, size_t len,
 	}
 }
 
-/* Read the program headers of an ELF64 file; call @each for PT_NOTE. */
+/*
+ * Read the program headers of an ELF64 file: as many as the format allows
+ * (e_phnum, or with PN_XNUM the count in section header 0's sh_info, the
+ * extension a core of 65,535 mappings or more uses: elf(5)), bounded by
+ * the file's size only.  A core has a program header per mapping, and a
+ * process may have up to vm.max_map_count (65,530 by default) of them.
+ */
 static int bt_elf_phdrs(int fd, Elf64_Ehdr *eh, Elf64_Phdr **out)
 {
 	Elf64_Phdr *ph;
-	size_t n;
+	struct stat st;
+	uint64_t n = eh->e_phnum;
 
-	if (eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phnum == 0 ||
-	    eh->e_phnum > 4096)
+	if (eh->e_phentsize != sizeof(Elf64_Phdr) || n == 0 || fstat(fd, &st))
 		return -EINVAL;
-	n = eh->e_phnum;
+	if (n == PN_XNUM) {
+		Elf64_Shdr sh0;
+
+		if (!eh->e_shoff || eh->e_shentsize != sizeof(sh0) ||
+		    bt_qemu_pread_all(fd, &sh0, sizeof(sh0), eh->e_shoff))
+			return -EINVAL;
+		n = sh0.sh_info;
+	}
+	if (!n || eh->e_phoff > (uint64_t)st.st_size ||
+	    n > ((uint64_t)st.st_size - eh->e_phoff) / sizeof(*ph) ||
+	    n > INT_MAX)
+		return -EINVAL;
 	ph = calloc(n, sizeof(*ph));
 	if (!ph)
 		return -ENOMEM;
@@ -211,29 +229,29 @@ int bt_qemu_core_read(const char *path, struct bt_qemu_core *c)
 
 		if (ph[i].p_type == PT_LOAD && ph[i].p_memsz &&
 		    ph[i].p_vaddr + ph[i].p_memsz > ph[i].p_vaddr) {
-			struct bt_qemu_core_vma *v = realloc(c->vmas,
-				(c->nvmas + 1) * sizeof(*v));
+			struct bt_qemu_core_vma *v = c->vmas;
 
-			if (v) {
-				c->vmas = v;
-				v[c->nvmas].start = ph[i].p_vaddr;
-				v[c->nvmas].end = ph[i].p_vaddr + ph[i].p_memsz;
-				v[c->nvmas].flags = ph[i].p_flags;
-				c->nvmas++;
+			if (!v && !(v = c->vmas = calloc((size_t)n, sizeof(*v)))) {
+				rc = -ENOMEM;
+				goto out;
 			}
+			v[c->nvmas].start = ph[i].p_vaddr;
+			v[c->nvmas].end = ph[i].p_vaddr + ph[i].p_memsz;
+			v[c->nvmas].flags = ph[i].p_flags;
+			c->nvmas++;
 		}
 		if (ph[i].p_type == PT_LOAD && ph[i].p_filesz) {
-			struct bt_qemu_core_load *l = realloc(c->loads,
-				(c->nloads + 1) * sizeof(*l));
+			struct bt_qemu_core_load *l = c->loads;
 
-			if (l) {
-				c->loads = l;
-				l[c->nloads].vaddr = ph[i].p_vaddr;
-				l[c->nloads].offset = ph[i].p_offset;
-				l[c->nloads].filesz = ph[i].p_filesz;
-				l[c->nloads].flags = ph[i].p_flags;
-				c->nloads++;
+			if (!l && !(l = c->loads = calloc((size_t)n, sizeof(*l)))) {
+				rc = -ENOMEM;
+				goto out;
 			}
+			l[c->nloads].vaddr = ph[i].p_vaddr;
+			l[c->nloads].offset = ph[i].p_offset;
+			l[c->nloads].filesz = ph[i].p_filesz;
+			l[c->nloads].flags = ph[i].p_flags;
+			c->nloads++;
 			continue;
 		}
 		if (ph[i].p_type != PT_NOTE || !ph[i].p_filesz ||
@@ -248,6 +266,10 @@ int bt_qemu_core_read(const char *path, struct bt_qemu_core *c)
 		qsort(c->vmas, c->nvmas, sizeof(*c->vmas), bt_vma_cmp);
 	rc = c->found ? 0 : -ENOENT;
 out:
+	if (rc) {   /* nothing half-read: found is 0 */
+		bt_qemu_core_free(c);
+		memset(c, 0, sizeof(*c));
+	}
 	free(ph);
 	close(fd);
 	return rc;

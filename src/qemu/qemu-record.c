@@ -2333,7 +2333,10 @@ static int bt_death_slot(struct bt_job *j, struct bt_death *d,
 		bt_bts_enc_free(ec.bts);
 		return rc;
 	}
-	if (s == d->crashed && !d->sig.fault_ip && !d->reraise) {
+	/* (registers of the core with rip 0, a call through a NULL pointer,
+	 * stay the fault's) */
+	if (s == d->crashed && !d->sig.fault_ip && !d->reraise &&
+	    d->sig.fault_source != BTRACE_FAULT_CORE) {
 		d->sig.fault_source = BTRACE_FAULT_BLOCK;
 		d->sig.fault_ip = rb.end_ip;
 	}

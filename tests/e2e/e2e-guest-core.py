@@ -15,6 +15,10 @@ faulting instruction exactly as gdb sees it on the native run (function
 and offset, si_code, address) and say exact; the working directory must
 hold nothing new but the snapshot, and TMPDIR nothing at all.
 
+A program with 20,000 mappings (a guest core of as many program headers)
+gets the same exact fault, and its text report says no more than its
+JSON about a signal handler (none ran).
+
 A stack overflow must be SEGV_MAPERR, with the fault address at the stack
 pointer as natively (gdb's $_siginfo).
 --keep-core keeps the guest core next to the snapshot, mode 0600.  The
@@ -143,6 +147,20 @@ def check_exact(name, run, g):
        '%s: fault address %s, gdb %#x' % (name, addr, g['addr'] or 0))
 
 
+def check_no_handler(name, btrace, snap, run):
+    """No handler ran: the JSON's death says so, and the text agrees."""
+    d = (run.report or {}).get('death') or {}
+    t = subprocess.run([btrace, 'report', snap], capture_output=True,
+                       text=True).stdout
+    ok(d.get('after_fault') is False and d.get('how') == 'at the fault',
+       '%s: JSON: death at the fault, no handler ran (%s)' % (name, d))
+    ok(t.startswith('btrace report:') and 'handler' not in t,
+       '%s: the text report mentions no signal handler either' % name)
+    for line in t.splitlines():
+        if 'handler' in line or line.startswith(('death', 'limits')):
+            T.diag(line)
+
+
 def main():
     btrace, prog = [os.path.abspath(a) for a in sys.argv[1:3]]
     if not e2elib.qemu_available():
@@ -165,14 +183,17 @@ def main():
         g = gdb_fault([prog, 'plain'], gcwd)
         gp = gdb_fault([prog, 'pexit'], gcwd)
         gr = gdb_fault([prog, 'rmcwd'], gcwd)
-        for name, x in (('plain', g), ('pexit', gp), ('rmcwd', gr)):
+        gm = gdb_fault([prog, 'manymaps'], gcwd)
+        for name, x in (('plain', g), ('pexit', gp), ('rmcwd', gr),
+                        ('manymaps', gm)):
             if x['function'] is None or x['code'] is None:
                 T.diag(x['text'][-1500:])
 
         cases = [('plain', ['plain'], g, {}),
                  ('hard RLIMIT_CORE 0', ['plain'], g, {'hard_core0': True}),
                  ('deleted cwd', ['rmcwd'], gr, {}),
-                 ('main thread pthread_exit', ['pexit'], gp, {})]
+                 ('main thread pthread_exit', ['pexit'], gp, {}),
+                 ('20,000 mappings', ['manymaps'], gm, {})]
         n = 0
         for name, args, oracle, kw in cases:
             n += 1
@@ -187,6 +208,8 @@ def main():
                 return 0
             run = Run(btrace, [prog] + args, snap, cwd, tmp, **kw)
             check_exact(name, run, oracle)
+            if args == ['manymaps']:
+                check_no_handler(name, btrace, snap, run)
             ok(listing(cwd) == ['snap.btrace'],
                '%s: the working directory holds only the snapshot (%s)' %
                (name, listing(cwd)))

@@ -22,7 +22,10 @@ tail call; name; file; line).  From the top down to main:
   the innermost inline function at the jump and shows no others);
 - btrace has no frame gdb does not have;
 - the text report shows the same frames in the same order, the inline ones
-  marked "[inlined]".
+  marked "[inlined]";
+- the fault names the function gdb stops in: when gdb's frame #0 is an
+  inline frame, the report's fault.inline_function is its function, and
+  the text's fault line starts with it ("score (inlined) in ...").
 
 With --gen (suite decode, no QEMU) the snapshots are written by
 tests/decode/bt-gen-fixture instead: the same programs single-stepped
@@ -305,6 +308,19 @@ def main():
                      '%s: the fault line is the marked line %s:%s (%s:%s)' % (
                          name, c['src'], mline, L.base(fault.get('file')),
                          fault.get('line')))
+            # the fault names gdb's innermost frame: the inlined function
+            # gdb stops in (JSON inline_function; text: first on the
+            # fault line), none when gdb's frame #0 is not inline
+            fault = rep.get('fault') or {}
+            g0 = gdb[0]['function'] if gdb[0]['kind'] == 'inline' else None
+            fin = fault.get('inline_function')
+            fl = next((x for x in subprocess.run(
+                [btrace, 'report', snap], capture_output=True,
+                text=True).stdout.splitlines() if x.startswith('fault ')), '')
+            t.ok((L.norm(fin) if fin else None) == (L.norm(g0) if g0 else None)
+                 and (not g0 or fl.split()[1:3] == [fin, '(inlined)']),
+                 '%s: the fault is in gdb\'s frame #0 %s (inline_function '
+                 '%s; %s)' % (name, g0, fin, fl.strip()))
             # the text report: same frames, same order, same marks
             tf = text_frames(btrace, snap)[:len(upto_main(stack))]
             want = [(f.get('function'), '%s:%s' % (L.base(f.get('file')),

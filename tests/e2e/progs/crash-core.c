@@ -11,6 +11,9 @@
  *   crash-core overflow     unbounded recursion into the stack's guard
  *   crash-core abort        abort()
  *   crash-core quit         raise(SIGQUIT)
+ *   crash-core manymaps     main faults with 20,000 more mappings (a page
+ *                           each, protections alternating): a guest core
+ *                           with more than 4,096 program headers
  *   crash-core limits       prints RLIMIT_CORE as the legacy getrlimit
  *                           system call gives it (signals unblocked, then
  *                           all blocked) and as getrlimit() does, exits 0
@@ -29,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -112,6 +116,16 @@ int main(int argc, char **argv)
 		pthread_exit(NULL);
 	} else if (!strcmp(mode, "overflow")) {
 		return recurse(0);
+	} else if (!strcmp(mode, "manymaps")) {
+		long pg = sysconf(_SC_PAGESIZE);
+		char *m = mmap(NULL, 20000 * (size_t)pg, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (m == MAP_FAILED)
+			return 2;
+		for (int i = 0; i < 20000; i += 2)
+			if (mprotect(m + (size_t)i * pg, (size_t)pg, PROT_READ))
+				return 2;
 	} else if (!strcmp(mode, "abort")) {
 		abort();
 	} else if (!strcmp(mode, "quit")) {
