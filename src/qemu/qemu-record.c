@@ -2178,15 +2178,24 @@ static void bt_death_noted_fault(struct bt_death *d)
 		 * fault's, and unless it is the thread's one fault taken
 		 * again (a handler returned to it), where it happened is
 		 * not in the history: say so. */
+		int sent = d->r.hdr->self_signo == d->signo;
+
 		if (d->signo == crashed->fault_signo) {
 			sig->addr = crashed->fault_addr;
 			sig->code = crashed->fault_code;
 			d->noted = 1;
 		}
-		if (!d->noted ||
+		if (!d->noted || sent ||
 		    crashed->first_fault_signo != crashed->fault_signo ||
 		    crashed->first_fault_addr != crashed->fault_addr)
 			d->lost_fault = crashed;
+		/* re-raised: the registers are the handler's, not the
+		 * fault's */
+		if (d->noted && sent) {
+			d->reraise = 1;
+			sig->fault_source = BTRACE_FAULT_NONE;
+			sig->fault_ip = 0;
+		}
 	}
 }
 
