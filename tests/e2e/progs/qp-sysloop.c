@@ -33,18 +33,13 @@
 
 #define TURNS 15
 
-/* Block A (getpid: the block ends at the system call), block B (a forward
- * branch taken: getpid() > 0), then @MORE, then the loop block L (dec,
- * back to A while turns remain). */
-#define SYSLOOP(MORE)							\
+/* Block A (getpid: the block ends at the system call), then @BETWEEN,
+ * then the loop block L (dec, back to A while turns remain). */
+#define SYSCALL_LOOP(BETWEEN)						\
 	__asm__ volatile("1:\n\t"					\
 			 "mov $39, %%eax\n\t"				\
 			 "syscall\n\t"					\
-			 "test %%rax, %%rax\n\t"			\
-			 "jns 2f\n\t"					\
-			 "nop\n"						\
-			 "2:\n\t"					\
-			 MORE						\
+			 BETWEEN						\
 			 "dec %%rdx\n\t"				\
 			 "jnz 1b\n\t"					\
 			 "mov %%rax, %0"				\
@@ -52,20 +47,20 @@
 			 :						\
 			 : "rax", "rcx", "r11", "memory", "cc")
 
+/* A, block B (a forward branch taken: getpid() > 0), then @MORE, then L. */
+#define SYSLOOP(MORE)							\
+	SYSCALL_LOOP("test %%rax, %%rax\n\t"				\
+		     "jns 2f\n\t"					\
+		     "nop\n"						\
+		     "2:\n\t"						\
+		     MORE)
+
 /* A then L: the smallest loop that enters the kernel. */
 __attribute__((noinline)) long loop2(long n)
 {
 	long pid = 0;
 
-	__asm__ volatile("1:\n\t"
-			 "mov $39, %%eax\n\t"
-			 "syscall\n\t"
-			 "dec %%rdx\n\t"
-			 "jnz 1b\n\t"
-			 "mov %%rax, %0"
-			 : "=r"(pid), "+d"(n)
-			 :
-			 : "rax", "rcx", "r11", "memory", "cc");
+	SYSCALL_LOOP("");
 	return pid;
 }
 
@@ -74,18 +69,9 @@ __attribute__((noinline)) long loop2j(long n)
 {
 	long pid = 0;
 
-	__asm__ volatile("1:\n\t"
-			 "mov $39, %%eax\n\t"
-			 "syscall\n\t"
-			 "jmp 2f\n\t"
-			 "nop\n"
-			 "2:\n\t"
-			 "dec %%rdx\n\t"
-			 "jnz 1b\n\t"
-			 "mov %%rax, %0"
-			 : "=r"(pid), "+d"(n)
-			 :
-			 : "rax", "rcx", "r11", "memory", "cc");
+	SYSCALL_LOOP("jmp 2f\n\t"
+		     "nop\n"
+		     "2:\n\t");
 	return pid;
 }
 
