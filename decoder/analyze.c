@@ -866,6 +866,14 @@ static int find_fault(struct bt_ctx *c, struct bt_thread_build *bb,
 		int reexec = w->ep_closed && t->ninsn == w->ep_ninsn;
 		if (!(open || reexec || (!w->ep_closed && !death_fault)))
 			ep = -1;
+		/* Still in the handler, and the death is a new fault the
+		 * kernel raised there, its registers known: that fault is
+		 * the death (a SIGALRM handler's NULL dereference, a handler
+		 * that faulted itself), not the delivery that interrupted
+		 * the thread. */
+		if (ep >= 0 && open && !reexec && death_fault && have_regs &&
+		    regs_ip && regs_ip != w->handler_ip)
+			ep = -1;
 	}
 	if (ep >= 0) {
 		*item = ep;

@@ -1003,12 +1003,14 @@ static void bt_exec_rep_acc(unsigned int vcpu, void *udata)
  * of filling the ring with itself; the stored path stays a path (a cycle
  * removed), and the turns it had are not counted.  A cycle of two to four
  * blocks is folded only when none of the blocks between two runs of the
- * loop block ends in a call, a return, a far transfer or a trap, and, in a
- * cycle of three or four, none enters the kernel (bt_foldable(), checked
- * on the TB table, only when a cycle is found): a loop that calls a
- * function keeps every call, as hardware PT would show them, and a folded
- * turn is a path the value recovery can find in the code from the loop
- * block back to it (metadata qemu.fold_cycles, docs/report.md "Folded
+ * loop block ends in a call, a return, a far transfer, a trap or a system
+ * call (bt_foldable(), checked on the TB table, only when a cycle is
+ * found; a self loop is one block that ends in its backward branch, so it
+ * holds none of them: QEMU ends a block at each): a loop that calls a
+ * function or enters the kernel keeps every turn, as hardware PT would
+ * show them (one system call for fifteen would be a false history), and a
+ * folded turn is a path the value recovery can find in the code from the
+ * loop block back to it (metadata qemu.fold_cycles, docs/report.md "Folded
  * loops").
  * A look-back before the staging area reads the slot's guard words, never
  * a TB index; a loop that spans a commit is stored again once.  Calls are
@@ -1029,7 +1031,7 @@ static int bt_foldable(const uint32_t *r, int n)
 		k = g.tbs[r[i]].kind;
 		if (k == BT_TB_CALL || k == BT_TB_CALL_IND || k == BT_TB_RET ||
 		    k == BT_TB_FAR || k == BT_TB_TRAP || k == BT_TB_SWINT ||
-		    (n > 1 && k == BT_TB_SYSCALL))
+		    k == BT_TB_SYSCALL)
 			return 0;
 	}
 	return 1;

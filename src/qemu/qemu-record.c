@@ -2031,9 +2031,8 @@ static int bt_death_lost_fault(struct bt_job *j, const struct bt_ring_slot *s)
 		 "the history kept: what ran after it (a signal handler) "
 		 "filled the buffer, so where it happened is not in the "
 		 "snapshot; record again with a larger --size.",
-		 (int)s->tid, bt_signame(s->first_fault_signo),
-		 (int)s->first_fault_code,
-		 (unsigned long long)s->first_fault_addr);
+		 (int)s->tid, bt_signame(s->fault_signo),
+		 (int)s->fault_code, (unsigned long long)s->fault_addr);
 	rc = bt_snapbuild_meta(j->sb, "limit.fault-left-history", txt);
 	if (!rc && !(j->opts->flags & BTRACE_RECORD_QUIET))
 		bt_msg("btrace record: %s", txt);
@@ -2205,18 +2204,25 @@ static void bt_death_config(const struct bt_job *j, const struct bt_death *d,
 	cfg.requested_size = j->size;
 	cfg.pad = j->pad;
 	cfg.crash_mode = d->ondemand ? BTRACE_CRASH_ONDEMAND :
-			 d->signo || (d->crashed && d->crashed->nfaults) ?
-			 BTRACE_CRASH_PASSIVE : BTRACE_CRASH_EXIT;
+			 d->signo ? BTRACE_CRASH_PASSIVE : BTRACE_CRASH_EXIT;
 	*c = cfg;
 }
 
 /*
- * The signal of a thread that died after noted host faults: exact from the
- * core when it died at its last noted fault (no handler, or a handler that
- * returned).  When it went on after a fault (a handler that re-raised,
- * called abort() or _exit(), or longjmp'd out) the plugin's note of the
- * thread's FIRST fault is the signal, to the block; what ended the process
- * is kept as metadata (qemu.final_*).
+ * The signal of a thread that died of signal d->signo after noted host
+ * faults.  Faults a handler took before and went on from (a probe that
+ * siglongjmp'd out, a runtime's own faults) are not the death: the one
+ * that matters is the LAST noted fault, or none.
+ * - The core is at the last noted fault's block, of its signal: the
+ *   thread died there (no handler, a handler that returned to it, a fault
+ *   inside a handler): exact from the core.
+ * - The death is a fault the CPU raised that the plugin does not note
+ *   (SIGFPE, SIGILL, SIGTRAP; the process did not send it itself): that
+ *   new fault, from the core (bt_infer_code()); the noted ones went on.
+ * - Otherwise the thread went on after its last noted fault and something
+ *   else ended the process (a handler that re-raised, called abort(), or
+ *   faulted elsewhere): that fault is the signal, to the block; what ended
+ *   the process is kept as metadata (qemu.final_*).
  */
 static void bt_death_noted_fault(struct bt_death *d)
 {
@@ -2224,37 +2230,52 @@ static void bt_death_noted_fault(struct bt_death *d)
 	struct btrace_signal *sig = &d->sig;
 	const struct bt_tb_info *lt =
 		bt_qemu_tb_at(&d->r, crashed, crashed->fault_pos - 1);
-	const struct bt_tb_info *ft =
-		bt_qemu_tb_at(&d->r, crashed, crashed->first_fault_pos - 1);
 	uint64_t rip = d->core.regs[BTRACE_REG_RIP];
 	int at_last = d->core.found && lt && d->signo == crashed->fault_signo &&
 		      rip >= lt->start && rip <= lt->start + lt->last_off;
+	int cpu_fault = d->core.found && d->r.hdr->self_signo != d->signo &&
+			d->signo != crashed->fault_signo &&
+			(d->signo == SIGFPE || d->signo == SIGILL ||
+			 d->signo == SIGTRAP);
 
-	if (at_last && (crashed->nfaults == 1 ||
-			(ft && ft->start == lt->start &&
-			 crashed->first_fault_addr == crashed->fault_addr))) {
+	if (cpu_fault)
+		return;
+	if (at_last) {
 		sig->addr = crashed->fault_addr;
 		sig->code = crashed->fault_code;
 		d->noted = 1;
-	} else if (ft) {
+	} else if (lt) {
 		d->reraise = 1;
-		sig->signo = crashed->first_fault_signo;
-		sig->addr = crashed->first_fault_addr;
-		sig->code = crashed->first_fault_code;
-		sig->fault_source = BTRACE_FAULT_BLOCK;
-		sig->fault_ip = ft->start;
-		d->noted = 1;
-	} else if (d->signo == crashed->fault_signo) {
-		/* The first fault left the ring: the last one. */
+		sig->signo = crashed->fault_signo;
 		sig->addr = crashed->fault_addr;
 		sig->code = crashed->fault_code;
+		sig->fault_source = BTRACE_FAULT_BLOCK;
+		sig->fault_ip = lt->start;
 		d->noted = 1;
+	} else {
+		/* The fault's block left the ring: the signal is the
+		 * fault's, and unless it is the thread's one fault taken
+		 * again (a handler returned to it), where it happened is
+		 * not in the history: say so. */
+		int sent = d->r.hdr->self_signo == d->signo;
+
+		if (d->signo == crashed->fault_signo) {
+			sig->addr = crashed->fault_addr;
+			sig->code = crashed->fault_code;
+			d->noted = 1;
+		}
+		if (!d->noted || sent ||
+		    crashed->first_fault_signo != crashed->fault_signo ||
+		    crashed->first_fault_addr != crashed->fault_addr)
+			d->lost_fault = crashed;
+		/* re-raised: the registers are the handler's, not the
+		 * fault's */
+		if (d->noted && sent) {
+			d->reraise = 1;
+			sig->fault_source = BTRACE_FAULT_NONE;
+			sig->fault_ip = 0;
+		}
 	}
-	/* unless the signal is that same fault, taken again */
-	if (!ft && crashed->first_fault_signo &&
-	    (!d->noted || crashed->first_fault_signo != crashed->fault_signo ||
-	     crashed->first_fault_addr != crashed->fault_addr))
-		d->lost_fault = crashed;
 }
 
 /* The signal of the snapshot, with the registers of the core. */
@@ -2266,7 +2287,7 @@ static void bt_death_signal(struct bt_job *j, struct bt_death *d)
 	sig->exit_status = j->status;
 	sig->tid = d->crashed_tid;
 	sig->signo = d->signo;
-	if (d->crashed && d->crashed->nfaults)
+	if (d->signo && d->crashed && d->crashed->nfaults)
 		bt_death_noted_fault(d);
 	if (!d->noted && d->signo)
 		bt_infer_code(&d->r, &d->core, j->pid, sig);
@@ -2668,30 +2689,18 @@ struct bt_tree {
 };
 
 /* Whether process @ring_path's death (j->status) asks for a snapshot: a
- * selected signal, --on exit, or a non-zero exit after a thread took a
- * fault of a selected signal (a crash handler that called _exit()). */
+ * selected signal, or --on exit.  A fault a handler took is not a crash
+ * when the process then exits (a probe that siglongjmp'd out, a runtime
+ * that catches its own faults), as with the hardware backends. */
 static int bt_wants(struct bt_job *j, const char *ring_path)
 {
-	struct bt_qemu_ring r;
-	int st = j->status, want = 0;
+	int st = j->status;
 
+	(void)ring_path;
 	if (WIFSIGNALED(st))
 		return WTERMSIG(st) < 63 &&
 		       (j->on & BTRACE_ON_SIGNAL(WTERMSIG(st)));
-	if (j->on & BTRACE_ON_EXIT)
-		return 1;
-	if (!WIFEXITED(st) || !WEXITSTATUS(st) ||
-	    bt_qemu_ring_open(ring_path, &r, NULL))
-		return 0;
-	for (uint32_t i = 0; i < bt_qemu_nslots(&r) && !want; i++) {
-		const struct bt_ring_slot *s = bt_qemu_ring_slot(&r, i);
-
-		want = s->state != BT_SLOT_FREE && s->nfaults &&
-		       s->first_fault_signo > 0 && s->first_fault_signo < 63 &&
-		       (j->on & BTRACE_ON_SIGNAL(s->first_fault_signo));
-	}
-	bt_qemu_ring_close(&r);
-	return want;
+	return (j->on & BTRACE_ON_EXIT) != 0;
 }
 
 static double bt_cpu_ms(void)

@@ -26,7 +26,9 @@ The checks, one TAP test point per (program, check); a program declares
 the checks that do not apply to it (`na`):
 
   signal    the report's signal is the one of the fault that started it
-            (gdb's first stop; e2e-crash's rule), and when the native
+            (gdb's first stop; e2e-crash's rule; for a program whose
+            earlier faults were handled and gone on from, `fatal=True`,
+            gdb's last stop: the fault that killed it), and when the native
             process then died of another signal (a handler that aborts),
             the report names that one too;
   si_code   the report's si_code is $_siginfo.si_code at gdb's first stop;
@@ -147,8 +149,11 @@ CASES = [
     C('c-exact-exit', ['midblock.c'], ['-O1', '-pthread'] + OPT,
       args=['exit'], quick=True, cls='exact: main thread exited'),
     # --- 2. handlers that do not simply re-raise -------------------------
+    # (chatty: the handler prints and _exit(2)s: an exit, not a death by
+    # signal, so no crash snapshot)
     *[C('c-handler-%s' % m, ['handlers.c'], ['-O1'] + OPT, args=[m],
-        quick=True, cls='handler: %s' % m)
+        quick=True, cls='handler: %s' % m,
+        **({'kind': 'handled'} if m == 'chatty' else {}))
       for m in ('nodefer', 'reraise', 'abort', 'altstack', 'longjmp',
                 'chatty')],
     # --- 2b. signals delivered at a system call's return, then a crash
@@ -169,6 +174,15 @@ CASES = [
     *[C('c-handled-%s' % m, ['handled.c'], ['-O1'] + OPT, args=[m],
         kind='handled', quick=(m == 'all'), cls='handled signals')
       for m in ('segv', 'ill', 'trap', 'fpe', 'all')],
+    # --- 3b. faults handled before a real one, a fault in a handler ------
+    # (the report names the last, fatal fault: gdb's last stop)
+    C('c-probe-exit', ['probe.c'], ['-O1'] + OPT, args=['exit'],
+      kind='handled', quick=True, cls='handled, then exit(1)'),
+    *[C('c-probe-%s' % m, ['probe.c'], ['-O1'] + OPT, args=[m], fatal=True,
+        quick=True, cls='handled, then a real fault: %s' % m)
+      for m in ('segv', 'fpe', 'skip')],
+    C('c-probe-alrm', ['probe.c'], ['-O1'] + OPT, args=['alrm'],
+      fatal=True, quick=True, cls='fault in a SIGALRM handler'),
     # --- 4. many threads -------------------------------------------------
     C('c-threads-80', ['threads.c'], ['-O1', '-pthread'] + OPT,
       args=['80'], quick=True, cls='>64 threads'),
@@ -275,13 +289,12 @@ CASES = [
          flags=['-C', 'opt-level=0'],
          cls='Rust overflow handler (print, abort)'),
     # --- Go ----------------------------------------------------------------
-    # A panic is a crash that exits 2: the runtime's handler never returns
-    # to the fault (docs/qemu-backend.md: a non-zero exit after a fault
-    # whose signal is in `on` writes a snapshot).
-    # Also the case of a whole history decoded at the first pass whose
-    # handler path fills what the report asked for (decoder/decode.c).
+    # A panic exits 2: the runtime handled the SIGSEGV and went on (to
+    # print and exit), so no process died of a signal and no crash
+    # snapshot is written, as with the hardware backends
+    # (docs/qemu-backend.md; `--on exit` or GOTRACEBACK=crash give one).
     dict(name='go-nil-exit2', lang='go', srcs=['go_nil.go'],
-         na=RUNTIME_ERR_NA, quick=True,
+         na=RUNTIME_ERR_NA, quick=True, kind='handled',
          cls='Go panic: SIGSEGV, handler, exit 2'),
     dict(name='go-nil-crash', lang='go', srcs=['go_nil.go'],
          env={'GOTRACEBACK': 'crash'}, na=RUNTIME_ERR_NA, quick=True,
@@ -658,6 +671,16 @@ def first_fault(g):
     return None
 
 
+def fault_stop(g, case):
+    """gdb's stop at the fault the report must name: the first (the fault
+    that started it), or for a case with fatal=True (faults handled and
+    gone on from before the one that killed it) the last, the fatal one."""
+    if not case.get('fatal'):
+        return first_fault(g)
+    stops = [s for s in g.get('stops', []) if s.get('signal')]
+    return stops[-1] if stops else None
+
+
 # Last instructions after which the next one run is not the next in memory
 # (a system call or an int3 comes back to the next one).
 BRANCH = re.compile(r'^(j\w*|call\w*|ret\w*|loop\w*|iret\w*|ud2|hlt)$')
@@ -702,7 +725,7 @@ def check_case(case, nat, g, rec, rep, snaps, btrace, snap):
     else:
         dsig = nat.rc - 128 if nat.rc > 128 else None
         dname = SIGNAMES.get(dsig)
-        ff = first_fault(g)
+        ff = fault_stop(g, case)
         fsig = ff.get('signal') if ff else None
         sig = (rep or {}).get('signal') or {}
         why = '' if rep else ' (no report: %s)' % (
@@ -780,7 +803,14 @@ def check_case(case, nat, g, rec, rep, snaps, btrace, snap):
                                fault.get('ip'), gfn, ff.get('offset'),
                                ff.get('pc') or 0))
         thr = crashed_thread(rep or {})
-        bstack = [f.get('function') for f in (thr or {}).get('stack', [])]
+        # gdb shows a signal frame as a frame of the trampoline
+        # (`<signal handler called>`, __restore_rt); btrace marks the
+        # handler's frame above it (`signal`): the same frame here.
+        bstack = []
+        for f in (thr or {}).get('stack', []):
+            bstack.append(f.get('function'))
+            if f.get('signal'):
+                bstack.append('__restore_rt')
         gframes = []
         for f in (ff or {}).get('frames', []):
             if f.get('function'):

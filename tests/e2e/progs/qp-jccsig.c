@@ -5,7 +5,8 @@
  * signal frame holds the Jcc and the handler's rt_sigreturn goes to its
  * target.  The target jumps on to crash_after (a tail call by an indirect
  * jump: nothing returns through the code that was interrupted), which
- * faults, and the handler exits 2 (as a runtime's panic does).  The
+ * faults, and the handler puts the default action back and returns: the
+ * store faults again and the process dies of SIGSEGV.  The
  * report's fault is crash_after's, and the stack at it has no frame of
  * the first, handled, episode: crash_after <- outer <- main. */
 #include <signal.h>
@@ -28,7 +29,7 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 		mprotect(lazy, PAGE, PROT_READ | PROT_EXEC);
 		return;
 	}
-	_exit(2);
+	signal(SIGSEGV, SIG_DFL);
 }
 
 __attribute__((noinline)) static void crash_after(int v)
