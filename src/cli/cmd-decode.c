@@ -10,7 +10,11 @@
  * listing needs before its first line (the counts behind --last, the
  * fault's item, the shallowest call depth of what is printed), then
  * btrace_decode_thread() decodes each thread again and it is printed item
- * by item as it is decoded.
+ * by item as it is decoded.  --calls keeps the first pass's call entries
+ * (formatted but for their number and indentation), --insn its items (16
+ * bytes a block), within KEEP_BUDGET bytes and prints from them, so the
+ * trace is decoded once; a thread whose entries do not fit is decoded
+ * again.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -34,7 +38,8 @@ enum mode { M_CALLS, M_BLOCKS, M_INSN };
 /*
  * A progress line on stderr while a large trace is decoded, when stderr is
  * a terminal (the rule of btrace report's, cli_progress_wanted()): "decoding" during the first pass,
- * "listing" during the second, where it is shown only when stdout is not
+ * "listing" during the second (none when the listing comes from the
+ * first pass's entries), where it is shown only when stdout is not
  * a terminal (it would cut into the listing); the bytes of trace behind
  * the position so far, of all buffers.  Redrawn at most 5 times a second,
  * erased when done.
@@ -281,16 +286,36 @@ static void ob_udec(struct obuf *o, uint64_t v, int width)
 	ob_mem(o, t, n);
 }
 
-static void print_gap(FILE *f, const struct btrace_thread *t, uint32_t g)
+/* "[gap: KIND at trace offset N, ip 0xIP: REASON]\n" */
+static void gap_text(struct obuf *o, const struct btrace_thread *t, uint32_t g)
 {
 	const struct btrace_gap *gp = &t->gaps[g];
 
-	fprintf(f, "[gap: %s", btrace_gap_kind_name(gp->kind));
-	if (gp->kind != BTRACE_GAP_UNUSABLE && gp->kind != BTRACE_GAP_LOST)
-		fprintf(f, " at trace offset %llu", (unsigned long long)gp->offset);
-	if (gp->ip)
-		fprintf(f, ", ip 0x%llx", (unsigned long long)gp->ip);
-	fprintf(f, ": %s]\n", gp->reason ? cli_esc(gp->reason) : "");
+	ob_str(o, "[gap: ");
+	ob_str(o, btrace_gap_kind_name(gp->kind));
+	if (gp->kind != BTRACE_GAP_UNUSABLE && gp->kind != BTRACE_GAP_LOST) {
+		ob_str(o, " at trace offset ");
+		ob_udec(o, gp->offset, 0);
+	}
+	if (gp->ip) {
+		char h[18] = "0x";
+		ob_str(o, ", ip ");
+		ob_mem(o, h, 2 + hex_str(h + 2, gp->ip));
+	}
+	ob_str(o, ": ");
+	if (gp->reason)
+		ob_str(o, cli_esc(gp->reason));
+	ob_mem(o, "]\n", 2);
+}
+
+static void print_gap(FILE *f, const struct btrace_thread *t, uint32_t g)
+{
+	struct obuf o = { 0 };
+
+	gap_text(&o, t, g);
+	if (!o.oom)
+		fwrite(o.p, 1, o.n, f);
+	free(o.p);
 }
 
 static int print_event(const struct btrace_thread *t, const struct btrace_block *b)
@@ -592,18 +617,149 @@ struct mindepth {
 	int32_t depth;             /* ... shallower than every later one */
 };
 
+static void call_text(struct obuf *o, const struct btrace_thread *t,
+		      const struct btrace_call *c, const struct btrace_block *first);
+static uint64_t call_time(const struct btrace_call *c);
+
+/* --calls: a call entry kept by pass 1; its text (call_text()) follows
+ * the previous entry's in tstat.txt */
+struct crec {
+	uint64_t index, first_block;
+	uint64_t time_ns;          /* call_time() */
+	int32_t depth;
+	uint32_t len : 31, gap : 1;
+};
+
+/* --insn: an item kept by pass 1 (what print_insns() reads of it); an
+ * ASYNC or FAR item is followed by one holding its end_ip in @ip */
+struct irec {
+	uint64_t ip;
+	uint32_t n;                /* ninsn, or the gap's index */
+	uint32_t kind;
+};
+
 struct tstat {
 	const struct btrace_thread *t;
 	uint64_t nitems, nblocks;
 	uint64_t fault_item;       /* UINT64_MAX: none */
 	struct mindepth *mins;     /* the suffix minima of the call depths */
 	size_t nmins, cmins;
+	/* --calls: the thread's call entries, formatted as far as they can be
+	 * before the end of the thread (all but number and indentation) */
+	int kept;                  /* 1: recs and txt hold every entry */
+	struct crec *recs;
+	size_t nrec, crec;
+	char *txt;
+	size_t tlen, tcap;
+	/* --insn: the thread's items from index @first on */
+	struct irec *items;
+	size_t nirec, cirec;
+	uint64_t first, next;      /* indices of the first and next item */
 };
+
+/*
+ * Pass 1 keeps the call entries of --calls or the items of --insn in at
+ * most KEEP_BUDGET bytes (all threads): the listing is then printed from
+ * them and the trace is decoded once.  A thread whose entries do not fit is decoded again for
+ * its listing (pass 2), as every thread was before.
+ */
+#define KEEP_BUDGET ((size_t)64 << 20)
 
 struct observer {
 	struct tstat *st;
 	size_t n, cap;
+	enum { KEEP_NONE, KEEP_CALLS, KEEP_ITEMS } keep;  /* what is kept:
+				    * call entries (--calls), items (--insn) */
+	size_t used;               /* bytes allocated for them */
+	struct obuf line;          /* an entry's text being built */
 };
+
+/* Stop keeping the entries of @s (out of budget): its listing is decoded
+ * again. */
+static void unkeep(struct observer *o, struct tstat *s)
+{
+	o->used -= s->crec * sizeof(*s->recs) + s->tcap +
+		   s->cirec * sizeof(*s->items);
+	free(s->recs);
+	free(s->txt);
+	free(s->items);
+	s->recs = NULL;
+	s->txt = NULL;
+	s->items = NULL;
+	s->nrec = s->crec = s->tlen = s->tcap = s->nirec = s->cirec = 0;
+	s->kept = 0;
+}
+
+/* Grow *@p (@cap elements of @size bytes) to hold @need, within the
+ * budget; -1: it would not fit (or no memory). */
+static int keep_grow(struct observer *o, void **p, size_t *cap, size_t size,
+		     size_t need)
+{
+	size_t nc = *cap ? *cap : 1024;
+	void *np;
+
+	while (nc < need)
+		nc *= 2;
+	if (nc == *cap)
+		return 0;
+	if ((nc - *cap) * size > KEEP_BUDGET - o->used)
+		return -1;
+	np = realloc(*p, nc * size);
+	if (!np)
+		return -1;
+	o->used += (nc - *cap) * size;
+	*p = np;
+	*cap = nc;
+	return 0;
+}
+
+/* Keep item @b (@index) of @s; when it does not fit, keep none of @s. */
+static void keep_item(struct observer *o, struct tstat *s,
+		      const struct btrace_block *b, uint64_t index)
+{
+	int two = b->kind == BTRACE_ITEM_ASYNC || b->kind == BTRACE_ITEM_FAR;
+
+	if (!s->nirec)
+		s->first = s->next = index;
+	if (index != s->next ||
+	    keep_grow(o, (void **)&s->items, &s->cirec, sizeof(*s->items),
+		      s->nirec + 1 + two)) {
+		unkeep(o, s);
+		return;
+	}
+	s->items[s->nirec++] = (struct irec){
+		.ip = b->ip, .kind = b->kind,
+		.n = b->kind == BTRACE_ITEM_GAP ? b->gap : b->ninsn,
+	};
+	if (two)
+		s->items[s->nirec++] = (struct irec){ .ip = b->end_ip };
+	s->next = index + 1;
+}
+
+/* Keep call entry @c of @s; when it does not fit, keep none of @s. */
+static void keep_call(struct observer *o, struct tstat *s,
+		      const struct btrace_thread *t, const struct btrace_call *c,
+		      uint64_t index, const struct btrace_block *first)
+{
+	struct obuf *l = &o->line;
+
+	l->n = 0;
+	call_text(l, t, c, first);
+	if (l->oom || l->n >= (1u << 31) ||
+	    keep_grow(o, (void **)&s->recs, &s->crec, sizeof(*s->recs),
+		      s->nrec + 1) ||
+	    keep_grow(o, (void **)&s->txt, &s->tcap, 1, s->tlen + l->n)) {
+		unkeep(o, s);
+		return;
+	}
+	s->recs[s->nrec++] = (struct crec){
+		.index = index, .first_block = c->first_block,
+		.time_ns = call_time(c), .depth = c->depth, .len = (uint32_t)l->n,
+		.gap = !!(c->flags & BTRACE_CALL_GAP),
+	};
+	memcpy(s->txt + s->tlen, l->p, l->n);
+	s->tlen += l->n;
+}
 
 static struct tstat *stat_of(struct observer *o, const struct btrace_thread *t)
 {
@@ -634,6 +790,9 @@ static int obs_begin(void *arg, const struct btrace_thread *t)
 	pg_thread(t);
 	s->nitems = s->nblocks = 0;
 	s->nmins = 0;
+	/* a retry replaces what was kept */
+	s->nrec = s->tlen = s->nirec = 0;
+	s->kept = o->keep;
 	s->fault_item = UINT64_MAX;
 	return 0;
 }
@@ -641,13 +800,16 @@ static int obs_begin(void *arg, const struct btrace_thread *t)
 static int obs_item(void *arg, const struct btrace_thread *t,
 		    const struct btrace_block *b, uint64_t index)
 {
-	struct tstat *s = stat_of(arg, t);
+	struct observer *o = arg;
+	struct tstat *s = stat_of(o, t);
 
 	if (!s)
 		return -EINVAL;
 	pg_tick(b);
 	s->nitems = index + 1;
 	s->nblocks += b->kind == BTRACE_ITEM_BLOCK;
+	if (s->kept && o->keep == KEEP_ITEMS)
+		keep_item(o, s, b, index);
 	return 0;
 }
 
@@ -655,11 +817,13 @@ static int obs_call(void *arg, const struct btrace_thread *t,
 		    const struct btrace_call *c, uint64_t index,
 		    const struct btrace_block *first)
 {
-	struct tstat *s = stat_of(arg, t);
+	struct observer *o = arg;
+	struct tstat *s = stat_of(o, t);
 
-	(void)first;
 	if (!s)
 		return -EINVAL;
+	if (s->kept && o->keep == KEEP_CALLS)
+		keep_call(o, s, t, c, index, first);
 	while (s->nmins && s->mins[s->nmins - 1].depth >= c->depth)
 		s->nmins--;
 	if (s->nmins == s->cmins) {
@@ -868,12 +1032,9 @@ static int print_insns(struct printer *p, const struct btrace_thread *t,
 	return 0;
 }
 
-static int pr_item(void *arg, const struct btrace_thread *t,
-		   const struct btrace_block *b, uint64_t index)
+static int list_item(struct printer *p, const struct btrace_thread *t,
+		     const struct btrace_block *b, uint64_t index)
 {
-	struct printer *p = arg;
-
-	pg_tick(b);
 	if (p->m == M_CALLS)
 		return 0;
 	if (!p->started) {
@@ -896,38 +1057,52 @@ static int pr_item(void *arg, const struct btrace_thread *t,
 	return print_insns(p, t, b, index);
 }
 
-static int pr_call(void *arg, const struct btrace_thread *t,
-		   const struct btrace_call *c, uint64_t index,
-		   const struct btrace_block *first)
+static int pr_item(void *arg, const struct btrace_thread *t,
+		   const struct btrace_block *b, uint64_t index)
 {
-	struct printer *p = arg;
-	char a[160], l[160];
+	pg_tick(b);
+	return list_item(arg, t, b, index);
+}
 
-	FILE *f = p->out;
+/* The listing of a thread from the items pass 1 kept (what pr_item()
+ * prints in pass 2). */
+static int replay_items(struct printer *p, const struct btrace_thread *t,
+			const struct tstat *st)
+{
+	uint64_t index = st->first;
 
-	if (p->m != M_CALLS || index < p->cstart)
-		return 0;
-	if (p->mg && merge_add(p->mg, f, c->flags & BTRACE_CALL_GAP ? 0 :
-			       btrace_time_known(c->time_ns, c->time_flags)) < 0)
-		return -ENOMEM;
-	if (p->rt->fault.found && c->first_block >= p->fault &&
-	    (index == p->cstart || p->prev_first < p->fault))
-		fault_line(f, p->rt);
-	p->prev_first = c->first_block;
-	if (c->flags & BTRACE_CALL_GAP) {
-		fprintf(f, "%6llu  ", (unsigned long long)(index + 1));
-		print_gap(f, t, c->gap);
-		return 0;
+	for (size_t k = 0; k < st->nirec; k++, index++) {
+		const struct irec *e = &st->items[k];
+		struct btrace_block b = { .kind = e->kind, .ip = e->ip };
+		int ret;
+
+		if (e->kind == BTRACE_ITEM_GAP)
+			b.gap = e->n;
+		else
+			b.ninsn = e->n;
+		if (e->kind == BTRACE_ITEM_ASYNC || e->kind == BTRACE_ITEM_FAR)
+			b.end_ip = st->items[++k].ip;
+		ret = list_item(p, t, &b, index);
+		if (ret < 0)
+			return ret;
 	}
-	int d = c->depth - p->mind;
-	struct obuf *o = &p->line;
+	return 0;
+}
+
+/*
+ * A call entry's line: its number, its indentation (its depth below the
+ * shallowest listed, 2 columns a level, at most 40 levels), then its text.
+ */
+static void call_prefix(struct obuf *o, uint64_t index, int gap,
+			int32_t depth, int mind)
+{
 	static const char spaces[80] = "                                                                                ";
 
-	sym_str(a, sizeof(a), c->ip, c->sym);
-	line_str(l, sizeof(l), c->sym);
-	o->n = 0;
 	ob_udec(o, index + 1, 6);
 	ob_mem(o, "  ", 2);
+	if (gap)
+		return;
+	int d = depth - mind;
 	int64_t w = 2 * (int64_t)(d > 40 ? 40 : d);   /* "%*s" of "": |w| spaces */
 	for (uint64_t pad = (uint64_t)(w < 0 ? -w : w); pad;) {
 		size_t k = pad > sizeof(spaces) ? sizeof(spaces) : (size_t)pad;
@@ -935,6 +1110,21 @@ static int pr_call(void *arg, const struct btrace_thread *t,
 		ob_mem(o, spaces, k);
 		pad -= k;
 	}
+}
+
+/* The text of call entry @c after its indentation (a gap entry: the gap);
+ * it depends only on the entry, not on the rest of the history. */
+static void call_text(struct obuf *o, const struct btrace_thread *t,
+		      const struct btrace_call *c, const struct btrace_block *first)
+{
+	char a[160], l[160];
+
+	if (c->flags & BTRACE_CALL_GAP) {
+		gap_text(o, t, c->gap);
+		return;
+	}
+	sym_str(a, sizeof(a), c->ip, c->sym);
+	line_str(l, sizeof(l), c->sym);
 	ob_esc(o, a);
 	if ((c->flags & BTRACE_CALL_PLT) && first &&
 	    first->kind == BTRACE_ITEM_BLOCK && first->ip != c->ip &&
@@ -959,11 +1149,74 @@ static int pr_call(void *arg, const struct btrace_thread *t,
 	if (c->flags & BTRACE_CALL_PARTIAL)
 		ob_str(o, " [partial]");
 	ob_mem(o, "\n", 1);
+}
+
+/* The time a call entry sorts by in a merged listing, 0: not known. */
+static uint64_t call_time(const struct btrace_call *c)
+{
+	return c->flags & BTRACE_CALL_GAP ? 0 :
+	       btrace_time_known(c->time_ns, c->time_flags);
+}
+
+/* What goes before the line of entry @index (the first of its blocks
+ * @first_block): its place in a merged listing, the fault line. */
+static int call_head(struct printer *p, uint64_t index, uint64_t first_block,
+		     uint64_t time_ns)
+{
+	if (p->mg && merge_add(p->mg, p->out, time_ns) < 0)
+		return -ENOMEM;
+	if (p->rt->fault.found && first_block >= p->fault &&
+	    (index == p->cstart || p->prev_first < p->fault))
+		fault_line(p->out, p->rt);
+	p->prev_first = first_block;
+	return 0;
+}
+
+static int pr_call(void *arg, const struct btrace_thread *t,
+		   const struct btrace_call *c, uint64_t index,
+		   const struct btrace_block *first)
+{
+	struct printer *p = arg;
+	struct obuf *o = &p->line;
+
+	if (p->m != M_CALLS || index < p->cstart)
+		return 0;
+	if (call_head(p, index, c->first_block, call_time(c)) < 0)
+		return -ENOMEM;
+	o->n = 0;
+	call_prefix(o, index, !!(c->flags & BTRACE_CALL_GAP), c->depth, p->mind);
+	call_text(o, t, c, first);
 	if (o->oom) {
 		p->oom = 1;
 		return -ENOMEM;
 	}
-	fwrite(o->p, 1, o->n, f);
+	fwrite(o->p, 1, o->n, p->out);
+	return 0;
+}
+
+/* The call listing of a thread from the entries pass 1 kept (the same
+ * lines pr_call() prints in pass 2). */
+static int replay_calls(struct printer *p, const struct tstat *st)
+{
+	struct obuf *o = &p->line;
+	const char *txt = st->txt;
+
+	for (size_t k = 0; k < st->nrec; k++) {
+		const struct crec *e = &st->recs[k];
+		const char *s = txt;
+
+		txt += e->len;
+		if (e->index < p->cstart)
+			continue;
+		if (call_head(p, e->index, e->first_block, e->time_ns) < 0)
+			return -ENOMEM;
+		o->n = 0;
+		call_prefix(o, e->index, e->gap, e->depth, p->mind);
+		ob_mem(o, s, e->len);
+		if (o->oom)
+			return -ENOMEM;
+		fwrite(o->p, 1, o->n, p->out);
+	}
 	return 0;
 }
 
@@ -999,10 +1252,18 @@ static int list_thread(struct btrace_decode_result *r, size_t i,
 		if (!p.l.out)
 			return cli_failf(CMD, NULL, "out of memory");
 	}
-	pg_thread(rt);
-	if (btrace_decode_thread(r, i, &sink, &err) < 0)
-		ret = p.oom ? cli_failf(CMD, NULL, "out of memory") :
-		      cli_fail(CMD, &err);
+	if (m == M_CALLS && st && st->kept) {
+		if (replay_calls(&p, st) < 0)
+			ret = cli_failf(CMD, NULL, "out of memory");
+	} else if (m == M_INSN && st && st->kept) {
+		if (replay_items(&p, rt, st) < 0)
+			ret = cli_failf(CMD, NULL, "out of memory");
+	} else {
+		pg_thread(rt);
+		if (btrace_decode_thread(r, i, &sink, &err) < 0)
+			ret = p.oom ? cli_failf(CMD, NULL, "out of memory") :
+			      cli_fail(CMD, &err);
+	}
 	if (m == M_INSN)
 		out_flush(&p.l);
 	if (ret == CLI_EXIT_OK && m == M_CALLS && rt->fault.found && st &&
@@ -1099,9 +1360,14 @@ static int list_values(struct btrace_decode_result *r, size_t i, uint64_t last)
 
 static void free_observer(struct observer *o)
 {
-	for (size_t i = 0; i < o->n; i++)
+	for (size_t i = 0; i < o->n; i++) {
 		free(o->st[i].mins);
+		free(o->st[i].recs);
+		free(o->st[i].txt);
+		free(o->st[i].items);
+	}
 	free(o->st);
+	free(o->line.p);
 }
 
 /* --calls --all-threads: the threads' call listings merged by time (the
@@ -1210,7 +1476,7 @@ int cmd_decode(int argc, char **argv)
 	int mode = -1, c, ret = CLI_EXIT_OK, merged = 0, values = 0;
 	uint64_t last = 0;
 	struct observer obs = { 0 };
-	const struct btrace_decode_sink obs_sink = {
+	struct btrace_decode_sink obs_sink = {
 		.sz = sizeof(obs_sink), .flags = BTRACE_SINK_NO_SYMS, .arg = &obs,
 		.begin = obs_begin, .item = obs_item, .call = obs_call,
 		.end = obs_end,
@@ -1255,6 +1521,14 @@ int cmd_decode(int argc, char **argv)
 	d.last = last;
 	d.unit = mode == M_INSN ? BTRACE_UNIT_INSNS :
 		 mode == M_BLOCKS ? BTRACE_UNIT_BLOCKS : BTRACE_UNIT_CALLS;
+	if (mode == M_CALLS) {
+		/* the listing from pass 1's entries, which need symbols */
+		obs.keep = KEEP_CALLS;
+		obs_sink.flags = 0;
+	} else if (mode == M_INSN && !values) {
+		obs.keep = KEEP_ITEMS;  /* no symbols: the listing's come
+					 * from btrace_decode_block_insns() */
+	}
 	d.sink = &obs_sink;
 	pg_start(snap, last);
 	c = btrace_decode(snap, &d, &r, &err);
