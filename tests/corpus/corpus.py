@@ -147,8 +147,10 @@ CASES = [
     C('c-exact-exit', ['midblock.c'], ['-O1', '-pthread'] + OPT,
       args=['exit'], quick=True, cls='exact: main thread exited'),
     # --- 2. handlers that do not simply re-raise -------------------------
+    # (reraise's values: recorded also with every loop turn kept,
+    # bench/values-qemu.py's runs())
     *[C('c-handler-%s' % m, ['handlers.c'], ['-O1'] + OPT, args=[m],
-        quick=True, cls='handler: %s' % m)
+        quick=True, cls='handler: %s' % m, values_kept=(m == 'reraise'))
       for m in ('nodefer', 'reraise', 'abort', 'altstack', 'longjmp',
                 'chatty')],
     # --- 2b. signals delivered at a system call's return, then a crash
