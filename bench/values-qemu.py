@@ -110,9 +110,7 @@ def log_facts(btrace, snap, listing):
         return False, None
     rep = json.loads(r.stdout)
     realigned = not any(x['name'] == 'sigalign' for x in rep['limits'])
-    fault = [int(m.group(1), 16) for m in
-             (re.match(r'=> fault at (0x[0-9a-f]+)', ln) for ln in listing)
-             if m]
+    fault = acc.faults(listing)
     if not fault or not any('after_fault' in t for t in rep['threads']):
         return realigned, None
     d = subprocess.run([btrace, 'decode', '--insn', snap],

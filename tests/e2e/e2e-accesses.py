@@ -137,6 +137,13 @@ FOLD = re.compile(r'\s+~ loop turns folded out of the history here, before '
                   r'(0x[0-9a-f]+)')
 
 
+def faults(listing):
+    """The addresses of a values listing's "=> fault at" lines."""
+    return [int(m.group(1), 16) for m in
+            (re.match(r'=> fault at (0x[0-9a-f]+)', ln) for ln in listing)
+            if m]
+
+
 def sigframe_unaligned(r):
     """QEMU's registers @r are those of a signal handler's entry as QEMU
     7.2 builds it, before the plugin moves the frame 8 bytes down
@@ -185,9 +192,7 @@ def against_qemu_log(qlog, listing, realigned=False, after=None):
     last = None     # the block start matched last
     # a block that starts at the faulting instruction is not in the
     # listing's lines (it is the "=> fault at" line)
-    fault = [int(m.group(1), 16) for m in
-             (re.match(r'=> fault at (0x[0-9a-f]+)', ln) for ln in listing)
-             if m]
+    fault = faults(listing)
     if fault and b >= 0 and blocks[b][0] == fault[-1]:
         b -= 1
     checked = wrong = past = 0
