@@ -150,9 +150,10 @@ CASES = [
       args=['exit'], quick=True, cls='exact: main thread exited'),
     # --- 2. handlers that do not simply re-raise -------------------------
     # (chatty: the handler prints and _exit(2)s: an exit, not a death by
-    # signal, so no crash snapshot)
+    # signal, so no crash snapshot; reraise's values: recorded also with
+    # every loop turn kept, bench/values-qemu.py's runs())
     *[C('c-handler-%s' % m, ['handlers.c'], ['-O1'] + OPT, args=[m],
-        quick=True, cls='handler: %s' % m,
+        quick=True, cls='handler: %s' % m, values_kept=(m == 'reraise'),
         **({'kind': 'handled'} if m == 'chatty' else {}))
       for m in ('nodefer', 'reraise', 'abort', 'altstack', 'longjmp',
                 'chatty')],
