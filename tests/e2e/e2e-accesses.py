@@ -27,7 +27,8 @@ snapshot with the public reader (ACCREAD, e2e-accread.c):
 - recorded under QEMU's `-d cpu,nochain`, the values recovered agree with
   QEMU's registers at every block start they cover, across the fold
   steps, and the origin of the NULL goes back across bump()'s folded
-  loop, which stored over what bump() had read, to that load of 7; the
+  loop, which stored over what bump() had read, to that load of 7 and
+  main's store of the constant 7 it read; the
   recovery covers the last 4,096 instructions (slash()'s folded loop,
   whose closing block makes no access, does not cut it); with the
   argument "twice", where the loop block of a fold runs twice before the
@@ -371,17 +372,21 @@ def check_program(btrace, tool, prog, d):
         rep = e2elib.report_json(btrace, os.path.join(d, 'demo-prog.btrace'))
         org = rep.get('origin') or {}
         chain = org.get('chain') or []
-        # (bump's load reads what main stored there: the source is
-        # that constant 7, the load's address known)
+        # (bump's load reads what main stored there, a[5] = 7: the
+        # source is that store of the constant 7, reached across the
+        # folded loop that stored over a[] after the load)
         ok(org.get('value') == '0x0' and chain and
-           chain[-1].get('function') == 'bump' and
+           chain[-1].get('function') == 'main' and
            chain[-1].get('value') == '0x7' and
-           chain[-1].get('kind') in ('load', 'constant') and
+           chain[-1].get('kind') == 'constant' and
            any(ln.get('kind') == 'return' and ln.get('value') == '0x7'
-               for ln in chain),
+               for ln in chain) and
+           any(ln.get('function') == 'bump' and ln.get('value') == '0x7' and
+               ln.get('kind') != 'return' for ln in chain),
            'the origin of the NULL goes back across the folded loop to '
-           'bump\'s load of 7 (%s)' % [(ln.get('function'), ln.get('kind'),
-                                       ln.get('value')) for ln in chain])
+           'bump\'s load of 7 and main\'s store of it (%s)' % [
+               (ln.get('function'), ln.get('kind'), ln.get('value'))
+               for ln in chain])
     except RuntimeError as e:
         ok(False, 'btrace report works (%s)' % e)
 
