@@ -1494,13 +1494,48 @@ static void bt_log_code(const struct qemu_plugin_tb *tb,
  * logged.  QEMU_PLUGIN_MEM_RW: 7.2 never calls a callback registered for
  * loads alone.
  */
+/* The stack operations whose one access is the stack slot: 1 a push or
+ * pop of a register (pop rsp excepted: it loads rsp) or a push of an
+ * immediate, which move rsp by 8; 2 a near call (rel32) or a ret; 0
+ * another instruction (one with any other prefix too). */
+static int bt_stack_op(const uint8_t *p, size_t len)
+{
+	if (len == 2 && (p[0] == 0x40 || p[0] == 0x41) &&
+	    p[1] >= 0x50 && p[1] <= 0x5f)
+		return 1;   /* REX (.B: r8-r15; pop r12 is not pop rsp) */
+	if (len == 1 && p[0] >= 0x50 && p[0] <= 0x5f)
+		return p[0] == 0x5c ? 0 : 1;
+	if ((len == 2 && p[0] == 0x6a) || (len == 5 && p[0] == 0x68))
+		return 1;
+	if ((len == 5 && p[0] == 0xe8) || (len == 1 && p[0] == 0xc3))
+		return 2;
+	return 0;
+}
+
+/*
+ * Not every access is logged: a stack operation (bt_stack_op()) right
+ * after a push or pop of a register or a push of an immediate in the same
+ * block gets no callback.  Its stack slot is the previous one's address
+ * plus or minus 8, which the value recovery derives from the first of the
+ * run (rsp_delta(), decoder/values.c), so the log loses nothing it would
+ * use; a prologue's or epilogue's run of pushes or pops costs one call
+ * (docs/performance.md, "the cost of the access log").
+ */
 static void bt_acc_trans(struct qemu_plugin_tb *tb, size_t n)
 {
+	int prev = 0;
+
 	for (size_t i = 0; i < n; i++) {
 		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
 		uint64_t ip = qemu_plugin_insn_vaddr(insn);
 		uint64_t info = ip << BT_ACC_IP_SHIFT;
+		int op = bt_stack_op(qemu_plugin_insn_data(insn),
+				     qemu_plugin_insn_size(insn));
+		int after_run = op && prev == 1;
 
+		prev = op;
+		if (after_run)
+			continue;   /* derived from the run's first */
 		if (bt_ring_access_ip(info) != ip)
 			continue;   /* not canonical: cannot be recorded */
 		qemu_plugin_register_vcpu_mem_cb(insn, bt_mem,

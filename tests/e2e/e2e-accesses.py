@@ -22,6 +22,8 @@ snapshot with the public reader (ACCREAD, e2e-accread.c):
 - with --accesses 0 there is no accesses section; with --accesses 1K the
   log holds at most 1024 records (the program made more: not complete),
   the global's store among them;
+- of a run of pushes and pops (pushrun, a prologue's and an epilogue's)
+  and the ret after it, the first push's stack slot alone is logged;
 - btrace info shows the log (text and JSON) and btrace report works;
 - a bad --accesses (above 4M, not a number) is a usage error (exit 2).
 - recorded under QEMU's `-d cpu,nochain`, the values recovered agree with
@@ -103,14 +105,20 @@ def addresses(stderr):
     return got
 
 
-def symbol_size(prog, name):
+def symbol(prog, name):
+    """(address in the ELF file, size) of symbol NAME, or None"""
     r = subprocess.run(['nm', '-S', '--defined-only', prog],
                        capture_output=True, text=True)
     for line in r.stdout.splitlines():
         f = line.split()
         if len(f) == 4 and f[3] == name:
-            return int(f[1], 16)
+            return int(f[0], 16), int(f[1], 16)
     return None
+
+
+def symbol_size(prog, name):
+    sym = symbol(prog, name)
+    return sym and sym[1]
 
 
 def info(btrace, snap, *extra):
@@ -303,6 +311,15 @@ def check_program(btrace, tool, prog, d):
                 [(k, hex(log[k][0])) for k in between]))
     ok(flags == 1, 'the log holds every access since the thread started '
        '(complete: flags %d)' % flags)
+    st, pr = symbol(prog, 'store_then_crash'), symbol(prog, 'pushrun')
+    run = pr and range(a['func'] - st[0] + pr[0],
+                       a['func'] - st[0] + pr[0] + pr[1])
+    inrun = [r for r in log if run and r[0] in run]
+    ok(run and len(inrun) == 1 and inrun[0][0] == run.start and
+       inrun[0][2] == 8 and inrun[0][3] == 'W',
+       'of pushrun\'s run of four pushes, four pops and a ret, the first '
+       'push\'s 8-byte store alone is logged (%s)' % [
+           '%#x %#x %d %s' % r for r in inrun])
 
     # every turn kept: every store
     snap_all = os.path.join(d, 'acc-all.btrace')

@@ -10,7 +10,8 @@
  * holds 5 there, and returns what it read.  slash() looks back along a
  * path for its last '/' as dirname does, in a loop whose closing block
  * makes no access and whose other block loads.  With the argument "twice",
- * twice() (below) runs first.  On standard error first:
+ * twice() (below) runs first.  pushrun() (below), before bump(),
+ * pushes and pops four values.  On standard error first:
  * "global 0x...",
  * "arr 0x...", "func 0x..." (store_then_crash's address; its size is the
  * ELF symbol's).
@@ -83,6 +84,24 @@ __asm__(".text\n"
 	"	ret\n"
 	".size twice, .-twice\n");
 
+/* A run of pushes and pops (a prologue's and an epilogue's): the QEMU
+ * backend logs the first's stack slot alone (the others' follow from it). */
+long pushrun(void);
+__asm__(".text\n"
+	".globl pushrun\n"
+	".type pushrun, @function\n"
+	"pushrun:\n"
+	"	push %rbx\n"
+	"	push %rbp\n"
+	"	push %r12\n"
+	"	push $7\n"
+	"	pop %rax\n"
+	"	pop %r12\n"
+	"	pop %rbp\n"
+	"	pop %rbx\n"
+	"	ret\n"
+	".size pushrun, .-pushrun\n");
+
 __attribute__((noinline)) long store_then_crash(const long *p)
 {
 	volatile long local;
@@ -99,6 +118,8 @@ int main(int argc, char **argv)
 	fflush(stderr);
 	if (argc > 1 && argv[1][0] == 't' && twice(5) != 6)
 		return 4;
+	if (pushrun() != 7)
+		return 5;
 	volatile long a[16];
 	a[5] = 7;
 	long b = bump(a);
