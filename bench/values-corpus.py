@@ -42,7 +42,7 @@ def wanted(case):
     if any(x in case['name'] for x in ('jit', 'threads', 'asan', 'exact',
                                        'dlopen', 'seccomp', 'handler',
                                        'stripped', 'int3', 'stack-overflow',
-                                       'sigalrm', 'sigval')):
+                                       'alrm', 'sigval')):
         return False
     args = case.get('args', [])
     return len(args) <= 1 and not any('@' in a for a in args)
