@@ -151,10 +151,17 @@ CASES = [
     # --- 2. handlers that do not simply re-raise -------------------------
     # (chatty: the handler prints and _exit(2)s: an exit, not a death by
     # signal, so no crash snapshot; reraise's values: recorded also with
-    # every loop turn kept, bench/values-qemu.py's runs())
+    # every loop turn kept, bench/values-qemu.py's runs(); altstack:
+    # descend()'s recursion meets the guard page at its store to pad[] or
+    # at its call's push, depending on where the stack starts: the
+    # environment's size, the clone's path, the emulator's stack layout)
     *[C('c-handler-%s' % m, ['handlers.c'], ['-O1'] + OPT, args=[m],
         quick=True, cls='handler: %s' % m, values_kept=(m == 'reraise'),
-        **({'kind': 'handled'} if m == 'chatty' else {}))
+        **({'kind': 'handled'} if m == 'chatty' else {}),
+        **({'na': {'exact': 'which of descend()\'s instructions meets the '
+                            'guard page depends on where the stack '
+                            'starts, natively too'}}
+           if m == 'altstack' else {}))
       for m in ('nodefer', 'reraise', 'abort', 'altstack', 'longjmp',
                 'chatty')],
     # --- 2b. signals delivered at a system call's return, then a crash
