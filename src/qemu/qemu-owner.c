@@ -207,7 +207,60 @@ static struct bt_held *bt_hold_find(struct bt_hold *h, pid_t tid)
 	return NULL;
 }
 
-static void bt_hold_release(struct bt_hold *h)
+/* Whether thread @tid of process @pid has ended (gone, or a zombie). */
+static int bt_held_gone(pid_t pid, pid_t tid)
+{
+	char path[96];
+	char st;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid,
+		 (int)tid);
+	st = bt_stat_state(path);
+	return st == 0 || st == 'Z' || st == 'X';
+}
+
+/*
+ * A held thread that ended (the program exited or was killed during the
+ * hold) is a zombie that only its tracer may reap: until then its thread
+ * group is not empty, so the process's pidfd never polls readable and its
+ * parent never sees it end (release_task() waits for the tracer's wait,
+ * exit_notify() and wait_task_zombie() in kernel/exit.c).  Reap it, but
+ * not a process's leader that is our own child: its exit status is the
+ * recording's (bt_watch_tree() waits for it).
+ */
+static void bt_held_reap(pid_t pid, pid_t tid)
+{
+	char path[64];
+
+	if (tid == pid) {
+		char buf[512], *c;
+		ssize_t n;
+		int fd;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+		if (fd >= 0)
+			close(fd);
+		if (n > 0) {
+			buf[n] = '\0';
+			c = strrchr(buf, ')');
+			if (c && atoi(c + 4) == (int)getpid())
+				return;   /* "...) S PPID" */
+		}
+	}
+	for (int k = 0; k < 200; k++) {
+		siginfo_t si;
+
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, (id_t)tid, &si, WEXITED | __WALL |
+			   WNOHANG) < 0 || si.si_pid == tid)
+			return;
+		bt_sleep_ms(1);
+	}
+}
+
+static void bt_hold_release(struct bt_hold *h, pid_t pid)
 {
 	for (size_t i = 0; i < h->n; i++) {
 		struct bt_held *t = &h->t[i];
@@ -224,12 +277,16 @@ static void bt_hold_release(struct bt_hold *h)
 					break;
 				if (si.si_pid == t->tid)
 					t->stopped = 1;
+				else if (bt_held_gone(pid, t->tid))
+					break;
 				else
 					bt_sleep_ms(1);
 			}
 		}
-		ptrace(PTRACE_DETACH, t->tid, NULL,
-		       (void *)(long)t->sig);
+		if (ptrace(PTRACE_DETACH, t->tid, NULL,
+			   (void *)(long)t->sig) < 0 && errno == ESRCH &&
+		    bt_held_gone(pid, t->tid))
+			bt_held_reap(pid, t->tid);
 	}
 	free(h->t);
 	memset(h, 0, sizeof(*h));
@@ -250,7 +307,7 @@ static int bt_hold_all(pid_t pid, struct bt_hold *h)
 		int fresh = 0, all = 1;
 
 		if (!dir) {
-			bt_hold_release(h);
+			bt_hold_release(h, pid);
 			return -ESRCH;
 		}
 		while ((d = readdir(dir))) {
@@ -264,7 +321,7 @@ static int bt_hold_all(pid_t pid, struct bt_hold *h)
 				if (e == ESRCH)
 					continue;   /* the thread ended */
 				closedir(dir);
-				bt_hold_release(h);
+				bt_hold_release(h, pid);
 				return e == EPERM || e == EACCES ? -EPERM : -e;
 			}
 			if (h->n == h->cap) {
@@ -275,7 +332,7 @@ static int bt_hold_all(pid_t pid, struct bt_hold *h)
 				if (!v) {
 					ptrace(PTRACE_DETACH, tid, NULL, NULL);
 					closedir(dir);
-					bt_hold_release(h);
+					bt_hold_release(h, pid);
 					return -ENOMEM;
 				}
 				h->t = v;
@@ -303,8 +360,9 @@ static int bt_hold_all(pid_t pid, struct bt_hold *h)
 				if ((si.si_status >> 8) == 0)
 					t->sig = sig;   /* no event: a
 							 * signal's stop */
-			} else if (kill(t->tid, 0) < 0 && errno == ESRCH) {
-				t->stopped = 1;   /* gone */
+			} else if (bt_held_gone(pid, t->tid)) {
+				t->stopped = 1;   /* gone (reaped at the
+						   * release) */
 			} else {
 				all = 0;
 			}
@@ -316,7 +374,7 @@ static int bt_hold_all(pid_t pid, struct bt_hold *h)
 		if (!all)
 			bt_sleep_ms(1);
 	}
-	bt_hold_release(h);
+	bt_hold_release(h, pid);
 	return -ETIMEDOUT;
 }
 
@@ -369,7 +427,7 @@ static void bt_qowner_resume(pid_t pid, int was_stopped, struct bt_hold *h,
 	if (sigstop)
 		kill(pid, SIGCONT);
 	else
-		bt_hold_release(h);
+		bt_hold_release(h, pid);
 }
 
 /* Answer a `btrace snapshot` request for @o: stop the process, write the
