@@ -120,13 +120,16 @@ size_t bt_qowner_fill(const struct bt_qowner *q, struct pollfd *pf)
 	return bt_qowner_nfds(q);
 }
 
-/* The state letter of a /proc stat file (after the last ')'), or 0. */
-static char bt_stat_state(const char *path)
+/* The state letter of a /proc stat file (after the last ')'), or 0;
+ * *@ppid (may be NULL) the parent's pid after it, or 0. */
+static char bt_stat_read(const char *path, pid_t *ppid)
 {
 	char buf[512], *c;
 	ssize_t n;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
+	if (ppid)
+		*ppid = 0;
 	if (fd < 0)
 		return 0;
 	n = read(fd, buf, sizeof(buf) - 1);
@@ -135,7 +138,16 @@ static char bt_stat_state(const char *path)
 		return 0;
 	buf[n] = 0;
 	c = strrchr(buf, ')');
-	return c && c[1] == ' ' ? c[2] : 0;
+	if (!c || c[1] != ' ' || !c[2])
+		return 0;
+	if (ppid && c[3] == ' ')
+		*ppid = (pid_t)atoi(c + 4);   /* "...) S PPID" */
+	return c[2];
+}
+
+static char bt_stat_state(const char *path)
+{
+	return bt_stat_read(path, NULL);
 }
 
 /* 1 when every thread of @pid is stopped (or exiting), 0 when some run,
@@ -233,21 +245,11 @@ static void bt_held_reap(pid_t pid, pid_t tid)
 	char path[64];
 
 	if (tid == pid) {
-		char buf[512], *c;
-		ssize_t n;
-		int fd;
+		pid_t ppid;
 
 		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-		if (fd >= 0)
-			close(fd);
-		if (n > 0) {
-			buf[n] = '\0';
-			c = strrchr(buf, ')');
-			if (c && atoi(c + 4) == (int)getpid())
-				return;   /* "...) S PPID" */
-		}
+		if (bt_stat_read(path, &ppid) && ppid == getpid())
+			return;
 	}
 	for (int k = 0; k < 200; k++) {
 		siginfo_t si;
